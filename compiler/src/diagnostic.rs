@@ -1,0 +1,349 @@
+//! The one diagnostic model of every stage and every output format.
+//!
+//! A [`Diagnostic`] is a stable [`Code`], a severity, a lowercase message, a primary label on the
+//! exact span, secondary labels, an optional `help` and an optional machine-applicable [`Fix`].
+//! Stages build them with the constructors beside their checks; the renderers in `crate::render`
+//! turn the same struct into miette reports, one-line text, JSON, GitHub annotations and SARIF.
+//! Invariant: a code never changes meaning once released, and every code has an explanation in
+//! `compiler/src/diagnostic/explain/<CODE>.md`, printed by `stratumc explain`.
+
+use crate::source::Span;
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+macro_rules! codes {
+    ($($code:ident $severity:ident $slug:literal $summary:literal;)*) => {
+        /// Every diagnostic code. `E` codes are errors, `W` codes warnings.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Code { $($code,)* }
+
+        impl Code {
+            pub const ALL: &'static [Code] = &[$(Code::$code,)*];
+
+            /// The short kebab-case name, e.g. `duplicate-key`.
+            pub fn slug(self) -> &'static str {
+                match self { $(Code::$code => $slug,)* }
+            }
+
+            /// One line saying what the code reports.
+            pub fn summary(self) -> &'static str {
+                match self { $(Code::$code => $summary,)* }
+            }
+
+            pub fn severity(self) -> Severity {
+                match self { $(Code::$code => Severity::$severity,)* }
+            }
+
+            /// The long explanation (Markdown) printed by `stratumc explain`.
+            pub fn explanation(self) -> &'static str {
+                match self {
+                    $(Code::$code => include_str!(concat!("diagnostic/explain/", stringify!($code), ".md")),)*
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    E0001 Error "invalid-utf8" "the file is not valid UTF-8";
+    E0002 Error "file-too-large" "the file is larger than the front end accepts";
+    E0003 Error "control-character" "the file contains a NUL byte or another control character YAML forbids";
+    E0004 Error "yaml-syntax" "the file is not well-formed YAML";
+    E0005 Error "alias-expansion-limit" "YAML aliases expand to more nodes than the front end accepts";
+    E0006 Error "nesting-too-deep" "mappings and sequences are nested deeper than the front end accepts";
+    E0007 Error "duplicate-key" "a mapping has the same key twice";
+    E0008 Error "empty-spec" "the file holds no YAML document";
+    E0009 Error "top-level-not-mapping" "the top level of the spec is not a mapping";
+    E0010 Error "multiple-documents" "the file holds more than one YAML document";
+    E0011 Error "unknown-key" "a key that is not valid at this place in the spec";
+    E0012 Error "wrong-type" "a value of the wrong type";
+    E0013 Error "missing-field" "a required key is missing";
+    E0014 Error "invalid-version" "`version` is missing or not a known spec version";
+    E0015 Error "unsupported-version" "the spec version is known but not supported yet";
+    E0016 Error "requires-version-0.2" "a key or value that needs `version: \"0.2\"` in a version 0.1 spec";
+    E0017 Error "duplicate-step-id" "two steps of one flow have the same id";
+    E0018 Error "duplicate-workflow-name" "two specs checked together declare the same workflow name";
+    E0019 Error "invalid-value" "a value that is not one of the allowed choices";
+    E0020 Error "value-out-of-range" "a number below its minimum or above its maximum";
+    E0021 Error "empty-value" "a string or list that must not be empty is empty";
+    E0022 Error "invalid-workflow-name" "a workflow name that is not lowercase words joined by hyphens";
+    E0023 Error "version-0.3-feature" "a key of spec version 0.3, which is not supported yet";
+    E0024 Error "unsupported-tag" "a YAML tag other than the core schema's";
+    W0001 Warning "unknown-contract-field-key" "a key in a contract field definition that nothing reads";
+}
+
+impl Code {
+    pub fn as_str(self) -> String {
+        format!("{self:?}")
+    }
+
+    /// Parses `E0007`, `e0007` or a slug such as `duplicate-key`.
+    pub fn parse(text: &str) -> Option<Code> {
+        Code::ALL
+            .iter()
+            .copied()
+            .find(|code| code.as_str().eq_ignore_ascii_case(text) || code.slug() == text)
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// A span with a few words on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Label {
+    pub span: Span,
+    pub message: String,
+}
+
+/// A text replacement that resolves a diagnostic on its own, with no judgment needed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fix {
+    /// What applying it does, e.g. "replace `tpye` with `type`".
+    pub message: String,
+    pub edits: Vec<Edit>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Edit {
+    pub span: Span,
+    pub replacement: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub code: Code,
+    pub severity: Severity,
+    pub message: String,
+    pub primary: Label,
+    pub secondary: Vec<Label>,
+    pub help: Option<String>,
+    pub fix: Option<Fix>,
+}
+
+impl Diagnostic {
+    /// A diagnostic with the code's own severity, its message and the primary label.
+    pub fn new(
+        code: Code,
+        message: impl Into<String>,
+        span: Span,
+        label: impl Into<String>,
+    ) -> Diagnostic {
+        Diagnostic {
+            code,
+            severity: code.severity(),
+            message: message.into(),
+            primary: Label {
+                span,
+                message: label.into(),
+            },
+            secondary: Vec::new(),
+            help: None,
+            fix: None,
+        }
+    }
+
+    pub fn secondary(mut self, span: Span, label: impl Into<String>) -> Diagnostic {
+        self.secondary.push(Label {
+            span,
+            message: label.into(),
+        });
+        self
+    }
+
+    pub fn help(mut self, help: impl Into<String>) -> Diagnostic {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// Attaches a one-edit machine-applicable fix.
+    pub fn fix(
+        mut self,
+        message: impl Into<String>,
+        span: Span,
+        replacement: impl Into<String>,
+    ) -> Diagnostic {
+        self.fix = Some(Fix {
+            message: message.into(),
+            edits: vec![Edit {
+                span,
+                replacement: replacement.into(),
+            }],
+        });
+        self
+    }
+
+    pub fn primary_span(&self) -> Span {
+        self.primary.span
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    /// The order of every output: by file, position, then code.
+    pub fn sort_key(&self) -> (Span, Code) {
+        (self.primary.span, self.code)
+    }
+}
+
+/// Sorts diagnostics into their output order (file, position, code) and drops exact repeats.
+pub fn sort(diagnostics: &mut Vec<Diagnostic>) {
+    diagnostics.sort_by(|a, b| {
+        a.sort_key()
+            .cmp(&b.sort_key())
+            .then_with(|| a.message.cmp(&b.message))
+    });
+    diagnostics.dedup();
+}
+
+/// The known name closest to `name`, if one is close enough to be a plausible typo.
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let name_lower = name.to_lowercase();
+    let max_distance = match name.chars().count() {
+        0..=2 => 1,
+        3..=5 => 2,
+        _ => 3,
+    };
+    let candidates: Vec<&str> = candidates
+        .into_iter()
+        .filter(|candidate| *candidate != name)
+        .collect();
+    let closest = candidates
+        .iter()
+        .filter_map(|&candidate| {
+            let distance = edit_distance(&name_lower, &candidate.to_lowercase());
+            (distance <= max_distance).then_some((distance, candidate))
+        })
+        .min_by_key(|&(distance, candidate)| (distance, candidate))
+        .map(|(_, candidate)| candidate);
+    // An abbreviation (`str` for `string`) or an extension (`inference` for `infer`) is far in
+    // edits but plainly meant; accept it when it is unambiguous.
+    closest.or_else(|| {
+        let mut related = candidates.iter().copied().filter(|candidate| {
+            let candidate = candidate.to_lowercase();
+            name_lower.len() >= 3
+                && candidate.len() >= 3
+                && (candidate.starts_with(&name_lower) || name_lower.starts_with(&candidate))
+        });
+        let first = related.next()?;
+        related.next().is_none().then_some(first)
+    })
+}
+
+/// Optimal string alignment distance: insertions, deletions, substitutions and adjacent
+/// transpositions each cost one, so `tpye` is one edit from `type`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    // Three rolling rows: two back (for transpositions), previous, current.
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    let mut current: Vec<usize> = vec![0; b.len() + 1];
+    for (i, &ca) in a.iter().enumerate() {
+        current.fill(0);
+        if let Some(first) = current.first_mut() {
+            *first = i + 1;
+        }
+        for (j, &cb) in b.iter().enumerate() {
+            let substitution = previous.get(j).copied().unwrap_or(0) + usize::from(ca != cb);
+            let deletion = previous.get(j + 1).copied().unwrap_or(0) + 1;
+            let insertion = current.get(j).copied().unwrap_or(0) + 1;
+            let mut best = substitution.min(deletion).min(insertion);
+            let transposed = i > 0
+                && j > 0
+                && a.get(i - 1) == Some(&cb)
+                && b.get(j - 1) == Some(&ca)
+                && ca != cb;
+            if transposed {
+                best = best.min(before.get(j - 1).copied().unwrap_or(0) + 1);
+            }
+            if let Some(cell) = current.get_mut(j + 1) {
+                *cell = best;
+            }
+        }
+        std::mem::swap(&mut before, &mut previous);
+        std::mem::swap(&mut previous, &mut current);
+    }
+    previous.last().copied().unwrap_or(0)
+}
+
+/// `a`, `b` and `c` — names in backticks for a help line.
+pub fn backticked<S: AsRef<str>>(names: &[S]) -> String {
+    let quoted: Vec<String> = names
+        .iter()
+        .map(|name| format!("`{}`", name.as_ref()))
+        .collect();
+    match quoted.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_close_names() {
+        let keys = ["type", "values", "items"];
+        assert_eq!(did_you_mean("tpye", keys), Some("type"));
+        assert_eq!(did_you_mean("value", keys), Some("values"));
+        assert_eq!(did_you_mean("colour", keys), None);
+        assert_eq!(did_you_mean("Type", keys), Some("type"));
+        assert_eq!(did_you_mean("str", ["string", "number"]), Some("string"));
+        assert_eq!(did_you_mean("inference", ["infer", "compute"]), Some("infer"));
+        assert_eq!(did_you_mean("max", ["max_rounds", "max_tokens"]), None);
+    }
+
+    #[test]
+    fn edit_distance_counts_transpositions_once() {
+        assert_eq!(edit_distance("tpye", "type"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("depends_on", "depend_on"), 1);
+    }
+
+    #[test]
+    fn every_code_has_an_explanation_that_names_it() {
+        for code in Code::ALL {
+            let text = code.explanation();
+            assert!(
+                text.starts_with(&format!("# {code}: ")),
+                "{code}'s explanation must start with `# {code}: <title>`"
+            );
+            assert!(
+                text.contains("```yaml"),
+                "{code}'s explanation must show an example"
+            );
+            assert_eq!(Code::parse(&code.as_str()), Some(*code));
+            assert_eq!(Code::parse(code.slug()), Some(*code));
+        }
+    }
+
+    #[test]
+    fn backticked_lists_read_as_prose() {
+        assert_eq!(backticked(&["a"]), "`a`");
+        assert_eq!(backticked(&["a", "b", "c"]), "`a`, `b` and `c`");
+    }
+}

@@ -1,0 +1,246 @@
+//! The typed AST of a `.stratum.yaml` spec, versions 0.1 and 0.2.
+//!
+//! Built by `syntax::parse` from the YAML tree. Every definition, key and value carries its
+//! [`Span`]. A [`Field`] records both where its key and where its value stand, so a later stage
+//! can say "`retries` is not allowed here" on the key and "must be at least 1" on the value.
+//! Optional parts are `Option`s: `None` means the spec did not write the key, or wrote it with a
+//! value the front end already reported (so later stages stay silent about it).
+//! Expression strings (`ensure`, `skip_if`, …) and step input strings are [`Text`]s: decoded
+//! values with the map from offsets inside them back to the file.
+
+use crate::source::Span;
+use crate::syntax::scalar::ScalarMap;
+use crate::syntax::tree::Node;
+
+/// A value with its span.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spanned<T> {
+    pub value: T,
+    pub span: Span,
+}
+
+/// A name the spec declares or refers to: a contract, function, flow, step or field name.
+pub type Name = Spanned<String>;
+
+/// A key the spec wrote and the value under it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Field<T> {
+    /// The key's span.
+    pub key: Span,
+    /// The value's span.
+    pub span: Span,
+    pub value: T,
+}
+
+/// A string scalar whose inner offsets map back to the file, for expressions and `$`-references.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Text {
+    pub value: String,
+    /// The whole scalar as written (quotes included).
+    pub span: Span,
+    pub map: ScalarMap,
+}
+
+impl Text {
+    /// The span in the file of a byte range of the decoded value.
+    pub fn span_of(&self, range: std::ops::Range<usize>) -> Span {
+        Span::new(self.span.file, self.map.source_range(range))
+    }
+}
+
+/// The whole spec.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Ast {
+    pub span: Span,
+    pub version: Option<Field<Version>>,
+    pub contracts: Vec<Contract>,
+    pub functions: Vec<Function>,
+    pub flows: Vec<Flow>,
+    pub workflow: Option<Field<Workflow>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Version {
+    V0_1,
+    V0_2,
+}
+
+impl Version {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Version::V0_1 => "0.1",
+            Version::V0_2 => "0.2",
+        }
+    }
+}
+
+/// A named record type: `contracts: {Name: {field: {type: …}}}`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Contract {
+    pub name: Name,
+    pub span: Span,
+    pub fields: Vec<FieldDef>,
+}
+
+/// One field of a contract, or one parameter of a function's or flow's `input`.
+///
+/// `type` is kept as written (`string`, `number`, `string?`, `Address`, …); the middle end
+/// gives it meaning. The other keys leave room for enums, items, optionality and ranges.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldDef {
+    pub name: Name,
+    pub span: Span,
+    pub ty: Option<Field<String>>,
+    pub values: Option<Field<Vec<Node>>>,
+    pub items: Option<Field<Node>>,
+    pub optional: Option<Field<bool>>,
+    pub required: Option<Field<bool>>,
+    pub description: Option<Field<String>>,
+    pub default: Option<Field<Node>>,
+    pub minimum: Option<Field<f64>>,
+    pub maximum: Option<Field<f64>>,
+    pub min_length: Option<Field<u64>>,
+    pub max_length: Option<Field<u64>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Infer,
+    Compute,
+    Gate,
+}
+
+/// A reusable step definition: `functions: {name: {mode: …}}`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Function {
+    pub name: Name,
+    pub span: Span,
+    pub mode: Option<Field<Mode>>,
+    pub intent: Option<Field<String>>,
+    pub input: Option<Field<Vec<FieldDef>>>,
+    /// The output contract's name.
+    pub output: Option<Field<String>>,
+    pub ensure: Option<Field<Vec<Text>>>,
+    pub retries: Option<Field<u32>>,
+    pub budget: Option<Field<Budget>>,
+    pub model: Option<Field<String>>,
+    /// Seconds before a pending gate is killed.
+    pub timeout: Option<Field<u64>>,
+    /// Regular expressions the output must not match.
+    pub guardrails: Option<Field<Vec<Spanned<String>>>>,
+    pub cache: Option<Field<bool>>,
+}
+
+/// Limits of a function, step or flow; the last two bound a whole run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Budget {
+    pub ms: Option<Field<u64>>,
+    pub usd: Option<Field<f64>>,
+    pub max_agent_dispatches: Option<Field<u64>>,
+    pub max_tokens: Option<Field<u64>>,
+}
+
+/// A DAG of steps: `flows: {name: {input: …, steps: […]}}`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Flow {
+    pub name: Name,
+    pub span: Span,
+    pub input: Option<Field<Vec<FieldDef>>>,
+    /// The output contract's name.
+    pub output: Option<Field<String>>,
+    pub budget: Option<Field<Budget>>,
+    pub max_rounds: Option<Field<u32>>,
+    pub steps: Option<Field<Vec<Step>>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    Gate,
+    Flag,
+    Skip,
+}
+
+/// One step of a flow. Which of `function`, `intent`, `flow` and `judge` is set decides its
+/// kind; the front end keeps whatever was written and the middle end enforces the rules.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    pub span: Span,
+    pub id: Option<Field<String>>,
+    pub function: Option<Field<String>>,
+    pub intent: Option<Field<String>>,
+    pub flow: Option<Field<String>>,
+    /// A judge step's configuration, kept as written: the reference implementation accepts it
+    /// in version 0.2 but documents it nowhere.
+    pub judge: Option<Field<Node>>,
+    pub agent: Option<Field<String>>,
+    pub inputs: Option<Field<Vec<Input>>>,
+    pub depends_on: Option<Field<Vec<Name>>>,
+    /// A JSON Schema, as written.
+    pub output_schema: Option<Field<Node>>,
+    pub ensure: Option<Field<Vec<Text>>>,
+    pub retries: Option<Field<u32>>,
+    pub output_contract: Option<Field<String>>,
+    pub model: Option<Field<String>>,
+    pub budget: Option<Field<Budget>>,
+    /// Gate routing: a step id, or `None` for `~` (complete, or terminate, the flow).
+    pub on_approve: Option<Field<Option<String>>>,
+    pub on_revise: Option<Field<Option<String>>>,
+    pub on_kill: Option<Field<Option<String>>>,
+    pub policy: Option<Field<Policy>>,
+    pub policy_fallback: Option<Field<Policy>>,
+    pub on_fail: Option<Field<String>>,
+    pub next: Option<Field<String>>,
+    pub skip_if: Option<Field<Text>>,
+    pub skip_reason: Option<Field<String>>,
+    pub max_iterations: Option<Field<u32>>,
+    pub exit_criterion: Option<Field<Text>>,
+    pub score_expr: Option<Field<Text>>,
+    pub accumulate: Option<Field<Text>>,
+    pub accumulate_key: Option<Field<Text>>,
+    pub guardrails: Option<Field<Vec<Spanned<String>>>>,
+    pub cache: Option<Field<bool>>,
+    /// A reasoning certificate template, kept as written.
+    pub reasoning_template: Option<Field<Node>>,
+}
+
+/// One entry of a step's `inputs`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Input {
+    pub name: Name,
+    pub value: InputValue,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum InputValue {
+    /// A string: a `$`-reference (`$.input.text`, `$.steps.s1.output.label`) or a literal.
+    Text(Text),
+    /// Any other literal, passed through as is (version 0.2).
+    Literal(Node),
+}
+
+/// The `workflow:` block that registers a spec under a name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workflow {
+    pub name: Option<Field<String>>,
+    pub description: Option<Field<String>>,
+    pub input: Option<Field<Vec<WorkflowParam>>>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkflowParam {
+    pub name: Name,
+    pub span: Span,
+    pub ty: Option<Field<ParamType>>,
+    pub required: Option<Field<bool>>,
+    pub default: Option<Field<Node>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamType {
+    String,
+    Boolean,
+    Integer,
+    Number,
+    Array,
+    Object,
+}

@@ -1,0 +1,209 @@
+//! Shared helpers of the workspace's integration tests and benchmarks: the rendering used by
+//! snapshots, the `# error: CODE` markers of the invalid corpus, and a generator of large
+//! specs for benchmarks and stress tests.
+
+use std::fmt::Write;
+
+use stratum_compiler::diagnostic::{Code, Diagnostic};
+use stratum_compiler::render::{FileReport, human};
+use stratum_compiler::source::SourceMap;
+use stratum_compiler::{Compilation, check_bytes};
+
+/// Checks one file's bytes on its own.
+pub fn check_one(name: &str, bytes: &[u8]) -> (SourceMap, Compilation) {
+    let mut sources = SourceMap::new();
+    let compilation = check_bytes(&mut sources, name, bytes);
+    (sources, compilation)
+}
+
+/// The snapshot of a checked file: its source, then its diagnostics as people see them
+/// (no colour, 80 columns). Control characters are made visible so the snapshot stays text.
+pub fn render_snapshot(sources: &SourceMap, compilations: &[Compilation]) -> String {
+    let mut out = String::new();
+    for compilation in compilations {
+        if let Some(file) = sources.get(compilation.file) {
+            let _ = writeln!(out, "----- SOURCE {}", file.name());
+            out.push_str(file.text());
+            if !file.text().ends_with('\n') {
+                out.push('\n');
+            }
+        }
+    }
+    out.push_str("----- DIAGNOSTICS\n");
+    let reports: Vec<FileReport<'_>> = compilations
+        .iter()
+        .filter_map(|c| {
+            Some(FileReport {
+                file: sources.get(c.file)?,
+                diagnostics: &c.diagnostics,
+            })
+        })
+        .collect();
+    out.push_str(&human::render(sources, &reports, human::Style::PLAIN));
+    visible(&out)
+}
+
+/// Replaces control characters (other than line breaks and tabs) by their visible symbols.
+pub fn visible(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\n' | '\t' => c,
+            c if (c as u32) < 0x20 => char::from_u32(0x2400 + c as u32).unwrap_or('?'),
+            '\u{7f}' => '␡',
+            c => c,
+        })
+        .collect()
+}
+
+/// An expected diagnostic, from a `# error: E0007` or `# warning: W0001` comment.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Expected {
+    pub line: usize,
+    pub code: String,
+}
+
+/// Reads the markers of a corpus file. A marker alone on its line applies to the next line
+/// that is not a marker (or to its own line when none follows); a marker after content applies
+/// to its own line.
+pub fn expected_diagnostics(text: &str) -> Vec<Expected> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut expected = Vec::new();
+    for (index, line) in lines.iter().enumerate() {
+        let Some((before, code)) = marker(line) else {
+            continue;
+        };
+        let target = if before.trim().is_empty() {
+            (index + 1..lines.len())
+                .find(|&next| lines.get(next).is_some_and(|l| marker(l).is_none_or(|(b, _)| !b.trim().is_empty())))
+                .unwrap_or(index)
+        } else {
+            index
+        };
+        expected.push(Expected {
+            line: target + 1,
+            code: code.to_owned(),
+        });
+    }
+    expected.sort();
+    expected
+}
+
+fn marker(line: &str) -> Option<(&str, &str)> {
+    for tag in ["# error: ", "# warning: "] {
+        if let Some(at) = line.find(tag) {
+            let code = line.get(at + tag.len()..)?.split_whitespace().next()?;
+            return Some((line.get(..at)?, code));
+        }
+    }
+    None
+}
+
+/// The (line, code) of each diagnostic, as the markers would state them.
+pub fn actual_diagnostics(sources: &SourceMap, diagnostics: &[Diagnostic]) -> Vec<Expected> {
+    let mut actual: Vec<Expected> = diagnostics
+        .iter()
+        .map(|d| Expected {
+            line: sources
+                .get(d.primary.span.file)
+                .map_or(0, |file| file.line_col(d.primary.span.start as usize).line),
+            code: d.code.as_str(),
+        })
+        .collect();
+    actual.sort();
+    actual
+}
+
+/// Codes whose trigger cannot live in a single corpus file, and where they are tested instead.
+pub const CODES_TESTED_ELSEWHERE: &[(Code, &str)] = &[
+    (Code::E0002, "needs a file over 16 MiB: compiler/tests/cli.rs and tests/tests/hostile.rs"),
+    (Code::E0018, "needs two files: compiler/tests/cli.rs"),
+];
+
+/// A valid version 0.2 spec with `steps` steps: contracts, functions, a gate, and a flow whose
+/// steps chain through `$.steps` references, `depends_on`, ensures and `skip_if`s, as real
+/// specs do. About 300 bytes a step.
+pub fn generated_spec(steps: usize) -> String {
+    let mut spec = String::from(
+        "version: \"0.2\"\n\
+         contracts:\n\
+         \x20 Finding:\n\
+         \x20   summary: {type: string}\n\
+         \x20   severity: {type: string, values: [low, medium, high]}\n\
+         \x20   confidence: {type: number}\n\
+         \x20   items: {type: array}\n\
+         functions:\n\
+         \x20 analyse:\n\
+         \x20   mode: infer\n\
+         \x20   intent: \"Analyse one part of the change\"\n\
+         \x20   input: {text: {type: string}}\n\
+         \x20   output: Finding\n\
+         \x20   ensure:\n\
+         \x20     - \"result.confidence >= 0.5\"\n\
+         \x20     - \"len(result.items) < 100\"\n\
+         \x20   retries: 2\n\
+         \x20 approve:\n\
+         \x20   mode: gate\n\
+         \x20   timeout: 3600\n\
+         flows:\n\
+         \x20 main:\n\
+         \x20   input: {text: {type: string}}\n\
+         \x20   output: Finding\n\
+         \x20   max_rounds: 3\n\
+         \x20   steps:\n",
+    );
+    for index in 0..steps {
+        let _ = writeln!(spec, "      - id: step_{index}");
+        if index > 0 && index % 100 == 0 {
+            let _ = writeln!(spec, "        function: approve");
+            let _ = writeln!(spec, "        on_approve: ~");
+            let _ = writeln!(spec, "        on_revise: step_{}", index - 1);
+            let _ = writeln!(spec, "        on_kill: ~");
+            continue;
+        }
+        if index % 2 == 0 {
+            let _ = writeln!(spec, "        function: analyse");
+        } else {
+            let _ = writeln!(spec, "        intent: \"Review part {index} of the change\"");
+            let _ = writeln!(spec, "        output_contract: Finding");
+            let _ = writeln!(spec, "        ensure: [\"result.severity != 'high' or result.confidence > 0.9\"]");
+        }
+        match index {
+            0 => {
+                let _ = writeln!(spec, "        inputs: {{text: \"$.input.text\"}}");
+            }
+            _ => {
+                let _ = writeln!(spec, "        inputs: {{text: \"$.steps.step_{}.output.summary\"}}", index - 1);
+                let _ = writeln!(spec, "        depends_on: [step_{}]", index - 1);
+                let _ = writeln!(spec, "        skip_if: \"$.steps.step_{}.output.severity == 'low'\"", index - 1);
+            }
+        }
+    }
+    spec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_apply_to_the_next_line_or_their_own() {
+        let text = "a: 1\n# error: E0007\n# warning: W0001\nb: 2  # error: E0011\n";
+        assert_eq!(
+            expected_diagnostics(text),
+            [
+                Expected { line: 4, code: "E0007".into() },
+                Expected { line: 4, code: "E0011".into() },
+                Expected { line: 4, code: "W0001".into() },
+            ]
+        );
+        assert_eq!(expected_diagnostics("# error: E0008\n"), [Expected { line: 1, code: "E0008".into() }]);
+    }
+
+    #[test]
+    fn generated_specs_check_clean() {
+        let (sources, compilation) = check_one("generated.stratum.yaml", generated_spec(250).as_bytes());
+        let file = sources.get(compilation.file).map(|f| f.name().to_owned());
+        assert!(compilation.diagnostics.is_empty(), "{file:?}: {:?}", compilation.diagnostics);
+        assert_eq!(compilation.ast.flows.first().and_then(|f| f.steps.as_ref()).map(|s| s.value.len()), Some(250));
+    }
+}
