@@ -313,7 +313,10 @@ mod tests {
         assert_eq!(did_you_mean("colour", keys), None);
         assert_eq!(did_you_mean("Type", keys), Some("type"));
         assert_eq!(did_you_mean("str", ["string", "number"]), Some("string"));
-        assert_eq!(did_you_mean("inference", ["infer", "compute"]), Some("infer"));
+        assert_eq!(
+            did_you_mean("inference", ["infer", "compute"]),
+            Some("infer")
+        );
         assert_eq!(did_you_mean("max", ["max_rounds", "max_tokens"]), None);
     }
 

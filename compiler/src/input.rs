@@ -22,7 +22,7 @@ pub struct Rejected {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reason {
-    /// At least this many bytes (reading may have stopped early).
+    /// At least this many bytes: readers stop one byte past the limit.
     TooLarge { size: usize },
     /// The first invalid byte and how many bytes the replacement character covers.
     InvalidUtf8 { offset: usize, utf16: bool },
@@ -31,11 +31,10 @@ pub enum Reason {
 impl Reason {
     pub fn diagnostic(self, file: &SourceFile) -> Diagnostic {
         match self {
-            Reason::TooLarge { size } => Diagnostic::new(
+            Reason::TooLarge { .. } => Diagnostic::new(
                 Code::E0002,
                 format!(
-                    "the file is too large to check ({}; the limit is {} MiB)",
-                    describe_size(size),
+                    "the file is larger than the {} MiB a spec may have",
                     MAX_FILE_SIZE / (1024 * 1024)
                 ),
                 file.span(0..0),
@@ -57,14 +56,6 @@ impl Reason {
                 })
             }
         }
-    }
-}
-
-fn describe_size(size: usize) -> String {
-    if size > MAX_FILE_SIZE {
-        format!("{:.1} MiB", size as f64 / (1024.0 * 1024.0))
-    } else {
-        format!("{size} bytes")
     }
 }
 
@@ -99,8 +90,13 @@ pub fn forbidden_character(src: &SourceFile) -> Option<Diagnostic> {
     })?;
     let span = src.span(offset..offset + c.len_utf8());
     let diagnostic = if c == '\0' {
-        Diagnostic::new(Code::E0003, "the file contains a NUL byte", span, "NUL byte")
-            .help("a NUL byte means a binary file or a broken copy; remove it")
+        Diagnostic::new(
+            Code::E0003,
+            "the file contains a NUL byte",
+            span,
+            "NUL byte",
+        )
+        .help("a NUL byte means a binary file or a broken copy; remove it")
     } else {
         Diagnostic::new(
             Code::E0003,
@@ -121,12 +117,23 @@ mod tests {
     fn oversized_input_is_refused_without_decoding() {
         let bytes = vec![b'a'; MAX_FILE_SIZE + 1];
         let rejected = decode(&bytes).err();
-        assert_eq!(rejected.map(|r| r.reason), Some(Reason::TooLarge { size: MAX_FILE_SIZE + 1 }));
+        assert_eq!(
+            rejected.map(|r| r.reason),
+            Some(Reason::TooLarge {
+                size: MAX_FILE_SIZE + 1
+            })
+        );
     }
 
     #[test]
     fn the_first_invalid_byte_is_located() {
         let rejected = decode(b"a: caf\xe9\n").err();
-        assert_eq!(rejected.map(|r| r.reason), Some(Reason::InvalidUtf8 { offset: 6, utf16: false }));
+        assert_eq!(
+            rejected.map(|r| r.reason),
+            Some(Reason::InvalidUtf8 {
+                offset: 6,
+                utf16: false
+            })
+        );
     }
 }

@@ -5,11 +5,11 @@
 //! [`render`] turns diagnostics into human, one-line, JSON, GitHub and SARIF output. The
 //! library does no IO; the `stratumc` binary reads files and writes reports.
 
-pub mod source;
 pub mod diagnostic;
 pub mod input;
-pub mod syntax;
 pub mod render;
+pub mod source;
+pub mod syntax;
 
 use diagnostic::Diagnostic;
 use source::{FileId, SourceFile, SourceMap};

@@ -151,11 +151,7 @@ impl SourceFile {
     pub fn utf16_column(&self, offset: usize) -> usize {
         let offset = self.floor_char_boundary(offset.min(self.text.len()));
         let line = self.line_col(offset).line;
-        let line_start = self
-            .line_starts
-            .get(line - 1)
-            .copied()
-            .unwrap_or_default() as usize;
+        let line_start = self.line_starts.get(line - 1).copied().unwrap_or_default() as usize;
         self.text
             .get(line_start..offset)
             .map_or(0, |prefix| prefix.encode_utf16().count())

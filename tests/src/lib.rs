@@ -74,7 +74,11 @@ pub fn expected_diagnostics(text: &str) -> Vec<Expected> {
         };
         let target = if before.trim().is_empty() {
             (index + 1..lines.len())
-                .find(|&next| lines.get(next).is_some_and(|l| marker(l).is_none_or(|(b, _)| !b.trim().is_empty())))
+                .find(|&next| {
+                    lines
+                        .get(next)
+                        .is_some_and(|l| marker(l).is_none_or(|(b, _)| !b.trim().is_empty()))
+                })
                 .unwrap_or(index)
         } else {
             index
@@ -115,7 +119,10 @@ pub fn actual_diagnostics(sources: &SourceMap, diagnostics: &[Diagnostic]) -> Ve
 
 /// Codes whose trigger cannot live in a single corpus file, and where they are tested instead.
 pub const CODES_TESTED_ELSEWHERE: &[(Code, &str)] = &[
-    (Code::E0002, "needs a file over 16 MiB: compiler/tests/cli.rs and tests/tests/hostile.rs"),
+    (
+        Code::E0002,
+        "needs a file over 16 MiB: compiler/tests/cli.rs and tests/tests/hostile.rs",
+    ),
     (Code::E0018, "needs two files: compiler/tests/cli.rs"),
 ];
 
@@ -163,18 +170,32 @@ pub fn generated_spec(steps: usize) -> String {
         if index % 2 == 0 {
             let _ = writeln!(spec, "        function: analyse");
         } else {
-            let _ = writeln!(spec, "        intent: \"Review part {index} of the change\"");
+            let _ = writeln!(
+                spec,
+                "        intent: \"Review part {index} of the change\""
+            );
             let _ = writeln!(spec, "        output_contract: Finding");
-            let _ = writeln!(spec, "        ensure: [\"result.severity != 'high' or result.confidence > 0.9\"]");
+            let _ = writeln!(
+                spec,
+                "        ensure: [\"result.severity != 'high' or result.confidence > 0.9\"]"
+            );
         }
         match index {
             0 => {
                 let _ = writeln!(spec, "        inputs: {{text: \"$.input.text\"}}");
             }
             _ => {
-                let _ = writeln!(spec, "        inputs: {{text: \"$.steps.step_{}.output.summary\"}}", index - 1);
+                let _ = writeln!(
+                    spec,
+                    "        inputs: {{text: \"$.steps.step_{}.output.summary\"}}",
+                    index - 1
+                );
                 let _ = writeln!(spec, "        depends_on: [step_{}]", index - 1);
-                let _ = writeln!(spec, "        skip_if: \"$.steps.step_{}.output.severity == 'low'\"", index - 1);
+                let _ = writeln!(
+                    spec,
+                    "        skip_if: \"$.steps.step_{}.output.severity == 'low'\"",
+                    index - 1
+                );
             }
         }
     }
@@ -191,19 +212,47 @@ mod tests {
         assert_eq!(
             expected_diagnostics(text),
             [
-                Expected { line: 4, code: "E0007".into() },
-                Expected { line: 4, code: "E0011".into() },
-                Expected { line: 4, code: "W0001".into() },
+                Expected {
+                    line: 4,
+                    code: "E0007".into()
+                },
+                Expected {
+                    line: 4,
+                    code: "E0011".into()
+                },
+                Expected {
+                    line: 4,
+                    code: "W0001".into()
+                },
             ]
         );
-        assert_eq!(expected_diagnostics("# error: E0008\n"), [Expected { line: 1, code: "E0008".into() }]);
+        assert_eq!(
+            expected_diagnostics("# error: E0008\n"),
+            [Expected {
+                line: 1,
+                code: "E0008".into()
+            }]
+        );
     }
 
     #[test]
     fn generated_specs_check_clean() {
-        let (sources, compilation) = check_one("generated.stratum.yaml", generated_spec(250).as_bytes());
+        let (sources, compilation) =
+            check_one("generated.stratum.yaml", generated_spec(250).as_bytes());
         let file = sources.get(compilation.file).map(|f| f.name().to_owned());
-        assert!(compilation.diagnostics.is_empty(), "{file:?}: {:?}", compilation.diagnostics);
-        assert_eq!(compilation.ast.flows.first().and_then(|f| f.steps.as_ref()).map(|s| s.value.len()), Some(250));
+        assert!(
+            compilation.diagnostics.is_empty(),
+            "{file:?}: {:?}",
+            compilation.diagnostics
+        );
+        assert_eq!(
+            compilation
+                .ast
+                .flows
+                .first()
+                .and_then(|f| f.steps.as_ref())
+                .map(|s| s.value.len()),
+            Some(250)
+        );
     }
 }

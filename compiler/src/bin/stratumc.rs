@@ -28,7 +28,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Check specs: files, directories (every *.stratum.yaml below them) or `-` for stdin
-    #[command(after_help = "Exit status: 0 when no spec has errors, 1 when one has (or has warnings, with --deny-warnings), 2 on a usage or I/O error.")]
+    #[command(
+        after_help = "Exit status: 0 when no spec has errors, 1 when one has (or has warnings, with --deny-warnings), 2 on a usage or I/O error."
+    )]
     Check(CheckArgs),
     /// Print the long explanation of a diagnostic code (all codes when none is given)
     Explain {
@@ -122,7 +124,11 @@ fn check(args: &CheckArgs) -> ExitCode {
         Format::Sarif => render::sarif::render(&sources, &reports),
     };
     let mut stdout = std::io::stdout().lock();
-    if stdout.write_all(output.as_bytes()).and_then(|()| stdout.flush()).is_err() {
+    if stdout
+        .write_all(output.as_bytes())
+        .and_then(|()| stdout.flush())
+        .is_err()
+    {
         return ExitCode::from(USAGE_OR_IO_ERROR);
     }
 
@@ -190,7 +196,11 @@ impl Input {
 /// Files as given, and every `*.stratum.yaml` below the directories given, in sorted order.
 fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, String> {
     let default = [PathBuf::from(".")];
-    let paths = if paths.is_empty() { &default[..] } else { paths };
+    let paths = if paths.is_empty() {
+        &default[..]
+    } else {
+        paths
+    };
     let mut inputs = Vec::new();
     for path in paths {
         if path.as_os_str() == "-" {
@@ -201,7 +211,8 @@ fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, String> {
             .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
         if metadata.is_dir() {
             let mut found = Vec::new();
-            walk(path, &mut found).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+            walk(path, &mut found)
+                .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
             if found.is_empty() {
                 return Err(format!("no *.stratum.yaml files under {}", path.display()));
             }
@@ -240,10 +251,15 @@ fn read_input(input: &Input) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     match input {
         Input::Stdin => {
-            std::io::stdin().lock().take(limit).read_to_end(&mut bytes)?;
+            std::io::stdin()
+                .lock()
+                .take(limit)
+                .read_to_end(&mut bytes)?;
         }
         Input::File(path) => {
-            std::fs::File::open(path)?.take(limit).read_to_end(&mut bytes)?;
+            std::fs::File::open(path)?
+                .take(limit)
+                .read_to_end(&mut bytes)?;
         }
     }
     Ok(bytes)
@@ -266,7 +282,9 @@ fn explain(code: Option<&str>) -> ExitCode {
             let suggestion = did_you_mean(&text.to_uppercase(), names.iter().map(String::as_str))
                 .map(|best| format!("; did you mean {best}?"))
                 .unwrap_or_default();
-            eprintln!("error: unknown diagnostic code `{text}`{suggestion} (`stratumc explain` lists them all)");
+            eprintln!(
+                "error: unknown diagnostic code `{text}`{suggestion} (`stratumc explain` lists them all)"
+            );
             ExitCode::from(USAGE_OR_IO_ERROR)
         }
     }

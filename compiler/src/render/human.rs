@@ -106,7 +106,9 @@ fn miette_span(span: crate::source::Span) -> SourceSpan {
 
 impl fmt::Debug for Report<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Report").field("code", &self.diagnostic.code).finish()
+        f.debug_struct("Report")
+            .field("code", &self.diagnostic.code)
+            .finish()
     }
 }
 
@@ -123,7 +125,9 @@ impl std::error::Error for Report<'_> {}
 
 impl miette::Diagnostic for Report<'_> {
     fn code<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
-        self.label.is_none().then(|| Box::new(self.diagnostic.code) as Box<dyn fmt::Display>)
+        self.label
+            .is_none()
+            .then(|| Box::new(self.diagnostic.code) as Box<dyn fmt::Display>)
     }
 
     fn severity(&self) -> Option<miette::Severity> {
@@ -161,7 +165,9 @@ impl miette::Diagnostic for Report<'_> {
             return None;
         }
         Some(Box::new(
-            self.related.iter().map(|report| report as &dyn miette::Diagnostic),
+            self.related
+                .iter()
+                .map(|report| report as &dyn miette::Diagnostic),
         ))
     }
 }

@@ -95,11 +95,11 @@ fn result(sources: &SourceMap, diagnostic: &Diagnostic, rule_index: usize) -> Va
             .enumerate()
             .map(|(id, label)| {
                 let mut location = location(sources, label.span, Some(&label.message));
-                location["id"] = json!(id);
+                set(&mut location, "id", json!(id));
                 location
             })
             .collect();
-        result["relatedLocations"] = json!(related);
+        set(&mut result, "relatedLocations", json!(related));
     }
     if let Some(fix) = &diagnostic.fix {
         let changes: Vec<Value> = fix
@@ -115,7 +115,11 @@ fn result(sources: &SourceMap, diagnostic: &Diagnostic, rule_index: usize) -> Va
                 })
             })
             .collect();
-        result["fixes"] = json!([{ "description": { "text": fix.message }, "artifactChanges": changes }]);
+        set(
+            &mut result,
+            "fixes",
+            json!([{ "description": { "text": fix.message }, "artifactChanges": changes }]),
+        );
     }
     result
 }
@@ -143,9 +147,16 @@ fn location(sources: &SourceMap, span: Span, label: Option<&str>) -> Value {
         }
     });
     if let Some(label) = label {
-        location["message"] = json!({ "text": label });
+        set(&mut location, "message", json!({ "text": label }));
     }
     location
+}
+
+/// Adds a member to a JSON object built here (so always an object).
+fn set(object: &mut Value, key: &str, value: Value) {
+    if let Some(members) = object.as_object_mut() {
+        members.insert(key.to_owned(), value);
+    }
 }
 
 fn path(sources: &SourceMap, span: Span) -> &str {
@@ -172,7 +183,10 @@ mod tests {
 
     #[test]
     fn paths_become_uri_references() {
-        assert_eq!(uri("specs/my spec.stratum.yaml"), "specs/my%20spec.stratum.yaml");
+        assert_eq!(
+            uri("specs/my spec.stratum.yaml"),
+            "specs/my%20spec.stratum.yaml"
+        );
         assert_eq!(uri("a\\b.yaml"), "a/b.yaml");
         assert_eq!(uri("é.yaml"), "%C3%A9.yaml");
     }

@@ -103,9 +103,16 @@ impl Reader<'_> {
         let Some(entry) = entries.iter().find(|e| e.key.as_str() == Some("version")) else {
             let at = Span::point(root.span.file, root.span.start as usize);
             self.push(
-                Diagnostic::new(Code::E0014, "the spec has no `version`", at, "`version` is missing")
-                    .help("start the spec with `version: \"0.2\"` (or `\"0.1\"` for the original format)")
-                    .fix("add `version: \"0.2\"`", at, "version: \"0.2\"\n"),
+                Diagnostic::new(
+                    Code::E0014,
+                    "the spec has no `version`",
+                    at,
+                    "`version` is missing",
+                )
+                .help(
+                    "start the spec with `version: \"0.2\"` (or `\"0.1\"` for the original format)",
+                )
+                .fix("add `version: \"0.2\"`", at, "version: \"0.2\"\n"),
             );
             return VersionRead::Unknown;
         };
@@ -123,7 +130,11 @@ impl Reader<'_> {
                         "this is a number",
                     )
                     .help(format!("quote it: `version: \"{text}\"`"))
-                    .fix("quote the version", value.span, format!("\"{text}\"")),
+                    .fix(
+                        "quote the version",
+                        value.span,
+                        format!("\"{text}\""),
+                    ),
                 );
                 text
             }
@@ -132,7 +143,10 @@ impl Reader<'_> {
                 self.push(
                     Diagnostic::new(
                         Code::E0014,
-                        format!("`version` must be \"0.1\" or \"0.2\", not {}", value.kind_name()),
+                        format!(
+                            "`version` must be \"0.1\" or \"0.2\", not {}",
+                            value.kind_name()
+                        ),
                         value.span,
                         "not a spec version",
                     )
@@ -164,9 +178,11 @@ impl Reader<'_> {
                     "not a spec version",
                 );
                 diagnostic = match did_you_mean(other, ["0.1", "0.2"]) {
-                    Some(best) => diagnostic
-                        .help(format!("did you mean \"{best}\"?"))
-                        .fix(format!("use version \"{best}\""), value.span, format!("\"{best}\"")),
+                    Some(best) => diagnostic.help(format!("did you mean \"{best}\"?")).fix(
+                        format!("use version \"{best}\""),
+                        value.span,
+                        format!("\"{best}\""),
+                    ),
                     None => diagnostic.help("the versions are \"0.1\" and \"0.2\""),
                 };
                 self.push(diagnostic);
@@ -308,16 +324,25 @@ impl Reader<'_> {
         let warn = shape.unknown_is_warning && !misspells_required;
         let code = if warn { Code::W0001 } else { Code::E0011 };
         let message = if warn {
-            format!("`{name}` is not a known key of {}; it is ignored", shape.what)
+            format!(
+                "`{name}` is not a known key of {}; it is ignored",
+                shape.what
+            )
         } else {
             format!("unknown key `{name}` in {}", shape.what)
         };
         let mut diagnostic = Diagnostic::new(code, message, key.span, "unknown key");
         diagnostic = match did_you_mean(name, valid.iter().copied()) {
-            Some(best) => diagnostic
-                .help(format!("did you mean `{best}`?"))
-                .fix(format!("rename to `{best}`"), key.span, best),
-            None => diagnostic.help(format!("the keys of {} are {}", shape.what, backticked(&valid))),
+            Some(best) => diagnostic.help(format!("did you mean `{best}`?")).fix(
+                format!("rename to `{best}`"),
+                key.span,
+                best,
+            ),
+            None => diagnostic.help(format!(
+                "the keys of {} are {}",
+                shape.what,
+                backticked(&valid)
+            )),
         };
         self.push(diagnostic);
     }
@@ -378,10 +403,15 @@ impl Reader<'_> {
 
     fn contract(&mut self, name: Name, node: &Node) -> Option<Contract> {
         let contract = name.value.clone();
-        let fields = self.named(node, &format!("fields of contract `{contract}`"), |cx, field, value| {
-            let shape = keys::CONTRACT_FIELD.named(&format!("field `{}` of contract `{contract}`", field.value));
-            cx.field_def(field, value, &shape)
-        });
+        let fields = self.named(
+            node,
+            &format!("fields of contract `{contract}`"),
+            |cx, field, value| {
+                let shape = keys::CONTRACT_FIELD
+                    .named(&format!("field `{}` of contract `{contract}`", field.value));
+                cx.field_def(field, value, &shape)
+            },
+        );
         Some(Contract {
             span: name.span.to(node.span),
             name,
@@ -418,7 +448,9 @@ impl Reader<'_> {
         }
         let map = self.map(node, shape, def.name.span)?;
         def.ty = self.get(&map, "type", |cx, n| cx.string(n));
-        def.values = self.get(&map, "values", |cx, n| cx.list(n).map(|items| items.to_vec()));
+        def.values = self.get(&map, "values", |cx, n| {
+            cx.list(n).map(|items| items.to_vec())
+        });
         def.items = self.get(&map, "items", |_, n| Some(n.clone()));
         def.optional = self.get(&map, "optional", |cx, n| cx.boolean(n));
         def.required = self.get(&map, "required", |cx, n| cx.boolean(n));
@@ -432,10 +464,14 @@ impl Reader<'_> {
     }
 
     fn params(&mut self, node: &Node, owner: &str) -> Option<Vec<FieldDef>> {
-        Some(self.named(node, &format!("input parameters of {owner}"), |cx, name, value| {
-            let shape = keys::INPUT_PARAM.named(&format!("input `{}` of {owner}", name.value));
-            cx.field_def(name, value, &shape)
-        }))
+        Some(self.named(
+            node,
+            &format!("input parameters of {owner}"),
+            |cx, name, value| {
+                let shape = keys::INPUT_PARAM.named(&format!("input `{}` of {owner}", name.value));
+                cx.field_def(name, value, &shape)
+            },
+        ))
     }
 
     fn function(&mut self, name: Name, node: &Node) -> Option<Function> {
@@ -446,7 +482,15 @@ impl Reader<'_> {
         let function = Function {
             span: name.span.to(node.span),
             mode: self.get(&map, "mode", |cx, n| {
-                let mode = cx.choice(n, "mode", &[("infer", Mode::Infer), ("compute", Mode::Compute), ("gate", Mode::Gate)])?;
+                let mode = cx.choice(
+                    n,
+                    "mode",
+                    &[
+                        ("infer", Mode::Infer),
+                        ("compute", Mode::Compute),
+                        ("gate", Mode::Gate),
+                    ],
+                )?;
                 if mode == Mode::Gate && version == Version::V0_1 {
                     cx.requires_v02(n.span, "`mode: gate`".to_owned());
                 }
@@ -474,12 +518,18 @@ impl Reader<'_> {
             usd: self.get(&map, "usd", |cx, n| {
                 let usd = cx.number(n)?;
                 if usd < 0.0 || usd.is_nan() {
-                    cx.out_of_range(n, format!("`usd` must be 0 or more, not {usd}"), "write 0 or more".to_owned());
+                    cx.out_of_range(
+                        n,
+                        format!("`usd` must be 0 or more, not {usd}"),
+                        "write 0 or more".to_owned(),
+                    );
                     return None;
                 }
                 Some(usd)
             }),
-            max_agent_dispatches: self.get(&map, "max_agent_dispatches", |cx, n| cx.count(n, "max_agent_dispatches", 1)),
+            max_agent_dispatches: self.get(&map, "max_agent_dispatches", |cx, n| {
+                cx.count(n, "max_agent_dispatches", 1)
+            }),
             max_tokens: self.get(&map, "max_tokens", |cx, n| cx.count(n, "max_tokens", 1)),
         })
     }
@@ -516,7 +566,9 @@ impl Reader<'_> {
         let mut steps = Vec::with_capacity(items.len());
         let mut ids: HashMap<String, Span> = HashMap::new();
         for item in items {
-            let Some(step) = self.step(item) else { continue };
+            let Some(step) = self.step(item) else {
+                continue;
+            };
             if let Some(id) = &step.id {
                 if let Some(&first) = ids.get(&id.value) {
                     self.push(
@@ -588,7 +640,9 @@ impl Reader<'_> {
             next: self.get(&map, "next", |cx, n| cx.string(n)),
             skip_if: self.get(&map, "skip_if", |cx, n| cx.text(n)),
             skip_reason: self.get(&map, "skip_reason", |cx, n| cx.string(n)),
-            max_iterations: self.get(&map, "max_iterations", |cx, n| cx.count32(n, "max_iterations", 1)),
+            max_iterations: self.get(&map, "max_iterations", |cx, n| {
+                cx.count32(n, "max_iterations", 1)
+            }),
             exit_criterion: self.get(&map, "exit_criterion", |cx, n| cx.text(n)),
             score_expr: self.get(&map, "score_expr", |cx, n| cx.text(n)),
             accumulate: self.get(&map, "accumulate", |cx, n| cx.text(n)),
@@ -617,7 +671,9 @@ impl Reader<'_> {
         };
         let mut inputs = Vec::with_capacity(entries.len());
         for entry in entries {
-            let Some(name) = self.key_name(&entry.key) else { continue };
+            let Some(name) = self.key_name(&entry.key) else {
+                continue;
+            };
             let name = Spanned {
                 value: name.to_owned(),
                 span: entry.key.span,
@@ -630,7 +686,10 @@ impl Reader<'_> {
                 NodeKind::Invalid => continue,
                 _ => {
                     if self.version == Version::V0_1 {
-                        self.requires_v02(entry.value.span, format!("a step input that is {}", entry.value.kind_name()));
+                        self.requires_v02(
+                            entry.value.span,
+                            format!("a step input that is {}", entry.value.kind_name()),
+                        );
                     }
                     InputValue::Literal(entry.value.clone())
                 }
@@ -644,9 +703,13 @@ impl Reader<'_> {
         let map = self.map(node, &keys::WORKFLOW, key)?;
         Some(Workflow {
             name: self.get(&map, "name", |cx, n| cx.workflow_name(n)),
-            description: self.get(&map, "description", |cx, n| cx.non_empty_string(n, "description")),
+            description: self.get(&map, "description", |cx, n| {
+                cx.non_empty_string(n, "description")
+            }),
             input: self.get(&map, "input", |cx, n| {
-                Some(cx.named(n, "workflow inputs", |cx, name, value| cx.workflow_param(name, value)))
+                Some(cx.named(n, "workflow inputs", |cx, name, value| {
+                    cx.workflow_param(name, value)
+                }))
             }),
         })
     }
@@ -733,12 +796,15 @@ impl Reader<'_> {
         let string_like = expected == "a string" || expected == "a step id or `~`";
         if string_like && scalar && !text.is_empty() && !matches!(node.kind, NodeKind::Null) {
             let help = match node.kind {
-                NodeKind::Bool(_) => format!("YAML reads `{text}` as a boolean; quote it to make it a string: `\"{text}\"`"),
+                NodeKind::Bool(_) => format!(
+                    "YAML reads `{text}` as a boolean; quote it to make it a string: `\"{text}\"`"
+                ),
                 _ => format!("quote it to make it a string: `\"{text}\"`"),
             };
-            diagnostic = diagnostic
-                .help(help)
-                .fix("quote the value", node.span, format!("\"{text}\""));
+            diagnostic =
+                diagnostic
+                    .help(help)
+                    .fix("quote the value", node.span, format!("\"{text}\""));
         }
         self.push(diagnostic);
     }
@@ -757,8 +823,13 @@ impl Reader<'_> {
         let value = self.string(node)?;
         if value.trim().is_empty() {
             self.push(
-                Diagnostic::new(Code::E0021, format!("`{key}` is empty"), node.span, "empty string")
-                    .help(format!("write the {key} out")),
+                Diagnostic::new(
+                    Code::E0021,
+                    format!("`{key}` is empty"),
+                    node.span,
+                    "empty string",
+                )
+                .help(format!("write the {key} out")),
             );
             return None;
         }
@@ -885,15 +956,27 @@ impl Reader<'_> {
     fn expressions(&mut self, node: &Node) -> Option<Vec<Text>> {
         if let NodeKind::Str(s) = &node.kind {
             let written = self.src.slice(node.span);
-            let quoted = if matches!(s.style, ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted) {
+            let quoted = if matches!(
+                s.style,
+                ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted
+            ) {
                 written.to_owned()
             } else {
                 serde_json::to_string(&s.value).unwrap_or_default()
             };
             self.push(
-                Diagnostic::new(Code::E0012, "expected a list of expressions, found a string", node.span, "a single string")
-                    .help(format!("write it as a list: `[{quoted}]`"))
-                    .fix("wrap the expression in a list", node.span, format!("[{quoted}]")),
+                Diagnostic::new(
+                    Code::E0012,
+                    "expected a list of expressions, found a string",
+                    node.span,
+                    "a single string",
+                )
+                .help(format!("write it as a list: `[{quoted}]`"))
+                .fix(
+                    "wrap the expression in a list",
+                    node.span,
+                    format!("[{quoted}]"),
+                ),
             );
             return self.text(node).map(|text| vec![text]);
         }
@@ -905,7 +988,9 @@ impl Reader<'_> {
         let items = self.list(node)?;
         let mut patterns = Vec::with_capacity(items.len());
         for item in items {
-            let Some(pattern) = self.non_empty_string(item, "guardrail") else { continue };
+            let Some(pattern) = self.non_empty_string(item, "guardrail") else {
+                continue;
+            };
             patterns.push(Spanned {
                 value: pattern,
                 span: item.span,
@@ -915,7 +1000,15 @@ impl Reader<'_> {
     }
 
     fn policy(&mut self, node: &Node) -> Option<Policy> {
-        self.choice(node, "policy", &[("gate", Policy::Gate), ("flag", Policy::Flag), ("skip", Policy::Skip)])
+        self.choice(
+            node,
+            "policy",
+            &[
+                ("gate", Policy::Gate),
+                ("flag", Policy::Flag),
+                ("skip", Policy::Skip),
+            ],
+        )
     }
 
     /// One of a fixed set of words.
@@ -933,7 +1026,10 @@ impl Reader<'_> {
         );
         diagnostic = match did_you_mean(&word, names.iter().copied()) {
             Some(best) => diagnostic
-                .help(format!("did you mean `{best}`? `{key}` is one of {}", backticked(&names)))
+                .help(format!(
+                    "did you mean `{best}`? `{key}` is one of {}",
+                    backticked(&names)
+                ))
                 .fix(format!("replace with `{best}`"), node.span, best),
             None => diagnostic.help(format!("`{key}` is one of {}", backticked(&names))),
         };
@@ -964,8 +1060,14 @@ mod tests {
 
     #[test]
     fn workflow_names_are_suggested_in_kebab_case() {
-        assert_eq!(suggest_workflow_name("Code_Review").as_deref(), Some("code-review"));
-        assert_eq!(suggest_workflow_name("my workflow 2").as_deref(), Some("my-workflow-2"));
+        assert_eq!(
+            suggest_workflow_name("Code_Review").as_deref(),
+            Some("code-review")
+        );
+        assert_eq!(
+            suggest_workflow_name("my workflow 2").as_deref(),
+            Some("my-workflow-2")
+        );
         assert_eq!(suggest_workflow_name("2fast"), None);
     }
 }

@@ -218,10 +218,9 @@ impl<'a> Loader<'a> {
                     node
                 }
                 Event::Alias(anchor) => self.alias(anchor, span),
-                Event::StreamStart
-                | Event::StreamEnd
-                | Event::DocumentEnd
-                | Event::Nothing => continue,
+                Event::StreamStart | Event::StreamEnd | Event::DocumentEnd | Event::Nothing => {
+                    continue;
+                }
             };
             self.complete(&mut stack, &mut root, node);
         }
@@ -343,7 +342,11 @@ impl<'a> Loader<'a> {
             }
             if let Some(identity) = KeyIdentity::of(&entry.key) {
                 if let Some(first) = seen.get(&identity) {
-                    self.push(duplicate_key(&entry.key, self.src.slice(entry.key.span), *first));
+                    self.push(duplicate_key(
+                        &entry.key,
+                        self.src.slice(entry.key.span),
+                        *first,
+                    ));
                     continue;
                 }
                 seen.insert(identity, entry.key.span);
@@ -425,7 +428,13 @@ impl<'a> Loader<'a> {
         node
     }
 
-    fn scalar(&mut self, value: &str, style: saphyr_parser::ScalarStyle, tag: Option<&Tag>, span: Span) -> Node {
+    fn scalar(
+        &mut self,
+        value: &str,
+        style: saphyr_parser::ScalarStyle,
+        tag: Option<&Tag>,
+        span: Span,
+    ) -> Node {
         let style = convert_style(style);
         let mut token = match tag {
             // The event's span takes in the tag; the token is what follows it.
@@ -546,7 +555,10 @@ impl<'a> Loader<'a> {
             _ => info.to_owned(),
         };
         let closing_bracket = matches!(
-            self.src.text().get(offset..).and_then(|rest| rest.chars().next()),
+            self.src
+                .text()
+                .get(offset..)
+                .and_then(|rest| rest.chars().next()),
             Some(']' | '}')
         );
         let help = if info == "invalid indentation" && closing_bracket {
@@ -555,7 +567,13 @@ impl<'a> Loader<'a> {
             "check indentation (spaces, not tabs), colons after keys, and that every quote and bracket is closed"
         };
         self.push(
-            Diagnostic::new(Code::E0004, format!("invalid YAML: {message}"), span, "here").help(help),
+            Diagnostic::new(
+                Code::E0004,
+                format!("invalid YAML: {message}"),
+                span,
+                "here",
+            )
+            .help(help),
         );
     }
 
@@ -566,7 +584,11 @@ impl<'a> Loader<'a> {
 
 /// The byte just past the closing quote of the quoted scalar that starts at `start`.
 fn closing_quote_end(text: &str, start: usize, style: ScalarStyle) -> Option<usize> {
-    let quote = if style == ScalarStyle::DoubleQuoted { '"' } else { '\'' };
+    let quote = if style == ScalarStyle::DoubleQuoted {
+        '"'
+    } else {
+        '\''
+    };
     let body = text.get(start..)?;
     let mut chars = body.char_indices();
     if chars.next()?.1 != quote {
@@ -579,7 +601,11 @@ fn closing_quote_end(text: &str, start: usize, style: ScalarStyle) -> Option<usi
             }
             c if c == quote => {
                 // In single quotes, `''` is an escaped quote, not the end.
-                if quote == '\'' && body.get(offset + 1..).is_some_and(|rest| rest.starts_with('\'')) {
+                if quote == '\''
+                    && body
+                        .get(offset + 1..)
+                        .is_some_and(|rest| rest.starts_with('\''))
+                {
                     chars.next();
                     continue;
                 }
@@ -878,8 +904,7 @@ mod tests {
 
     #[test]
     fn merge_keys_fill_in_missing_keys_only() {
-        let (_, loaded) =
-            load_text("base: &b {x: 1, y: 2}\nthing:\n  <<: *b\n  y: 3\n");
+        let (_, loaded) = load_text("base: &b {x: 1, y: 2}\nthing:\n  <<: *b\n  y: 3\n");
         assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
         let root = loaded.root.unwrap();
         let NodeKind::Map(entries) = &root.kind else {
@@ -892,16 +917,18 @@ mod tests {
             .iter()
             .map(|e| (e.key.as_str().unwrap(), &e.value.kind))
             .collect();
-        assert_eq!(
-            pairs,
-            [("y", &NodeKind::Int(3)), ("x", &NodeKind::Int(1))]
-        );
+        assert_eq!(pairs, [("y", &NodeKind::Int(3)), ("x", &NodeKind::Int(1))]);
     }
 
     #[test]
     fn alias_bombs_stop_at_the_budget() {
-        let mut text = String::from("a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
-        for (prev, name) in ["a", "b", "c", "d", "e", "f", "g", "h"].iter().zip(["b", "c", "d", "e", "f", "g", "h", "i"]) {
+        let mut text = String::from(
+            "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+        );
+        for (prev, name) in ["a", "b", "c", "d", "e", "f", "g", "h"]
+            .iter()
+            .zip(["b", "c", "d", "e", "f", "g", "h", "i"])
+        {
             let refs = vec![format!("*{prev}"); 9].join(",");
             text.push_str(&format!("{name}: &{name} [{refs}]\n"));
         }

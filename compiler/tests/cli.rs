@@ -1,0 +1,263 @@
+//! End-to-end tests of the `stratumc` binary: exit codes, inputs (files, directories, stdin),
+//! every output format, `explain`, and the checks that need more than one file.
+#![allow(clippy::indexing_slicing, clippy::unwrap_used)] // tests may index and unwrap what they built
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn stratumc(args: &[&str]) -> Output {
+    run(args, None)
+}
+
+fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_stratumc"));
+    command
+        .args(args)
+        .current_dir(workspace())
+        .env_remove("NO_COLOR")
+        .env("COLUMNS", "80")
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("stratumc starts");
+    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        use std::io::Write;
+        pipe.write_all(bytes).expect("stdin accepts the spec");
+    }
+    child.wait_with_output().expect("stratumc finishes")
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A fresh directory under the target directory, for files a test writes.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("the scratch directory can be made");
+    dir
+}
+
+const MISTAKES: &str = "tests/corpus/invalid/multi_five_mistakes.stratum.yaml";
+
+#[test]
+fn the_examples_check_clean() {
+    let output = stratumc(&["check", "examples"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert_eq!(stdout(&output), "");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "checked 5 specs: no problems\n"
+    );
+}
+
+#[test]
+fn a_spec_with_errors_exits_1_and_reports_each() {
+    let output = stratumc(&["check", MISTAKES, "--format", "short"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout(&output).lines().count(), 5);
+}
+
+#[test]
+fn short_format() {
+    let output = stratumc(&["check", MISTAKES, "--format", "short"]);
+    insta::assert_snapshot!(stdout(&output));
+}
+
+#[test]
+fn github_format() {
+    let output = stratumc(&["check", MISTAKES, "--format", "github"]);
+    insta::assert_snapshot!(stdout(&output));
+}
+
+#[test]
+fn sarif_format() {
+    let output = stratumc(&["check", MISTAKES, "--format", "sarif"]);
+    let log: serde_json::Value = serde_json::from_slice(&output.stdout).expect("SARIF is JSON");
+    assert_eq!(log["version"], "2.1.0");
+    insta::assert_snapshot!(stdout(&output));
+}
+
+#[test]
+fn json_format_follows_its_published_schema() {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../schemas/check-output.schema.json"))
+            .expect("the schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("the schema is a valid JSON Schema");
+    let output = stratumc(&[
+        "check",
+        MISTAKES,
+        "examples/sentiment.stratum.yaml",
+        "tests/corpus/invalid/W0001_unknown_contract_field_key.stratum.yaml",
+        "--format",
+        "json",
+    ]);
+    let document: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("the output is JSON");
+    let errors: Vec<String> = validator
+        .iter_errors(&document)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "the output does not follow the schema: {errors:#?}"
+    );
+    assert_eq!(
+        document["summary"],
+        serde_json::json!({"files": 3, "errors": 5, "warnings": 1})
+    );
+    insta::assert_snapshot!(stdout(&output));
+}
+
+#[test]
+fn human_format_is_plain_off_a_terminal_and_coloured_on_request() {
+    let plain = stratumc(&["check", MISTAKES]);
+    assert!(
+        !stdout(&plain).contains('\u{1b}'),
+        "no colour when stdout is not a terminal"
+    );
+    insta::assert_snapshot!(stdout(&plain));
+    let coloured = stratumc(&["check", MISTAKES, "--color", "always"]);
+    assert!(stdout(&coloured).contains('\u{1b}'));
+}
+
+#[test]
+fn stdin_is_read_for_a_dash() {
+    let spec = std::fs::read(workspace().join("examples/sentiment.stratum.yaml"))
+        .expect("the example exists");
+    let clean = run(&["check", "-"], Some(&spec));
+    assert_eq!(clean.status.code(), Some(0));
+    let broken = run(
+        &["check", "-", "--format", "short"],
+        Some(b"version: \"0.2\"\nflows: 3\n"),
+    );
+    assert_eq!(broken.status.code(), Some(1));
+    assert_eq!(
+        stdout(&broken),
+        "<stdin>:2:8: error[E0012]: expected a mapping of flows, found an integer\n"
+    );
+}
+
+#[test]
+fn missing_files_and_bad_arguments_exit_2() {
+    let missing = stratumc(&["check", "no/such/file.stratum.yaml"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("cannot read no/such/file.stratum.yaml")
+    );
+    assert_eq!(
+        stratumc(&["check", "--format", "xml"]).status.code(),
+        Some(2)
+    );
+    let empty = scratch("no-specs");
+    let nothing = stratumc(&["check", empty.to_str().unwrap_or_default()]);
+    assert_eq!(nothing.status.code(), Some(2));
+}
+
+#[test]
+fn warnings_fail_only_when_denied() {
+    let spec = "tests/corpus/invalid/W0001_unknown_contract_field_key.stratum.yaml";
+    assert_eq!(stratumc(&["check", spec]).status.code(), Some(0));
+    assert_eq!(
+        stratumc(&["check", spec, "--deny-warnings"]).status.code(),
+        Some(1)
+    );
+}
+
+#[test]
+fn directories_are_searched_recursively_for_specs() {
+    let dir = scratch("tree");
+    std::fs::create_dir_all(dir.join("a/b")).expect("nested directories");
+    std::fs::create_dir_all(dir.join(".hidden")).expect("a hidden directory");
+    let spec = std::fs::read(workspace().join("examples/sentiment.stratum.yaml"))
+        .expect("the example exists");
+    for path in [
+        "one.stratum.yaml",
+        "a/b/two.stratum.yaml",
+        "a/notes.yaml",
+        ".hidden/three.stratum.yaml",
+    ] {
+        std::fs::write(dir.join(path), &spec).expect("the spec is written");
+    }
+    let output = stratumc(&[
+        "check",
+        dir.to_str().unwrap_or_default(),
+        "--format",
+        "json",
+    ]);
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let paths: Vec<String> = document["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| {
+            f["path"]
+                .as_str()
+                .unwrap_or_default()
+                .replace(dir.to_str().unwrap_or_default(), "DIR")
+        })
+        .collect();
+    assert_eq!(paths, ["DIR/a/b/two.stratum.yaml", "DIR/one.stratum.yaml"]);
+}
+
+#[test]
+fn duplicate_workflow_names_across_specs_are_reported() {
+    let dir = scratch("workflows");
+    let spec = |name: &str| {
+        format!(
+            "version: \"0.2\"\nworkflow:\n  name: {name}\n  description: \"Review a change\"\n  input: {{}}\nflows:\n  review:\n    input: {{}}\n    steps:\n      - id: read\n        intent: \"Read the change\"\n"
+        )
+    };
+    std::fs::write(dir.join("a.stratum.yaml"), spec("review")).expect("written");
+    std::fs::write(dir.join("b.stratum.yaml"), spec("review")).expect("written");
+    std::fs::write(dir.join("c.stratum.yaml"), spec("other")).expect("written");
+    let output = stratumc(&["check", dir.to_str().unwrap_or_default()]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output).replace(dir.to_str().unwrap_or_default(), "DIR");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn oversized_files_are_refused_unread() {
+    let dir = scratch("large");
+    let path = dir.join("huge.stratum.yaml");
+    let line = "# padding padding padding padding padding padding padding padding\n";
+    std::fs::write(&path, line.repeat(50 * 1024 * 1024 / line.len())).expect("a 50 MB file");
+    let output = stratumc(&[
+        "check",
+        path.to_str().unwrap_or_default(),
+        "--format",
+        "short",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output).replace(path.to_str().unwrap_or_default(), "huge.stratum.yaml");
+    assert_eq!(
+        text,
+        "huge.stratum.yaml:1:1: error[E0002]: the file is larger than the 16 MiB a spec may have\n"
+    );
+}
+
+#[test]
+fn explain_prints_every_code_and_refuses_unknown_ones() {
+    let output = stratumc(&["explain", "E0007"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(stdout(&output).starts_with("# E0007: duplicate key"));
+    assert_eq!(
+        stdout(&stratumc(&["explain", "duplicate-key"])),
+        stdout(&output)
+    );
+    let list = stratumc(&["explain"]);
+    assert!(stdout(&list).lines().count() >= 25);
+    let unknown = stratumc(&["explain", "E0070"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("did you mean E0007?"));
+}

@@ -1,0 +1,141 @@
+//! Hostile input: each yields a diagnostic, never a panic, in bounded time and memory. Also a
+//! short property test: random bytes and random mutations of the examples never panic.
+#![allow(clippy::indexing_slicing, clippy::unwrap_used)] // tests may index and unwrap what they built
+
+use proptest::prelude::*;
+use stratum_compiler::diagnostic::Code;
+use stratum_tests::check_one;
+
+fn codes(bytes: &[u8]) -> Vec<Code> {
+    let (_, compilation) = check_one("hostile.stratum.yaml", bytes);
+    compilation.diagnostics.iter().map(|d| d.code).collect()
+}
+
+#[test]
+fn a_50_mb_file_is_refused_before_parsing() {
+    let bytes = vec![b'#'; 50 * 1024 * 1024];
+    assert_eq!(codes(&bytes), [Code::E0002]);
+}
+
+#[test]
+fn non_utf8_and_nul_bytes_are_diagnosed() {
+    assert_eq!(codes(b"version: \"0.2\"\nflows: \xff\xfe\n"), [Code::E0001]);
+    assert_eq!(codes(b"\xff\xfev\x00e\x00r\x00"), [Code::E0001]);
+    assert_eq!(codes(b"version: \"0.2\"\x00\n"), [Code::E0003]);
+    assert_eq!(codes(b"version: \"0.2\"\n\x1b[31m\n"), [Code::E0003]);
+}
+
+#[test]
+fn a_billion_laughs_stops_at_the_alias_budget() {
+    let mut spec = String::from(
+        "version: \"0.2\"\nflows:\n  bomb:\n    input: {}\n    steps: []\nx0: &x0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
+    );
+    for level in 1..30 {
+        let refs = vec![format!("*x{}", level - 1); 10].join(", ");
+        spec.push_str(&format!("x{level}: &x{level} [{refs}]\n"));
+    }
+    let found = codes(spec.as_bytes());
+    assert!(found.contains(&Code::E0005), "{found:?}");
+}
+
+#[test]
+fn ten_thousand_levels_of_nesting_are_cut_off() {
+    let flow = format!(
+        "version: \"0.2\"\nx: {}{}\n",
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    assert_eq!(codes(flow.as_bytes()), [Code::E0006]);
+    let mapping = format!(
+        "version: \"0.2\"\nx: {}1{}\n",
+        "{a: ".repeat(10_000),
+        "}".repeat(10_000)
+    );
+    assert_eq!(codes(mapping.as_bytes()), [Code::E0006]);
+    let block = format!("version: \"0.2\"\nflows:\n{}1\n", "- ".repeat(10_000));
+    // `flows` holding a list is a mistake of its own; the depth is reported once, inside it.
+    assert_eq!(codes(block.as_bytes()), [Code::E0012, Code::E0006]);
+}
+
+#[test]
+fn a_one_megabyte_line_is_diagnosed() {
+    let spec = format!("version: \"0.2\"\nflows: {}\n", "x".repeat(1024 * 1024));
+    assert_eq!(codes(spec.as_bytes()), [Code::E0012]);
+    let quoted = format!(
+        "version: \"0.2\"\nflows: {{run: {{input: {{}}, steps: [{{id: a, intent: \"{}\", retries: 0}}]}}}}\n",
+        "é".repeat(512 * 1024)
+    );
+    assert_eq!(codes(quoted.as_bytes()), [Code::E0020]);
+}
+
+const EXAMPLES: &[&str] = &[
+    include_str!("../../examples/sentiment.stratum.yaml"),
+    include_str!("../../examples/reviewed-work.stratum.yaml"),
+    include_str!("../../examples/code-review.stratum.yaml"),
+    include_str!("../../examples/test-fix-loop.stratum.yaml"),
+    include_str!("../../examples/deploy.stratum.yaml"),
+];
+
+/// An edit to a spec: replace, insert or delete a run of bytes at a relative position.
+#[derive(Debug, Clone)]
+enum Mutation {
+    Replace(f64, Vec<u8>),
+    Insert(f64, Vec<u8>),
+    Delete(f64, usize),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    // Bytes YAML cares about, so that mutations reach the parser's corners, plus any byte.
+    let interesting = prop::sample::select(b" \n\t:-[]{},&*!|>'\"#%@`?~\\x".to_vec());
+    let byte = prop_oneof![interesting, any::<u8>()];
+    prop_oneof![
+        (0.0..1.0, prop::collection::vec(byte.clone(), 1..8))
+            .prop_map(|(at, b)| Mutation::Replace(at, b)),
+        (0.0..1.0, prop::collection::vec(byte, 1..8)).prop_map(|(at, b)| Mutation::Insert(at, b)),
+        (0.0..1.0, 1usize..40).prop_map(|(at, n)| Mutation::Delete(at, n)),
+    ]
+}
+
+fn apply(spec: &mut Vec<u8>, mutation: &Mutation) {
+    let position = |at: f64, len: usize| ((at * len as f64) as usize).min(len);
+    match mutation {
+        Mutation::Replace(at, bytes) => {
+            let start = position(*at, spec.len());
+            let end = (start + bytes.len()).min(spec.len());
+            spec.splice(start..end, bytes.iter().copied());
+        }
+        Mutation::Insert(at, bytes) => {
+            let start = position(*at, spec.len());
+            spec.splice(start..start, bytes.iter().copied());
+        }
+        Mutation::Delete(at, count) => {
+            let start = position(*at, spec.len());
+            let end = (start + count).min(spec.len());
+            spec.drain(start..end);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+        let _ = check_one("random.stratum.yaml", &bytes);
+    }
+
+    #[test]
+    fn mutated_examples_never_panic(example in 0..EXAMPLES.len(), mutations in prop::collection::vec(mutation(), 1..6)) {
+        let mut spec = EXAMPLES.get(example).map(|s| s.as_bytes().to_vec()).unwrap_or_default();
+        for mutation in &mutations {
+            apply(&mut spec, mutation);
+        }
+        let (sources, compilation) = check_one("mutated.stratum.yaml", &spec);
+        // Whatever the input, the diagnostics render and their spans lie inside the file.
+        let file = sources.get(compilation.file).map(|f| f.text().len()).unwrap_or_default();
+        for diagnostic in &compilation.diagnostics {
+            prop_assert!(diagnostic.primary.span.end as usize <= file);
+        }
+        let _ = stratum_tests::render_snapshot(&sources, std::slice::from_ref(&compilation));
+    }
+}
