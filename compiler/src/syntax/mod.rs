@@ -65,3 +65,32 @@ fn empty_spec(src: &SourceFile) -> Diagnostic {
     )
     .help("a spec needs at least `version: \"0.2\"`, and `flows` to do anything")
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use crate::source::FileId;
+
+    /// The expression diagnostics of later stages depend on this: an offset inside an
+    /// expression's decoded text lands on the exact source bytes, whatever the quoting.
+    #[test]
+    fn expression_offsets_map_to_the_exact_source_bytes() {
+        let text = "version: \"0.2\"\nflows:\n  run:\n    input: {}\n    steps:\n      - id: é\n        intent: \"go\"\n        ensure:\n          - \"r\\u0065sult.confdence > 0.7\"\n          - 'result.label != ''x'' and result.confdence'\n          - |\n            len(result.items)\n              > result.confdence\n";
+        let file = SourceFile::new(FileId(0), "t.stratum.yaml", text);
+        let (ast, diagnostics) = parse(&file);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let ensures = &ast.flows[0].steps.as_ref().unwrap().value[0]
+            .ensure
+            .as_ref()
+            .unwrap()
+            .value;
+        for ensure in ensures {
+            let at = ensure.value.find("confdence").unwrap();
+            let span = ensure.span_of(at..at + "confdence".len());
+            assert_eq!(file.slice(span), "confdence", "in {:?}", ensure.value);
+        }
+        let escaped = &ensures[0];
+        assert_eq!(file.slice(escaped.span_of(0..2)), "r\\u0065");
+    }
+}
