@@ -42,6 +42,18 @@ pub enum ScalarStyle {
     Folded,
 }
 
+impl From<saphyr_parser::ScalarStyle> for ScalarStyle {
+    fn from(style: saphyr_parser::ScalarStyle) -> ScalarStyle {
+        match style {
+            saphyr_parser::ScalarStyle::Plain => ScalarStyle::Plain,
+            saphyr_parser::ScalarStyle::SingleQuoted => ScalarStyle::SingleQuoted,
+            saphyr_parser::ScalarStyle::DoubleQuoted => ScalarStyle::DoubleQuoted,
+            saphyr_parser::ScalarStyle::Literal => ScalarStyle::Literal,
+            saphyr_parser::ScalarStyle::Folded => ScalarStyle::Folded,
+        }
+    }
+}
+
 /// Maps byte offsets in a decoded scalar value to byte offsets in the source text.
 ///
 /// Source offsets are byte offsets into the whole source text. A decoded range on character
@@ -992,13 +1004,7 @@ mod tests {
     }
 
     fn style_of(style: saphyr_parser::ScalarStyle) -> ScalarStyle {
-        match style {
-            saphyr_parser::ScalarStyle::Plain => ScalarStyle::Plain,
-            saphyr_parser::ScalarStyle::SingleQuoted => ScalarStyle::SingleQuoted,
-            saphyr_parser::ScalarStyle::DoubleQuoted => ScalarStyle::DoubleQuoted,
-            saphyr_parser::ScalarStyle::Literal => ScalarStyle::Literal,
-            saphyr_parser::ScalarStyle::Folded => ScalarStyle::Folded,
-        }
+        ScalarStyle::from(style)
     }
 
     /// Every scalar of `src`, in order. The parser's markers count characters.

@@ -435,7 +435,7 @@ impl<'a> Loader<'a> {
         tag: Option<&Tag>,
         span: Span,
     ) -> Node {
-        let style = convert_style(style);
+        let style = ScalarStyle::from(style);
         let mut token = match tag {
             // The event's span takes in the tag; the token is what follows it.
             Some(_) => self.untagged_token(span),
@@ -676,16 +676,6 @@ impl KeyIdentity {
             NodeKind::Str(s) => KeyIdentity::Str(s.value.clone()),
             NodeKind::Seq(_) | NodeKind::Map(_) | NodeKind::Invalid => return None,
         })
-    }
-}
-
-fn convert_style(style: saphyr_parser::ScalarStyle) -> ScalarStyle {
-    match style {
-        saphyr_parser::ScalarStyle::Plain => ScalarStyle::Plain,
-        saphyr_parser::ScalarStyle::SingleQuoted => ScalarStyle::SingleQuoted,
-        saphyr_parser::ScalarStyle::DoubleQuoted => ScalarStyle::DoubleQuoted,
-        saphyr_parser::ScalarStyle::Literal => ScalarStyle::Literal,
-        saphyr_parser::ScalarStyle::Folded => ScalarStyle::Folded,
     }
 }
 
