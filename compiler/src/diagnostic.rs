@@ -220,7 +220,8 @@ pub fn did_you_mean<'a>(
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
     let name_lower = name.to_lowercase();
-    let max_distance = match name.chars().count() {
+    let name_len = name.chars().count();
+    let max_distance = match name_len {
         0..=2 => 1,
         3..=5 => 2,
         _ => 3,
@@ -232,6 +233,11 @@ pub fn did_you_mean<'a>(
     let closest = candidates
         .iter()
         .filter_map(|&candidate| {
+            // Lengths that differ by more than the allowance cannot be close; skipping them
+            // keeps a megabyte-long key from costing a megabyte of work per candidate.
+            if name_len.abs_diff(candidate.chars().count()) > max_distance {
+                return None;
+            }
             let distance = edit_distance(&name_lower, &candidate.to_lowercase());
             (distance <= max_distance).then_some((distance, candidate))
         })

@@ -24,6 +24,8 @@ use crate::syntax::scalar::ScalarStyle;
 pub const MAX_DEPTH: usize = 128;
 /// Most nodes that aliases may add to the document in total.
 pub const MAX_ALIAS_EXPANSION: usize = 100_000;
+/// Most nodes kept as copies of anchored content, for aliases to expand later.
+pub const MAX_ANCHORED_NODES: usize = 1_000_000;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
@@ -88,18 +90,29 @@ impl Node {
         }
     }
 
-    /// Counts this node and all below it.
-    fn size(&self) -> usize {
+    /// Counts this node and all below it, giving up (`None`) past `limit` so that the count
+    /// costs at most `limit` steps.
+    fn size_within(&self, limit: usize) -> Option<usize> {
+        let mut count = 1usize;
+        let add = |child: &Node, count: &mut usize| -> Option<()> {
+            *count += child.size_within(limit.checked_sub(*count)?)?;
+            (*count <= limit).then_some(())
+        };
         match &self.kind {
-            NodeKind::Seq(items) => 1 + items.iter().map(Node::size).sum::<usize>(),
-            NodeKind::Map(entries) => {
-                1 + entries
-                    .iter()
-                    .map(|e| e.key.size() + e.value.size())
-                    .sum::<usize>()
+            NodeKind::Seq(items) => {
+                for item in items {
+                    add(item, &mut count)?;
+                }
             }
-            _ => 1,
+            NodeKind::Map(entries) => {
+                for entry in entries {
+                    add(&entry.key, &mut count)?;
+                    add(&entry.value, &mut count)?;
+                }
+            }
+            _ => {}
         }
+        (count <= limit).then_some(count)
     }
 }
 
@@ -136,11 +149,21 @@ enum Frame {
     },
 }
 
+/// What an anchor names: a copy of its content and the content's size, or nothing because the
+/// copies would have passed [`MAX_ANCHORED_NODES`].
+enum Anchored {
+    Stored { node: Node, size: usize },
+    TooLarge,
+}
+
 struct Loader<'a> {
     src: &'a SourceFile,
     chars: CharToByte<'a>,
     diagnostics: Vec<Diagnostic>,
-    anchors: HashMap<usize, Node>,
+    anchors: HashMap<usize, Anchored>,
+    /// Nodes copied into `anchors` so far.
+    anchored: usize,
+    /// Nodes added by aliases so far.
     expanded: usize,
     /// How many levels of collections are being skipped because they were too deep.
     skipping: usize,
@@ -154,6 +177,7 @@ impl<'a> Loader<'a> {
             chars: CharToByte::new(src.text()),
             diagnostics: Vec::new(),
             anchors: HashMap::new(),
+            anchored: 0,
             expanded: 0,
             skipping: 0,
             alias_budget_reported: false,
@@ -393,39 +417,63 @@ impl<'a> Loader<'a> {
         }
     }
 
+    /// Keeps a copy of anchored content for later aliases. The copies are bounded, since
+    /// nested anchors would otherwise copy the same nodes once per level.
     fn register(&mut self, anchor: usize, node: &Node) {
-        if anchor != 0 {
-            self.anchors.insert(anchor, node.clone());
+        if anchor == 0 {
+            return;
         }
+        let room = MAX_ANCHORED_NODES - self.anchored;
+        let anchored = match node.size_within(room) {
+            Some(size) => {
+                self.anchored += size;
+                Anchored::Stored {
+                    node: node.clone(),
+                    size,
+                }
+            }
+            None => Anchored::TooLarge,
+        };
+        self.anchors.insert(anchor, anchored);
     }
 
     fn alias(&mut self, anchor: usize, span: Span) -> Node {
-        let Some(target) = self.anchors.get(&anchor) else {
-            // The parser rejects unknown anchors itself; this is only a guard.
-            return Node::new(span, NodeKind::Invalid);
-        };
-        let size = target.size();
-        if self.expanded + size > MAX_ALIAS_EXPANSION {
-            if !self.alias_budget_reported {
-                self.alias_budget_reported = true;
-                self.diagnostics.push(
-                    Diagnostic::new(
-                        Code::E0005,
-                        format!(
-                            "aliases expand to more than {MAX_ALIAS_EXPANSION} nodes"
-                        ),
-                        span,
-                        format!("this alias would add {size} more"),
-                    )
-                    .help("write the repeated parts out, or share less through aliases; nested aliases multiply"),
+        let (target, size) = match self.anchors.get(&anchor) {
+            Some(Anchored::Stored { node, size }) => (node, *size),
+            Some(Anchored::TooLarge) => {
+                self.alias_limit(
+                    span,
+                    format!("anchored content is larger than {MAX_ANCHORED_NODES} nodes in total"),
+                    "this alias names too much".to_owned(),
                 );
+                return Node::new(span, NodeKind::Invalid);
             }
+            // The parser rejects unknown anchors itself; this is only a guard.
+            None => return Node::new(span, NodeKind::Invalid),
+        };
+        if self.expanded + size > MAX_ALIAS_EXPANSION {
+            self.alias_limit(
+                span,
+                format!("aliases expand to more than {MAX_ALIAS_EXPANSION} nodes"),
+                format!("this alias would add {size} more"),
+            );
             return Node::new(span, NodeKind::Invalid);
         }
         self.expanded += size;
         let mut node = target.clone();
         node.span = span;
         node
+    }
+
+    /// Reports the first alias past a budget; the rest are dropped silently.
+    fn alias_limit(&mut self, span: Span, message: String, label: String) {
+        if self.alias_budget_reported {
+            return;
+        }
+        self.alias_budget_reported = true;
+        self.push(Diagnostic::new(Code::E0005, message, span, label).help(
+            "write the repeated parts out, or share less through aliases; nested aliases multiply",
+        ));
     }
 
     fn scalar(
@@ -924,6 +972,18 @@ mod tests {
         }
         let (_, loaded) = load_text(&text);
         assert_eq!(codes(&loaded), [Code::E0005]);
+    }
+
+    #[test]
+    fn nested_anchors_copy_a_bounded_number_of_nodes() {
+        // Each level's anchor would copy the whole list again; past the budget, anchors keep
+        // no copy and an alias to one is reported.
+        let items = vec!["x"; 150_000].join(", ");
+        let opens: String = (0..20).map(|level| format!("&a{level} [")).collect();
+        let text = format!("a: {opens}[{items}]{}\nb: *a0\n", "]".repeat(20));
+        let (_, loaded) = load_text(&text);
+        assert_eq!(codes(&loaded), [Code::E0005]);
+        assert!(loaded.diagnostics[0].message.contains("anchored content"));
     }
 
     #[test]
