@@ -34,6 +34,11 @@ macro_rules! codes {
         impl Code {
             pub const ALL: &'static [Code] = &[$(Code::$code,)*];
 
+            /// The code as written in output: `E0007`.
+            pub fn as_str(self) -> &'static str {
+                match self { $(Code::$code => stringify!($code),)* }
+            }
+
             /// The short kebab-case name, e.g. `duplicate-key`.
             pub fn slug(self) -> &'static str {
                 match self { $(Code::$code => $slug,)* }
@@ -87,10 +92,6 @@ codes! {
 }
 
 impl Code {
-    pub fn as_str(self) -> String {
-        format!("{self:?}")
-    }
-
     /// Parses `E0007`, `e0007` or a slug such as `duplicate-key`.
     pub fn parse(text: &str) -> Option<Code> {
         Code::ALL
@@ -102,7 +103,7 @@ impl Code {
 
 impl fmt::Display for Code {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self, f)
+        f.write_str(self.as_str())
     }
 }
 
@@ -345,7 +346,7 @@ mod tests {
                 text.contains("```yaml"),
                 "{code}'s explanation must show an example"
             );
-            assert_eq!(Code::parse(&code.as_str()), Some(*code));
+            assert_eq!(Code::parse(code.as_str()), Some(*code));
             assert_eq!(Code::parse(code.slug()), Some(*code));
         }
     }

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use stratum_compiler::render::{self, FileReport, human};
+use stratum_compiler::render::{self, human};
 use stratum_compiler::source::SourceMap;
 
 fuzz_target!(|bytes: &[u8]| {
@@ -13,7 +13,8 @@ fuzz_target!(|bytes: &[u8]| {
     for diagnostic in &compilation.diagnostics {
         assert!(diagnostic.primary.span.end as usize <= file.text().len());
     }
-    let reports = [FileReport { file, diagnostics: &compilation.diagnostics }];
+    let compilations = [compilation];
+    let reports = render::reports(&sources, &compilations);
     let _ = human::render(&sources, &reports, human::Style::PLAIN);
     let _ = render::json::render(&sources, &reports);
     let _ = render::sarif::render(&sources, &reports);

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use stratum_compiler::diagnostic::{Code, Diagnostic};
-use stratum_compiler::render::{FileReport, human};
+use stratum_compiler::render::{self, human};
 use stratum_compiler::source::SourceMap;
 use stratum_compiler::{Compilation, check_bytes};
 
@@ -30,15 +30,7 @@ pub fn render_snapshot(sources: &SourceMap, compilations: &[Compilation]) -> Str
         }
     }
     out.push_str("----- DIAGNOSTICS\n");
-    let reports: Vec<FileReport<'_>> = compilations
-        .iter()
-        .filter_map(|c| {
-            Some(FileReport {
-                file: sources.get(c.file)?,
-                diagnostics: &c.diagnostics,
-            })
-        })
-        .collect();
+    let reports = render::reports(sources, compilations);
     out.push_str(&human::render(sources, &reports, human::Style::PLAIN));
     visible(&out)
 }
@@ -110,7 +102,7 @@ pub fn actual_diagnostics(sources: &SourceMap, diagnostics: &[Diagnostic]) -> Ve
             line: sources
                 .get(d.primary.span.file)
                 .map_or(0, |file| file.line_col(d.primary.span.start as usize).line),
-            code: d.code.as_str(),
+            code: d.code.as_str().to_owned(),
         })
         .collect();
     actual.sort();
@@ -123,7 +115,10 @@ pub const CODES_TESTED_ELSEWHERE: &[(Code, &str)] = &[
         Code::E0002,
         "needs a file over 16 MiB: compiler/tests/cli.rs and tests/tests/hostile.rs",
     ),
-    (Code::E0018, "needs two files: compiler/tests/cli.rs"),
+    (
+        Code::E0018,
+        "needs two files: compiler/tests/cli.rs (with its snapshot)",
+    ),
 ];
 
 /// A valid version 0.2 spec with `steps` steps: contracts, functions, a gate, and a flow whose

@@ -15,6 +15,8 @@ fn codes(bytes: &[u8]) -> Vec<Code> {
 fn a_50_mb_file_is_refused_before_parsing() {
     let bytes = vec![b'#'; 50 * 1024 * 1024];
     assert_eq!(codes(&bytes), [Code::E0002]);
+    let (sources, compilation) = check_one("huge.stratum.yaml", &bytes);
+    insta::assert_snapshot!(stratum_tests::render_snapshot(&sources, &[compilation]));
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use stratum_compiler::diagnostic::{Code, Severity, did_you_mean};
 use stratum_compiler::input::MAX_FILE_SIZE;
-use stratum_compiler::render::{self, FileReport, human};
+use stratum_compiler::render::{self, human};
 use stratum_compiler::source::SourceMap;
 use stratum_compiler::{Compilation, check_bytes, check_workflow_names};
 
@@ -107,15 +107,7 @@ fn check(args: &CheckArgs) -> ExitCode {
     }
     check_workflow_names(&mut compilations);
 
-    let reports: Vec<FileReport<'_>> = compilations
-        .iter()
-        .filter_map(|compilation| {
-            Some(FileReport {
-                file: sources.get(compilation.file)?,
-                diagnostics: &compilation.diagnostics,
-            })
-        })
-        .collect();
+    let reports = render::reports(&sources, &compilations);
     let output = match args.format {
         Format::Human => human::render(&sources, &reports, human_style(args.color)),
         Format::Short => render::short::render(&sources, &reports),
@@ -278,8 +270,8 @@ fn explain(code: Option<&str>) -> ExitCode {
             ExitCode::SUCCESS
         }
         None => {
-            let names: Vec<String> = Code::ALL.iter().map(|code| code.as_str()).collect();
-            let suggestion = did_you_mean(&text.to_uppercase(), names.iter().map(String::as_str))
+            let names: Vec<&str> = Code::ALL.iter().map(|code| code.as_str()).collect();
+            let suggestion = did_you_mean(&text.to_uppercase(), names.iter().copied())
                 .map(|best| format!("; did you mean {best}?"))
                 .unwrap_or_default();
             eprintln!(

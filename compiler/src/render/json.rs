@@ -29,7 +29,7 @@ struct FileOut<'a> {
 
 #[derive(Serialize)]
 struct DiagnosticOut<'a> {
-    code: String,
+    code: &'static str,
     name: &'static str,
     severity: &'static str,
     message: &'a str,

@@ -12,6 +12,7 @@ pub mod json;
 pub mod sarif;
 pub mod short;
 
+use crate::Compilation;
 use crate::diagnostic::Diagnostic;
 use crate::source::{LineCol, SourceFile, SourceMap, Span};
 
@@ -19,6 +20,19 @@ use crate::source::{LineCol, SourceFile, SourceMap, Span};
 pub struct FileReport<'a> {
     pub file: &'a SourceFile,
     pub diagnostics: &'a [Diagnostic],
+}
+
+/// The reports of a run's compilations, in the order they were checked.
+pub fn reports<'a>(sources: &'a SourceMap, compilations: &'a [Compilation]) -> Vec<FileReport<'a>> {
+    compilations
+        .iter()
+        .filter_map(|compilation| {
+            Some(FileReport {
+                file: sources.get(compilation.file)?,
+                diagnostics: &compilation.diagnostics,
+            })
+        })
+        .collect()
 }
 
 /// Where a span starts and ends, as people count: 1-based lines and character columns.

@@ -661,42 +661,29 @@ impl Reader<'_> {
     }
 
     fn inputs(&mut self, node: &Node) -> Option<Vec<Input>> {
-        let entries = match &node.kind {
-            NodeKind::Map(entries) => entries,
-            NodeKind::Invalid => return None,
-            _ => {
-                self.wrong_type(node, "a mapping of input names to values");
-                return None;
-            }
-        };
-        let mut inputs = Vec::with_capacity(entries.len());
-        for entry in entries {
-            let Some(name) = self.key_name(&entry.key) else {
-                continue;
-            };
-            let name = Spanned {
-                value: name.to_owned(),
-                span: entry.key.span,
-            };
-            let value = match &entry.value.kind {
-                NodeKind::Str(_) => match self.text(&entry.value) {
-                    Some(text) => InputValue::Text(text),
-                    None => continue,
-                },
-                NodeKind::Invalid => continue,
-                _ => {
-                    if self.version == Version::V0_1 {
-                        self.requires_v02(
-                            entry.value.span,
-                            format!("a step input that is {}", entry.value.kind_name()),
-                        );
-                    }
-                    InputValue::Literal(entry.value.clone())
-                }
-            };
-            inputs.push(Input { name, value });
+        if !matches!(node.kind, NodeKind::Map(_)) {
+            // A reported value is left out of the AST, not read as empty.
+            self.wrong_type(node, "a mapping of input names to values");
+            return None;
         }
-        Some(inputs)
+        Some(
+            self.named(node, "input names to values", |cx, name, value| {
+                let value = match &value.kind {
+                    NodeKind::Str(_) => InputValue::Text(cx.text(value)?),
+                    NodeKind::Invalid => return None,
+                    _ => {
+                        if cx.version == Version::V0_1 {
+                            cx.requires_v02(
+                                value.span,
+                                format!("a step input that is {}", value.kind_name()),
+                            );
+                        }
+                        InputValue::Literal(value.clone())
+                    }
+                };
+                Some(Input { name, value })
+            }),
+        )
     }
 
     fn workflow(&mut self, node: &Node, key: Span) -> Option<Workflow> {
@@ -768,45 +755,56 @@ impl Reader<'_> {
         if matches!(node.kind, NodeKind::Invalid) {
             return;
         }
-        let text = self.src.slice(node.span).to_owned();
-        let mut diagnostic = Diagnostic::new(
+        let diagnostic = Diagnostic::new(
             Code::E0012,
             format!("expected {expected}, found {}", node.kind_name()),
             node.span,
             format!("this is {}", node.kind_name()),
         );
-        let scalar = matches!(
-            node.kind,
-            NodeKind::Bool(_) | NodeKind::Int(_) | NodeKind::Float(_) | NodeKind::Null
-        );
-        if let NodeKind::Str(s) = &node.kind {
-            let unquoted = crate::syntax::tree::resolve_plain(&s.value);
-            let fits = match unquoted {
-                Some(NodeKind::Int(_)) => expected == "an integer" || expected == "a number",
-                Some(NodeKind::Float(_)) => expected == "a number",
-                Some(NodeKind::Bool(_)) => expected == "`true` or `false`",
-                _ => false,
-            };
-            if fits && s.style != ScalarStyle::Plain {
-                diagnostic = diagnostic
-                    .help(format!("remove the quotes: `{}`", s.value))
-                    .fix("remove the quotes", node.span, s.value.clone());
+        let diagnostic = match self.retyping_fix(node, expected) {
+            Some((help, fix, replacement)) => {
+                diagnostic.help(help).fix(fix, node.span, replacement)
             }
-        }
-        let string_like = expected == "a string" || expected == "a step id or `~`";
-        if string_like && scalar && !text.is_empty() && !matches!(node.kind, NodeKind::Null) {
-            let help = match node.kind {
-                NodeKind::Bool(_) => format!(
-                    "YAML reads `{text}` as a boolean; quote it to make it a string: `\"{text}\"`"
-                ),
-                _ => format!("quote it to make it a string: `\"{text}\"`"),
-            };
-            diagnostic =
-                diagnostic
-                    .help(help)
-                    .fix("quote the value", node.span, format!("\"{text}\""));
-        }
+            None => diagnostic.help(how_to_write(expected)),
+        };
         self.push(diagnostic);
+    }
+
+    /// The fix when the value is right but YAML typed it otherwise: quotes that make a
+    /// number a string, or a bare number or boolean that should be a string.
+    fn retyping_fix(&self, node: &Node, expected: &str) -> Option<(String, &'static str, String)> {
+        match &node.kind {
+            NodeKind::Str(s) if s.style != ScalarStyle::Plain => {
+                let fits = match crate::syntax::tree::resolve_plain(&s.value)? {
+                    NodeKind::Int(_) => expected == "an integer" || expected == "a number",
+                    NodeKind::Float(_) => expected == "a number",
+                    NodeKind::Bool(_) => expected == "`true` or `false`",
+                    _ => false,
+                };
+                fits.then(|| {
+                    (
+                        format!("remove the quotes: `{}`", s.value),
+                        "remove the quotes",
+                        s.value.clone(),
+                    )
+                })
+            }
+            NodeKind::Bool(_) | NodeKind::Int(_) | NodeKind::Float(_) => {
+                let string_like = expected == "a string" || expected == "a step id or `~`";
+                let text = self.src.slice(node.span);
+                if !string_like || text.is_empty() {
+                    return None;
+                }
+                let help = match node.kind {
+                    NodeKind::Bool(_) => format!(
+                        "YAML reads `{text}` as a boolean; quote it to make it a string: `\"{text}\"`"
+                    ),
+                    _ => format!("quote it to make it a string: `\"{text}\"`"),
+                };
+                Some((help, "quote the value", format!("\"{text}\"")))
+            }
+            _ => None,
+        }
     }
 
     fn string(&mut self, node: &Node) -> Option<String> {
@@ -1036,6 +1034,23 @@ impl Reader<'_> {
         self.push(diagnostic);
         None
     }
+}
+
+/// The general help for a value of the wrong type: what to write instead.
+fn how_to_write(expected: &str) -> String {
+    let example = if expected.starts_with("a mapping") {
+        ": `key: value` entries indented under the key, or `{key: value}`"
+    } else if expected.starts_with("a list") {
+        ": `[a, b]`, or one `- item` per line"
+    } else {
+        match expected {
+            "an integer" => ", such as `3`",
+            "a number" => ", such as `0.5`",
+            "a string" => ", in quotes if YAML could read it as anything else",
+            _ => "",
+        }
+    };
+    format!("write {expected} here{example}")
 }
 
 /// `Code_Review` → `code-review`, when the result is a valid workflow name.

@@ -31,8 +31,8 @@
 
 use std::ops::Range;
 
-/// How a scalar was written (mirror of `saphyr_parser::ScalarStyle`, so callers need not depend on
-/// saphyr here).
+/// How a scalar was written: our own copy of `saphyr_parser::ScalarStyle` (converted with `From`),
+/// so that the AST and later stages do not depend on the YAML parser.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ScalarStyle {
     Plain,
