@@ -1,0 +1,28 @@
+//! `stratum-grammar`: the expression language of Stratum specs (`ensure`, `skip_if`,
+//! `exit_criterion`, `score_expr`, `accumulate`, `accumulate_key`).
+//!
+//! A small CEL-like library, independent of YAML and of specs. The stages, in order:
+//!
+//! 1. [`parse`]: text → spanned [`ast::Expr`] and syntax [`Problem`]s (several per expression:
+//!    the parser recovers);
+//! 2. [`check`]: the AST against an [`Env`] of typed names → the expression's [`Type`] and type
+//!    [`Problem`]s;
+//! 3. [`compile`]: the AST → a [`Program`] of stack bytecode, constants folded;
+//! 4. [`Program::evaluate`]: the program over JSON values, within an instruction budget.
+//!
+//! [`print`] writes an AST back as canonical source.
+
+pub mod ast;
+pub mod check;
+pub mod compile;
+pub mod lexer;
+pub mod parser;
+pub mod print;
+pub mod problem;
+pub mod span;
+pub mod types;
+pub mod vm;
+
+pub use problem::{Problem, ProblemKind, Replacement, Severity};
+pub use span::Span;
+pub use types::{Env, Literal, Record, RecordField, Type};
