@@ -1,1 +1,892 @@
-//! (in progress)
+//! The bytecode compiler: an [`Expr`] → a [`Program`] for the stack VM ([`crate::vm`]).
+//!
+//! A program is a flat `Vec<Op>` with one [`Span`] per op (the sub-expression the op belongs
+//! to), a table of constants (JSON values), interned identifiers and `$`-reference paths, and
+//! the expression's source, so that run-time errors can quote the failing sub-expression. It is
+//! serde-serialisable: an execution plan embeds it. Jumps are relative to the jumping op.
+//!
+//! **Constant folding.** Every sub-expression that reads no free name or `$`-reference and calls
+//! no file built-in is evaluated at compile time, by running the VM on its code, and replaced by
+//! one constant. If that evaluation fails (`1 / 0`, `'a' * 10**9`), the code stays and the error
+//! happens at run time, with its span. Folding is bounded: at most [`FOLD_BUDGET`] instructions
+//! over the whole compilation, and a folded constant may hold at most [`FOLD_MAX_BYTES`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ast::{BinaryOp, CompareOp, Expr, ExprKind, Generator, Ident, RefRoot, UnaryOp};
+use crate::span::Span;
+use crate::value::{SeqKind, Val};
+use crate::vm::{self, Bindings, Limits, NoTrace};
+
+/// Instructions that constant folding may spend over one compilation.
+pub const FOLD_BUDGET: u64 = 200_000;
+/// The largest value (approximate bytes) that folding turns into a constant.
+pub const FOLD_MAX_BYTES: usize = 4096;
+
+/// One VM instruction. Operand indices point into the [`Program`]'s tables; jump offsets are
+/// relative to the jumping op's own index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Op {
+    /// Push `constants[i]`.
+    Const(u32),
+    /// Push `constants[i]` (an array) as a tuple.
+    ConstTuple(u32),
+    /// Push the free name `strings[i]` from the bindings.
+    Name(u32),
+    /// Push a generator variable.
+    Local(u32),
+    /// Pop into a generator variable.
+    Store(u32),
+    /// Push `$.input` followed by the fields of `paths[i]`.
+    Input(u32),
+    /// Push `$.steps.<strings[step]>.output` followed by the fields of `paths[path]`.
+    Step {
+        step: u32,
+        path: u32,
+    },
+    /// Pop an object, push its field `strings[i]`.
+    Attr(u32),
+    /// Pop an index and a container, push the element.
+    Index,
+    /// Pop `argc` arguments, push the built-in's result.
+    Call(Builtin, u8),
+    /// Pop `argc` arguments and the receiver, push the method's result.
+    Method(Method, u8),
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+    Compare(CompareOp),
+    /// In a comparison chain: pop `b`, `a`; push `b`, then `a op b`.
+    CompareKeep(CompareOp),
+    /// Pop the top, drop the value under it, push the top back.
+    SwapPop,
+    Jump(i32),
+    /// If the top is falsy jump (keeping it), else pop it: `and`, comparison chains.
+    JumpIfFalseOrPop(i32),
+    /// If the top is truthy jump (keeping it), else pop it: `or`.
+    JumpIfTrueOrPop(i32),
+    /// Pop; jump if falsy: conditionals, generator conditions.
+    PopJumpIfFalse(i32),
+    /// Pop `n` values, push a list / tuple of them.
+    BuildList(u32),
+    BuildTuple(u32),
+    /// Pop an iterable and start iterating over it (on the iterator stack).
+    IterStart,
+    /// Push the next element, or jump when the iteration is over (the iterator stays).
+    IterNext(i32),
+    /// Pop the iterator.
+    IterEnd,
+    /// Pop a value and append it to the list on top of the stack.
+    ListAppend,
+    /// Turn the list on top into a generator value (a generator argument of a call).
+    MakeGen,
+    /// `any(…)`: pop; if truthy, mark the iterator and jump to the end.
+    AnyStep(i32),
+    /// `all(…)`: pop; if falsy, mark the iterator and jump to the end.
+    AllStep(i32),
+    /// Pop the iterator, push whether `any` found a truthy element.
+    AnyEnd,
+    /// Pop the iterator, push whether `all` found no falsy element.
+    AllEnd,
+    /// Fail with the message `strings[i]` (a construct the checker rejects).
+    Fail(u32),
+}
+
+/// The built-in functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Builtin {
+    Len,
+    Bool,
+    Int,
+    Str,
+    Any,
+    All,
+    Min,
+    Max,
+    FileExists,
+    FileContains,
+}
+
+/// The methods of strings, lists and objects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Method {
+    Lower,
+    Upper,
+    Strip,
+    Lstrip,
+    Rstrip,
+    Startswith,
+    Endswith,
+    Split,
+    Count,
+    Find,
+    Replace,
+    Join,
+    Isdigit,
+    Isalpha,
+    Isspace,
+    Isupper,
+    Islower,
+    Index,
+    Get,
+    Keys,
+    Values,
+}
+
+impl Builtin {
+    pub const ALL: [Builtin; 10] = [
+        Builtin::Len,
+        Builtin::Bool,
+        Builtin::Int,
+        Builtin::Str,
+        Builtin::Any,
+        Builtin::All,
+        Builtin::Min,
+        Builtin::Max,
+        Builtin::FileExists,
+        Builtin::FileContains,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Builtin::Len => "len",
+            Builtin::Bool => "bool",
+            Builtin::Int => "int",
+            Builtin::Str => "str",
+            Builtin::Any => "any",
+            Builtin::All => "all",
+            Builtin::Min => "min",
+            Builtin::Max => "max",
+            Builtin::FileExists => "file_exists",
+            Builtin::FileContains => "file_contains",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Builtin> {
+        Builtin::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// Whether the built-in reads the file system (never folded).
+    pub fn reads_files(self) -> bool {
+        matches!(self, Builtin::FileExists | Builtin::FileContains)
+    }
+}
+
+impl Method {
+    pub const ALL: [Method; 21] = [
+        Method::Lower,
+        Method::Upper,
+        Method::Strip,
+        Method::Lstrip,
+        Method::Rstrip,
+        Method::Startswith,
+        Method::Endswith,
+        Method::Split,
+        Method::Count,
+        Method::Find,
+        Method::Replace,
+        Method::Join,
+        Method::Isdigit,
+        Method::Isalpha,
+        Method::Isspace,
+        Method::Isupper,
+        Method::Islower,
+        Method::Index,
+        Method::Get,
+        Method::Keys,
+        Method::Values,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Lower => "lower",
+            Method::Upper => "upper",
+            Method::Strip => "strip",
+            Method::Lstrip => "lstrip",
+            Method::Rstrip => "rstrip",
+            Method::Startswith => "startswith",
+            Method::Endswith => "endswith",
+            Method::Split => "split",
+            Method::Count => "count",
+            Method::Find => "find",
+            Method::Replace => "replace",
+            Method::Join => "join",
+            Method::Isdigit => "isdigit",
+            Method::Isalpha => "isalpha",
+            Method::Isspace => "isspace",
+            Method::Isupper => "isupper",
+            Method::Islower => "islower",
+            Method::Index => "index",
+            Method::Get => "get",
+            Method::Keys => "keys",
+            Method::Values => "values",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+/// One field of a `$`-reference path: the interned name and the byte offset where the
+/// reference text up to and including this field ends (for messages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathField {
+    pub name: u32,
+    pub end: u32,
+}
+
+/// A compiled expression.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Program {
+    /// The expression's text; spans index into it.
+    pub(crate) source: String,
+    pub(crate) ops: Vec<Op>,
+    /// One span per op.
+    pub(crate) spans: Vec<Span>,
+    pub(crate) constants: Vec<Value>,
+    /// Interned identifiers: names, fields, step ids, messages of `Fail`.
+    pub(crate) strings: Vec<String>,
+    pub(crate) paths: Vec<Vec<PathField>>,
+    /// For `Attr`, `Index` and `Method` ops: the span of the base / receiver, for messages.
+    /// Sorted by op index.
+    pub(crate) bases: Vec<(u32, Span)>,
+    /// The sub-expressions an explanation reports: the index of the op that completes each,
+    /// and its span. Sorted by op index.
+    pub(crate) leaves: Vec<(u32, Span)>,
+    /// The number of generator-variable slots.
+    pub(crate) locals: u32,
+}
+
+impl Program {
+    /// The expression's source text.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The text of `span` in the source (empty if the span is not in it).
+    pub fn text(&self, span: Span) -> &str {
+        self.source.get(span.range()).unwrap_or("")
+    }
+
+    /// The instructions.
+    pub fn ops(&self) -> &[Op] {
+        &self.ops
+    }
+
+    /// The constant table.
+    pub fn constants(&self) -> &[Value] {
+        &self.constants
+    }
+
+    /// The value of the whole expression when it was folded to a constant.
+    pub fn is_constant(&self) -> Option<&Value> {
+        match self.ops.as_slice() {
+            [Op::Const(i)] | [Op::ConstTuple(i)] => self.constants.get(*i as usize),
+            _ => None,
+        }
+    }
+
+    /// The free names the expression reads (what the caller must bind), sorted, without
+    /// duplicates.
+    pub fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Name(i) => self.strings.get(*i as usize).map(String::as_str),
+                _ => None,
+            })
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    /// Whether the expression reads `$.input`.
+    pub fn reads_input(&self) -> bool {
+        self.ops.iter().any(|op| matches!(op, Op::Input(_)))
+    }
+
+    /// The step ids whose output the expression reads, sorted, without duplicates.
+    pub fn steps(&self) -> Vec<&str> {
+        let mut steps: Vec<&str> = self
+            .ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Step { step, .. } => self.strings.get(*step as usize).map(String::as_str),
+                _ => None,
+            })
+            .collect();
+        steps.sort_unstable();
+        steps.dedup();
+        steps
+    }
+
+    /// A readable listing of the ops, one per line, with the text each belongs to.
+    pub fn disassemble(&self) -> String {
+        let mut out = String::new();
+        for (i, op) in self.ops.iter().enumerate() {
+            let span = self.spans.get(i).copied().unwrap_or_default();
+            let detail = match op {
+                Op::Const(c) | Op::ConstTuple(c) => self
+                    .constants
+                    .get(*c as usize)
+                    .map(|v| format!(" = {v}"))
+                    .unwrap_or_default(),
+                Op::Name(s) | Op::Attr(s) | Op::Fail(s) => self
+                    .strings
+                    .get(*s as usize)
+                    .map(|v| format!(" = {v}"))
+                    .unwrap_or_default(),
+                _ => String::new(),
+            };
+            out.push_str(&format!("{i:3} {op:?}{detail}    ; {}\n", self.text(span)));
+        }
+        out
+    }
+}
+
+/// Compiles `expr`, parsed from `source`, to a program, folding constant sub-expressions.
+pub fn compile(expr: &Expr, source: &str) -> Program {
+    let mut compiler = Compiler {
+        program: Program {
+            source: source.to_owned(),
+            ops: Vec::new(),
+            spans: Vec::new(),
+            constants: Vec::new(),
+            strings: Vec::new(),
+            paths: Vec::new(),
+            bases: Vec::new(),
+            leaves: Vec::new(),
+            locals: 0,
+        },
+        scopes: Vec::new(),
+        fold_budget: FOLD_BUDGET,
+        fold: true,
+    };
+    compiler.expr(expr, Place::Root);
+    compiler.program
+}
+
+/// Compiles without constant folding (tests compare folded and unfolded evaluation).
+pub fn compile_unfolded(expr: &Expr, source: &str) -> Program {
+    let mut compiler = Compiler {
+        program: Program {
+            source: source.to_owned(),
+            ops: Vec::new(),
+            spans: Vec::new(),
+            constants: Vec::new(),
+            strings: Vec::new(),
+            paths: Vec::new(),
+            bases: Vec::new(),
+            leaves: Vec::new(),
+            locals: 0,
+        },
+        scopes: Vec::new(),
+        fold_budget: 0,
+        fold: false,
+    };
+    compiler.expr(expr, Place::Root);
+    compiler.program
+}
+
+/// Where a sub-expression stands, for choosing the leaves an explanation reports.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// The whole expression: never reported.
+    Root,
+    /// The base of an attribute, index or method: the chain it belongs to is reported.
+    ChainBase,
+    /// Inside a generator's element or conditions: values change per element, not reported.
+    Body,
+    Operand,
+}
+
+/// What a compiled sub-expression depends on.
+#[derive(Default)]
+struct Info {
+    /// Reads a free name or a `$`-reference, calls a file built-in, or fails.
+    impure: bool,
+    /// The generator-variable slots it reads.
+    locals: Vec<u32>,
+}
+
+impl Info {
+    fn join(&mut self, other: Info) {
+        self.impure |= other.impure;
+        for slot in other.locals {
+            if !self.locals.contains(&slot) {
+                self.locals.push(slot);
+            }
+        }
+    }
+
+    fn impure() -> Info {
+        Info {
+            impure: true,
+            locals: Vec::new(),
+        }
+    }
+}
+
+struct Compiler {
+    program: Program,
+    /// Generator variables in scope, innermost last.
+    scopes: Vec<(String, u32)>,
+    fold_budget: u64,
+    fold: bool,
+}
+
+#[derive(Clone, Copy)]
+enum LoopKind {
+    List,
+    Gen,
+    Any,
+    All,
+}
+
+impl Compiler {
+    fn emit(&mut self, op: Op, span: Span) -> usize {
+        self.program.ops.push(op);
+        self.program.spans.push(span);
+        self.program.ops.len() - 1
+    }
+
+    fn here(&self) -> usize {
+        self.program.ops.len()
+    }
+
+    /// Points the jump at `at` to `target`.
+    fn patch(&mut self, at: usize, target: usize) {
+        let offset = i32::try_from(target as i64 - at as i64).unwrap_or(i32::MAX);
+        if let Some(op) = self.program.ops.get_mut(at) {
+            *op = match *op {
+                Op::Jump(_) => Op::Jump(offset),
+                Op::JumpIfFalseOrPop(_) => Op::JumpIfFalseOrPop(offset),
+                Op::JumpIfTrueOrPop(_) => Op::JumpIfTrueOrPop(offset),
+                Op::PopJumpIfFalse(_) => Op::PopJumpIfFalse(offset),
+                Op::IterNext(_) => Op::IterNext(offset),
+                Op::AnyStep(_) => Op::AnyStep(offset),
+                Op::AllStep(_) => Op::AllStep(offset),
+                other => other,
+            };
+        }
+    }
+
+    fn emit_jump_back(&mut self, make: fn(i32) -> Op, target: usize, span: Span) {
+        let at = self.emit(make(0), span);
+        self.patch(at, target);
+    }
+
+    fn intern(&mut self, s: &str) -> u32 {
+        let strings = &mut self.program.strings;
+        let index = match strings.iter().position(|x| x == s) {
+            Some(index) => index,
+            None => {
+                strings.push(s.to_owned());
+                strings.len() - 1
+            }
+        };
+        u32::try_from(index).unwrap_or(u32::MAX)
+    }
+
+    fn constant(&mut self, value: Value) -> u32 {
+        let constants = &mut self.program.constants;
+        let index = match constants.iter().position(|x| same_constant(x, &value)) {
+            Some(index) => index,
+            None => {
+                constants.push(value);
+                constants.len() - 1
+            }
+        };
+        u32::try_from(index).unwrap_or(u32::MAX)
+    }
+
+    fn fail(&mut self, message: &str, span: Span) -> Info {
+        let index = self.intern(message);
+        self.emit(Op::Fail(index), span);
+        Info::impure()
+    }
+
+    fn count(n: usize) -> u32 {
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    fn expr(&mut self, expr: &Expr, place: Place) -> Info {
+        let start = self.here();
+        let constants_before = self.program.constants.len();
+        let span = expr.span;
+        let operand = if place == Place::Body {
+            Place::Body
+        } else {
+            Place::Operand
+        };
+        let chain_base = if place == Place::Body {
+            Place::Body
+        } else {
+            Place::ChainBase
+        };
+        let literal = matches!(
+            expr.kind,
+            ExprKind::None
+                | ExprKind::Bool(_)
+                | ExprKind::Int(_)
+                | ExprKind::Float(_)
+                | ExprKind::Str(_)
+        );
+        let mut leaf = false;
+        let info = match &expr.kind {
+            ExprKind::None => self.push_constant(Value::Null, span),
+            ExprKind::Bool(b) => self.push_constant(Value::Bool(*b), span),
+            ExprKind::Int(i) => self.push_constant(Value::from(*i), span),
+            ExprKind::Float(f) => match serde_json::Number::from_f64(*f) {
+                Some(n) => self.push_constant(Value::Number(n), span),
+                None => self.fail("the float literal is not finite", span),
+            },
+            ExprKind::Str(s) => self.push_constant(Value::String(s.clone()), span),
+            ExprKind::List(items) | ExprKind::Tuple(items) => {
+                let mut info = Info::default();
+                for item in items {
+                    info.join(self.expr(item, operand));
+                }
+                let n = Self::count(items.len());
+                let op = if matches!(expr.kind, ExprKind::List(_)) {
+                    Op::BuildList(n)
+                } else {
+                    Op::BuildTuple(n)
+                };
+                self.emit(op, span);
+                info
+            }
+            ExprKind::Name(ident) => {
+                leaf = true;
+                self.name(ident)
+            }
+            ExprKind::Ref(reference) => {
+                leaf = true;
+                let path = reference
+                    .path
+                    .iter()
+                    .map(|field| PathField {
+                        name: self.intern(&field.name),
+                        end: field.span.end,
+                    })
+                    .collect();
+                self.program.paths.push(path);
+                let path = Self::count(self.program.paths.len() - 1);
+                match &reference.root {
+                    RefRoot::Input => self.emit(Op::Input(path), span),
+                    RefRoot::StepOutput { step } => {
+                        let step = self.intern(&step.name);
+                        self.emit(Op::Step { step, path }, span)
+                    }
+                };
+                Info::impure()
+            }
+            ExprKind::Attr { base, name } => {
+                leaf = true;
+                let info = self.expr(base, chain_base);
+                let name = self.intern(&name.name);
+                let at = self.emit(Op::Attr(name), span);
+                self.base(at, base.span);
+                info
+            }
+            ExprKind::Index { base, index } => {
+                leaf = true;
+                let mut info = self.expr(base, chain_base);
+                info.join(self.expr(index, operand));
+                let at = self.emit(Op::Index, span);
+                self.base(at, base.span);
+                info
+            }
+            ExprKind::Call { func, args } => {
+                leaf = true;
+                self.call(func, args, span, operand)
+            }
+            ExprKind::Method {
+                receiver,
+                name,
+                args,
+            } => {
+                leaf = true;
+                let mut info = self.expr(receiver, chain_base);
+                match Method::from_name(&name.name) {
+                    Some(method) => {
+                        for arg in args {
+                            info.join(self.arg(arg, operand));
+                        }
+                        let at = self.emit(Op::Method(method, argc(args.len())), span);
+                        self.base(at, receiver.span);
+                        info
+                    }
+                    None => {
+                        let message = format!("`{}` is not a method of any value", name.name);
+                        info.join(self.fail(&message, name.span));
+                        info
+                    }
+                }
+            }
+            ExprKind::Generator(generator) => self.generator(generator, LoopKind::Gen, span),
+            ExprKind::ListComp(generator) => self.generator(generator, LoopKind::List, span),
+            ExprKind::Unary { op, operand: value } => {
+                let info = self.expr(value, operand);
+                self.emit(Op::Unary(*op), span);
+                info
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let mut info = self.expr(lhs, operand);
+                info.join(self.expr(rhs, operand));
+                self.emit(Op::Binary(*op), span);
+                info
+            }
+            ExprKind::Logical { op, lhs, rhs } => {
+                let mut info = self.expr(lhs, operand);
+                let jump = self.emit(
+                    match op {
+                        crate::ast::LogicalOp::And => Op::JumpIfFalseOrPop(0),
+                        crate::ast::LogicalOp::Or => Op::JumpIfTrueOrPop(0),
+                    },
+                    span,
+                );
+                info.join(self.expr(rhs, operand));
+                let end = self.here();
+                self.patch(jump, end);
+                info
+            }
+            ExprKind::Compare { first, rest } => {
+                let mut info = self.expr(first, operand);
+                let mut lhs_span = first.span;
+                let mut cleanups = Vec::new();
+                for (i, comparison) in rest.iter().enumerate() {
+                    info.join(self.expr(&comparison.rhs, operand));
+                    let pair = lhs_span.to(comparison.rhs.span);
+                    if i + 1 < rest.len() {
+                        self.emit(Op::CompareKeep(comparison.op), pair);
+                        cleanups.push(self.emit(Op::JumpIfFalseOrPop(0), pair));
+                    } else {
+                        self.emit(Op::Compare(comparison.op), pair);
+                    }
+                    lhs_span = comparison.rhs.span;
+                }
+                if !cleanups.is_empty() {
+                    let jump = self.emit(Op::Jump(0), span);
+                    let cleanup = self.here();
+                    for at in cleanups {
+                        self.patch(at, cleanup);
+                    }
+                    self.emit(Op::SwapPop, span);
+                    let end = self.here();
+                    self.patch(jump, end);
+                }
+                info
+            }
+            ExprKind::Conditional {
+                then,
+                condition,
+                otherwise,
+            } => {
+                let mut info = self.expr(condition, operand);
+                let to_else = self.emit(Op::PopJumpIfFalse(0), span);
+                info.join(self.expr(then, operand));
+                let to_end = self.emit(Op::Jump(0), span);
+                let otherwise_at = self.here();
+                self.patch(to_else, otherwise_at);
+                info.join(self.expr(otherwise, operand));
+                let end = self.here();
+                self.patch(to_end, end);
+                info
+            }
+            ExprKind::Error => self.fail("the expression has a syntax error", span),
+        };
+        if !info.impure && info.locals.is_empty() && !literal && self.fold {
+            self.try_fold(start, constants_before, span);
+        }
+        if leaf && info.impure && matches!(place, Place::Operand) {
+            let last = self.here().saturating_sub(1);
+            self.program.leaves.push((Self::count(last), span));
+        }
+        info
+    }
+
+    fn push_constant(&mut self, value: Value, span: Span) -> Info {
+        let index = self.constant(value);
+        self.emit(Op::Const(index), span);
+        Info::default()
+    }
+
+    fn base(&mut self, at: usize, span: Span) {
+        self.program.bases.push((Self::count(at), span));
+    }
+
+    fn name(&mut self, ident: &Ident) -> Info {
+        if let Some((_, slot)) = self.scopes.iter().rev().find(|(n, _)| *n == ident.name) {
+            let slot = *slot;
+            self.emit(Op::Local(slot), ident.span);
+            return Info {
+                impure: false,
+                locals: vec![slot],
+            };
+        }
+        let index = self.intern(&ident.name);
+        self.emit(Op::Name(index), ident.span);
+        Info::impure()
+    }
+
+    /// An argument of a call: a generator is materialised into a generator value.
+    fn arg(&mut self, arg: &Expr, place: Place) -> Info {
+        self.expr(arg, place)
+    }
+
+    fn call(&mut self, func: &Ident, args: &[Expr], span: Span, place: Place) -> Info {
+        let Some(builtin) = Builtin::from_name(&func.name) else {
+            let message = format!("`{}` is not a built-in function", func.name);
+            return self.fail(&message, func.span);
+        };
+        if let (Builtin::Any | Builtin::All, [arg]) = (builtin, args)
+            && let ExprKind::Generator(generator) = &arg.kind
+        {
+            let kind = if builtin == Builtin::Any {
+                LoopKind::Any
+            } else {
+                LoopKind::All
+            };
+            return self.generator(generator, kind, span);
+        }
+        let mut info = Info::default();
+        for arg in args {
+            info.join(self.arg(arg, place));
+        }
+        self.emit(Op::Call(builtin, argc(args.len())), span);
+        if builtin.reads_files() {
+            info.impure = true;
+        }
+        info
+    }
+
+    fn generator(&mut self, generator: &Generator, kind: LoopKind, span: Span) -> Info {
+        // The iterable is evaluated in the enclosing scope, as in Python.
+        let place = if self.scopes.is_empty() {
+            Place::Operand
+        } else {
+            Place::Body
+        };
+        let mut info = self.expr(&generator.iter, place);
+        self.emit(Op::IterStart, span);
+        if matches!(kind, LoopKind::List | LoopKind::Gen) {
+            self.emit(Op::BuildList(0), span);
+        }
+        let slot = self.program.locals;
+        self.program.locals = self.program.locals.saturating_add(1);
+        self.scopes.push((generator.var.name.clone(), slot));
+        let top = self.emit(Op::IterNext(0), span);
+        self.emit(Op::Store(slot), generator.var.span);
+        let mut body = Info::default();
+        for condition in &generator.conditions {
+            body.join(self.expr(condition, Place::Body));
+            self.emit_jump_back(Op::PopJumpIfFalse, top, condition.span);
+        }
+        body.join(self.expr(&generator.element, Place::Body));
+        let step = match kind {
+            LoopKind::List | LoopKind::Gen => {
+                self.emit(Op::ListAppend, generator.element.span);
+                None
+            }
+            LoopKind::Any => Some(self.emit(Op::AnyStep(0), generator.element.span)),
+            LoopKind::All => Some(self.emit(Op::AllStep(0), generator.element.span)),
+        };
+        self.emit_jump_back(Op::Jump, top, span);
+        let end = self.here();
+        self.patch(top, end);
+        if let Some(step) = step {
+            self.patch(step, end);
+        }
+        self.emit(
+            match kind {
+                LoopKind::List | LoopKind::Gen => Op::IterEnd,
+                LoopKind::Any => Op::AnyEnd,
+                LoopKind::All => Op::AllEnd,
+            },
+            span,
+        );
+        if matches!(kind, LoopKind::Gen) {
+            self.emit(Op::MakeGen, span);
+        }
+        self.scopes.pop();
+        body.locals.retain(|s| *s != slot);
+        info.join(body);
+        info
+    }
+
+    /// Replaces the code from `start` (a pure sub-expression) by its value, when evaluating
+    /// it succeeds within the folding limits.
+    fn try_fold(&mut self, start: usize, constants_before: usize, span: Span) {
+        if self.fold_budget == 0 {
+            return;
+        }
+        let limits = Limits {
+            instructions: self.fold_budget.min(100_000),
+            max_value_bytes: FOLD_MAX_BYTES,
+            root: None,
+            max_file_bytes: 0,
+        };
+        let bindings = Bindings::new();
+        let (result, used) = vm::run_from(&self.program, start, &bindings, &limits, &mut NoTrace);
+        self.fold_budget = self.fold_budget.saturating_sub(used);
+        let Ok(value) = result else {
+            return;
+        };
+        let tuple = matches!(value, Val::Tuple(_));
+        if !foldable(&value, true) || value.approx_bytes() > FOLD_MAX_BYTES as u128 {
+            return;
+        }
+        let Ok(json) = value.to_json() else {
+            return;
+        };
+        let program = &mut self.program;
+        program.ops.truncate(start);
+        program.spans.truncate(start);
+        program.constants.truncate(constants_before);
+        let start32 = Self::count(start);
+        program.bases.retain(|(at, _)| *at < start32);
+        program.leaves.retain(|(at, _)| *at < start32);
+        let index = self.constant(json);
+        self.emit(
+            if tuple {
+                Op::ConstTuple(index)
+            } else {
+                Op::Const(index)
+            },
+            span,
+        );
+    }
+}
+
+fn argc(n: usize) -> u8 {
+    u8::try_from(n).unwrap_or(u8::MAX)
+}
+
+/// Whether a value survives the round trip through a JSON constant: tuples only at the top
+/// (`ConstTuple`), no generators.
+fn foldable(value: &Val<'_>, top: bool) -> bool {
+    match value.as_seq() {
+        Some((SeqKind::Gen, _)) => false,
+        Some((SeqKind::Tuple, items)) => top && items.iter().all(|item| foldable(&item, false)),
+        Some((SeqKind::List, items)) => items.iter().all(|item| foldable(&item, false)),
+        None => true,
+    }
+}
+
+/// Constants are shared only when they are the same JSON, with ints and floats kept apart
+/// (`1` and `1.0` are different constants).
+fn same_constant(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            x.is_f64() == y.is_f64() && x == y && x.to_string() == y.to_string()
+        }
+        (Value::Array(xs), Value::Array(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same_constant(x, y))
+        }
+        _ => a == b,
+    }
+}

@@ -13,16 +13,23 @@
 //! [`print`] writes an AST back as canonical source.
 
 pub mod ast;
+mod calls;
 pub mod check;
 pub mod compile;
+pub mod explain;
+mod files;
 pub mod lexer;
 pub mod parser;
 pub mod print;
 pub mod problem;
 pub mod span;
 pub mod types;
+mod value;
 pub mod vm;
 
+pub use compile::{Program, compile};
+pub use explain::{Explanation, Operand};
 pub use problem::{Problem, ProblemKind, Replacement, Severity};
 pub use span::Span;
 pub use types::{Env, Literal, Record, RecordField, Type};
+pub use vm::{Bindings, EvalError, EvalErrorKind, Limits};

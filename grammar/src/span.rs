@@ -4,8 +4,19 @@ use std::ops::Range;
 
 /// A byte range `start..end` in the expression's text (not in the spec file: the compiler maps
 /// it there through the scalar's offset map).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct Span {
     pub start: u32,
     pub end: u32,

@@ -114,7 +114,11 @@ impl fmt::Display for Type {
                     write!(f, "{}: {}", field.name, field.ty)?;
                 }
                 if record.open {
-                    f.write_str(if record.fields.is_empty() { "..." } else { ", ..." })?;
+                    f.write_str(if record.fields.is_empty() {
+                        "..."
+                    } else {
+                        ", ..."
+                    })?;
                 }
                 f.write_str("}")
             }
