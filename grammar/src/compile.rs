@@ -890,3 +890,252 @@ fn same_constant(a: &Value, b: &Value) -> bool {
         _ => a == b,
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+pub(crate) mod tests {
+    //! Programs built from hand-made ASTs (the parser lives elsewhere).
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::ast::{Comparison, LogicalOp};
+    use crate::vm::EvalErrorKind;
+
+    /// The span of the `nth` occurrence of `needle` in `src`.
+    fn at(src: &str, needle: &str, nth: usize) -> Span {
+        let start = src.match_indices(needle).nth(nth).unwrap().0;
+        Span::new(start, start + needle.len())
+    }
+
+    fn ex(kind: ExprKind, span: Span) -> Expr {
+        Expr::new(kind, span)
+    }
+
+    fn ident(src: &str, name: &str, nth: usize) -> Ident {
+        Ident {
+            name: name.to_owned(),
+            span: at(src, name, nth),
+        }
+    }
+
+    fn name(src: &str, n: &str, nth: usize) -> Expr {
+        ex(ExprKind::Name(ident(src, n, nth)), at(src, n, nth))
+    }
+
+    fn attr(src: &str, base: Expr, field: &str, text: &str) -> Expr {
+        let span = at(src, text, 0);
+        let name_span = Span::new(span.end as usize - field.len(), span.end as usize);
+        ex(
+            ExprKind::Attr {
+                base: Box::new(base),
+                name: Ident {
+                    name: field.to_owned(),
+                    span: name_span,
+                },
+            },
+            span,
+        )
+    }
+
+    fn cmp(src: &str, first: Expr, op: CompareOp, rhs: Expr) -> Expr {
+        let span = first.span.to(rhs.span);
+        let op_span = at(src, op.as_str(), 0);
+        ex(
+            ExprKind::Compare {
+                first: Box::new(first),
+                rest: vec![Comparison { op, op_span, rhs }],
+            },
+            span,
+        )
+    }
+
+    fn lit(kind: ExprKind, src: &str, text: &str) -> Expr {
+        ex(kind, at(src, text, 0))
+    }
+
+    /// `result.confidence > 0.7 and len(result.items) > 0`
+    pub(crate) fn confidence(src: &str) -> Expr {
+        let conf = attr(
+            src,
+            name(src, "result", 0),
+            "confidence",
+            "result.confidence",
+        );
+        let lhs = cmp(
+            src,
+            conf,
+            CompareOp::Gt,
+            lit(ExprKind::Float(0.7), src, "0.7"),
+        );
+        let items = attr(src, name(src, "result", 1), "items", "result.items");
+        let call = ex(
+            ExprKind::Call {
+                func: ident(src, "len", 0),
+                args: vec![items],
+            },
+            at(src, "len(result.items)", 0),
+        );
+        let rhs = ex(
+            ExprKind::Compare {
+                first: Box::new(call),
+                rest: vec![Comparison {
+                    op: CompareOp::Gt,
+                    op_span: at(src, ">", 1),
+                    rhs: lit(ExprKind::Int(0), src, "0"),
+                }],
+            },
+            at(src, "len(result.items) > 0", 0),
+        );
+        ex(
+            ExprKind::Logical {
+                op: LogicalOp::And,
+                lhs: Box::new(lhs),
+                rhs: Box::new(rhs),
+            },
+            Span::new(0, src.len()),
+        )
+    }
+
+    const CONFIDENCE: &str = "result.confidence > 0.7 and len(result.items) > 0";
+
+    #[test]
+    fn evaluates_the_typical_ensure() {
+        let program = compile(&confidence(CONFIDENCE), CONFIDENCE);
+        assert_eq!(program.names(), vec!["result"]);
+        let good = json!({"confidence": 0.92, "items": ["a"]});
+        let bindings = Bindings::new().name("result", &good);
+        assert_eq!(
+            program.evaluate(&bindings, &Limits::default()),
+            Ok(json!(true))
+        );
+        let low = json!({"confidence": 0.42, "items": []});
+        let bindings = Bindings::new().name("result", &low);
+        assert_eq!(
+            program.evaluate(&bindings, &Limits::default()),
+            Ok(json!(false))
+        );
+        let explanation = program.explain(&bindings, &Limits::default());
+        assert_eq!(
+            explanation.to_string(),
+            "ensure `result.confidence > 0.7 and len(result.items) > 0` failed: \
+             `result.confidence` was 0.42"
+        );
+        let empty = json!({"confidence": 0.9, "items": []});
+        let bindings = Bindings::new().name("result", &empty);
+        assert_eq!(
+            program.explain(&bindings, &Limits::default()).to_string(),
+            "ensure `result.confidence > 0.7 and len(result.items) > 0` failed: \
+             `result.confidence` was 0.9, `len(result.items)` was 0, `result.items` was []"
+        );
+    }
+
+    #[test]
+    fn missing_field_names_the_fields() {
+        let program = compile(&confidence(CONFIDENCE), CONFIDENCE);
+        let result = json!({"score": 1, "label": "x"});
+        let error = program
+            .evaluate(&Bindings::new().name("result", &result), &Limits::default())
+            .unwrap_err();
+        assert_eq!(error.kind, EvalErrorKind::MissingField);
+        assert_eq!(
+            error.message,
+            "`result.confidence` is missing: the object has no field `confidence` \
+             (its fields: `label`, `score`)"
+        );
+        assert_eq!(program.text(error.span), "result.confidence");
+    }
+
+    #[test]
+    fn folds_constants_and_keeps_failing_ones() {
+        let src = "1 + 2 * 3";
+        let two_times_three = ex(
+            ExprKind::Binary {
+                op: BinaryOp::Mul,
+                lhs: Box::new(lit(ExprKind::Int(2), src, "2")),
+                rhs: Box::new(lit(ExprKind::Int(3), src, "3")),
+            },
+            at(src, "2 * 3", 0),
+        );
+        let sum = ex(
+            ExprKind::Binary {
+                op: BinaryOp::Add,
+                lhs: Box::new(lit(ExprKind::Int(1), src, "1")),
+                rhs: Box::new(two_times_three),
+            },
+            Span::new(0, src.len()),
+        );
+        let program = compile(&sum, src);
+        assert_eq!(program.is_constant(), Some(&json!(7)));
+        assert_eq!(program.ops().len(), 1);
+
+        let src = "1 / 0";
+        let div = ex(
+            ExprKind::Binary {
+                op: BinaryOp::Div,
+                lhs: Box::new(lit(ExprKind::Int(1), src, "1")),
+                rhs: Box::new(lit(ExprKind::Int(0), src, "0")),
+            },
+            Span::new(0, src.len()),
+        );
+        let program = compile(&div, src);
+        assert_eq!(program.is_constant(), None);
+        let error = program
+            .evaluate(&Bindings::new(), &Limits::default())
+            .unwrap_err();
+        assert_eq!(error.message, "division by zero in `1 / 0`");
+        assert_eq!(error.kind, EvalErrorKind::DivisionByZero);
+    }
+
+    #[test]
+    fn any_over_a_generator_short_circuits() {
+        // any(x > 1 for x in xs)
+        let src = "any(x > 1 for x in xs)";
+        let element = cmp(
+            src,
+            name(src, "x", 0),
+            CompareOp::Gt,
+            lit(ExprKind::Int(1), src, "1"),
+        );
+        let generator = Generator {
+            element,
+            var: ident(src, "x", 1),
+            iter: name(src, "xs", 0),
+            conditions: vec![],
+        };
+        let call = ex(
+            ExprKind::Call {
+                func: ident(src, "any", 0),
+                args: vec![ex(
+                    ExprKind::Generator(Box::new(generator)),
+                    at(src, "x > 1 for x in xs", 0),
+                )],
+            },
+            Span::new(0, src.len()),
+        );
+        let program = compile(&call, src);
+        assert_eq!(program.names(), vec!["xs"]);
+        // Stops at 2: the string after it would fail the comparison.
+        let xs = json!([0, 2, "a"]);
+        let bindings = Bindings::new().name("xs", &xs);
+        assert_eq!(
+            program.evaluate(&bindings, &Limits::default()),
+            Ok(json!(true))
+        );
+        let xs = json!([0, 1]);
+        let bindings = Bindings::new().name("xs", &xs);
+        assert_eq!(
+            program.evaluate(&bindings, &Limits::default()),
+            Ok(json!(false))
+        );
+        let xs = json!([0, "a"]);
+        let bindings = Bindings::new().name("xs", &xs);
+        let error = program.evaluate(&bindings, &Limits::default()).unwrap_err();
+        assert_eq!(error.message, "cannot compare `str` with `int` using `>`");
+        assert_eq!(program.text(error.span), "x > 1");
+        // The program round-trips through JSON.
+        let text = serde_json::to_string(&program).unwrap();
+        let back: Program = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, program);
+    }
+}
