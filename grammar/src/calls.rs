@@ -93,7 +93,7 @@ pub(crate) fn call<'a>(
         Builtin::Str => {
             arity(name, args.len(), 0, 1)?;
             match args.first() {
-                None => Ok(Val::BStr("")),
+                None => Ok(Val::string(String::new())),
                 Some(value) => value::to_str(value, meter),
             }
         }
@@ -178,7 +178,7 @@ fn to_int<'a>(value: &Val<'a>, meter: &mut Meter) -> Res<Val<'a>> {
             if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&t) {
                 Ok(Val::Int(t as i64))
             } else {
-                Err(Fault::Msg(
+                Err(Fault::msg(
                     EvalErrorKind::Overflow,
                     format!(
                         "`int` of {} does not fit in 64 bits",
@@ -193,7 +193,7 @@ fn to_int<'a>(value: &Val<'a>, meter: &mut Meter) -> Res<Val<'a>> {
                 parse_int(text).map(Val::Int).map_err(|overflow| {
                     let shown = value::short_repr(other, 60);
                     if overflow {
-                        Fault::Msg(
+                        Fault::msg(
                             EvalErrorKind::Overflow,
                             format!("`int` of {shown} does not fit in 64 bits"),
                         )
@@ -249,11 +249,14 @@ fn parse_int(text: &str) -> Result<i64, bool> {
     }
 }
 
-/// A sub-slice of a string receiver, borrowed when the receiver is borrowed.
+/// A sub-slice of a string receiver: the receiver itself when the slice is all of it.
 fn slice_of<'a>(receiver: &Val<'a>, f: impl FnOnce(&str) -> &str) -> Val<'a> {
-    match receiver {
-        Val::BStr(s) => Val::BStr(f(s)),
-        other => Val::string(f(other.as_str().unwrap_or("")).to_owned()),
+    let text = receiver.as_str().unwrap_or("");
+    let part = f(text);
+    if part.len() == text.len() {
+        receiver.clone()
+    } else {
+        Val::string(part.to_owned())
     }
 }
 

@@ -38,6 +38,19 @@ pub enum Op {
     Local(u32),
     /// Pop into a generator variable.
     Store(u32),
+    /// Push the free name `strings[name]` followed by the fields of `paths[path]`
+    /// (`result.a.b`).
+    Path {
+        name: u32,
+        path: u32,
+    },
+    /// Push a generator variable followed by the fields of `paths[path]` (`t.passed`).
+    LocalPath {
+        slot: u32,
+        path: u32,
+    },
+    /// Pop `a`, push `a op constants[i]`.
+    CompareConst(CompareOp, u32),
     /// Push `$.input` followed by the fields of `paths[i]`.
     Input(u32),
     /// Push `$.steps.<strings[step]>.output` followed by the fields of `paths[path]`.
@@ -234,6 +247,8 @@ impl Method {
 pub struct PathField {
     pub name: u32,
     pub end: u32,
+    /// Where the text before this field (its base) ends.
+    pub base_end: u32,
 }
 
 /// A compiled expression.
@@ -294,7 +309,9 @@ impl Program {
             .ops
             .iter()
             .filter_map(|op| match op {
-                Op::Name(i) => self.strings.get(*i as usize).map(String::as_str),
+                Op::Name(i) | Op::Path { name: i, .. } => {
+                    self.strings.get(*i as usize).map(String::as_str)
+                }
                 _ => None,
             })
             .collect();
@@ -565,16 +582,8 @@ impl Compiler {
             }
             ExprKind::Ref(reference) => {
                 leaf = true;
-                let path = reference
-                    .path
-                    .iter()
-                    .map(|field| PathField {
-                        name: self.intern(&field.name),
-                        end: field.span.end,
-                    })
-                    .collect();
-                self.program.paths.push(path);
-                let path = Self::count(self.program.paths.len() - 1);
+                let fields: Vec<&Ident> = reference.path.iter().collect();
+                let path = self.path(&fields);
                 match &reference.root {
                     RefRoot::Input => self.emit(Op::Input(path), span),
                     RefRoot::StepOutput { step } => {
@@ -583,6 +592,31 @@ impl Compiler {
                     }
                 };
                 Info::impure()
+            }
+            ExprKind::Attr { base, name } if self.chain_root(base).is_some() => {
+                leaf = true;
+                let mut fields = vec![name];
+                let mut root = base.as_ref();
+                while let ExprKind::Attr { base, name } = &root.kind {
+                    fields.push(name);
+                    root = base;
+                }
+                fields.reverse();
+                let path = self.path(&fields);
+                match self.chain_root(base) {
+                    Some(Ok(slot)) => {
+                        self.emit(Op::LocalPath { slot, path }, span);
+                        Info {
+                            impure: false,
+                            locals: vec![slot],
+                        }
+                    }
+                    Some(Err(name)) => {
+                        self.emit(Op::Path { name, path }, span);
+                        Info::impure()
+                    }
+                    None => self.fail("malformed attribute chain", span),
+                }
             }
             ExprKind::Attr { base, name } => {
                 leaf = true;
@@ -659,11 +693,20 @@ impl Compiler {
                 let mut lhs_span = first.span;
                 let mut cleanups = Vec::new();
                 for (i, comparison) in rest.iter().enumerate() {
+                    let rhs_start = self.here();
                     info.join(self.expr(&comparison.rhs, operand));
                     let pair = lhs_span.to(comparison.rhs.span);
                     if i + 1 < rest.len() {
                         self.emit(Op::CompareKeep(comparison.op), pair);
                         cleanups.push(self.emit(Op::JumpIfFalseOrPop(0), pair));
+                    } else if let (Some(Op::Const(c)), true) = (
+                        self.program.ops.last().copied(),
+                        self.here() == rhs_start + 1,
+                    ) {
+                        // `x > 0.7`: one op for the constant and the comparison.
+                        self.program.ops.pop();
+                        self.program.spans.pop();
+                        self.emit(Op::CompareConst(comparison.op, c), pair);
                     } else {
                         self.emit(Op::Compare(comparison.op), pair);
                     }
@@ -707,6 +750,46 @@ impl Compiler {
             self.program.leaves.push((Self::count(last), span));
         }
         info
+    }
+
+    /// The root of an attribute chain `name.a.b` when it is a name: `Ok(slot)` for a
+    /// generator variable, `Err(interned name)` for a free name.
+    fn chain_root(&mut self, base: &Expr) -> Option<Result<u32, u32>> {
+        let mut root = base;
+        while let ExprKind::Attr { base, .. } = &root.kind {
+            root = base;
+        }
+        let ExprKind::Name(ident) = &root.kind else {
+            return None;
+        };
+        match self.scopes.iter().rev().find(|(n, _)| *n == ident.name) {
+            Some((_, slot)) => Some(Ok(*slot)),
+            None => Some(Err(self.intern(&ident.name))),
+        }
+    }
+
+    /// Interns a field path, with where each field's base text ends.
+    fn path(&mut self, fields: &[&Ident]) -> u32 {
+        let path = fields
+            .iter()
+            .map(|field| {
+                let before = self
+                    .program
+                    .source
+                    .get(..field.span.start as usize)
+                    .unwrap_or("")
+                    .trim_end();
+                let before = before.strip_suffix('.').unwrap_or(before).trim_end();
+                let base_end = u32::try_from(before.len()).unwrap_or(0);
+                PathField {
+                    name: self.intern(&field.name),
+                    end: field.span.end,
+                    base_end,
+                }
+            })
+            .collect();
+        self.program.paths.push(path);
+        Self::count(self.program.paths.len() - 1)
     }
 
     fn push_constant(&mut self, value: Value, span: Span) -> Info {

@@ -16,7 +16,7 @@ use crate::value::{Fault, Meter, Res};
 use crate::vm::{EvalErrorKind, Limits};
 
 fn file_fault(message: String) -> Fault {
-    Fault::Msg(EvalErrorKind::File, message)
+    Fault::msg(EvalErrorKind::File, message)
 }
 
 /// The canonical path that `path` names under the root, or `None` when nothing exists there.

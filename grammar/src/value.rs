@@ -14,17 +14,20 @@ use serde_json::{Map, Number, Value};
 
 use crate::vm::EvalErrorKind;
 
-/// A run-time value.
-#[derive(Clone, Debug)]
+/// A run-time value: 16 bytes, a whole-word tag and a whole-word payload (the VM moves values
+/// as two words; a byte tag with a byte payload beside it costs store-forwarding stalls).
+#[derive(Clone, Debug, Default)]
+#[repr(u64)]
 pub(crate) enum Val<'a> {
+    #[default]
     None,
     Bool(bool),
     Int(i64),
     Float(f64),
     /// A string the expression built.
-    Str(Rc<str>),
+    Str(Rc<String>),
     /// A string borrowed from the bindings or the constants.
-    BStr(&'a str),
+    BStr(&'a String),
     /// A JSON array or object borrowed from the bindings or the constants (never a scalar:
     /// scalars are converted on load).
     Json(&'a Value),
@@ -34,9 +37,14 @@ pub(crate) enum Val<'a> {
     Gen(Rc<Vec<Val<'a>>>),
 }
 
-/// Why an operation failed; the VM adds the span and, for the last three, the expression text.
+/// Why an operation failed: one pointer, so that `Result<Val, Fault>` is returned in
+/// registers.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Fault {
+pub(crate) struct Fault(pub(crate) Box<Failure>);
+
+/// What failed; the VM adds the span and, for the last four, the expression text.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Failure {
     Msg(EvalErrorKind, String),
     /// A complete message with its own span (a prefix of a `$`-reference).
     At(EvalErrorKind, String, crate::span::Span),
@@ -51,12 +59,44 @@ pub(crate) enum Fault {
 }
 
 impl Fault {
-    pub(crate) fn type_error(message: impl Into<String>) -> Fault {
-        Fault::Msg(EvalErrorKind::Type, message.into())
+    #[cold]
+    pub(crate) fn msg(kind: EvalErrorKind, message: String) -> Fault {
+        Fault(Box::new(Failure::Msg(kind, message)))
     }
 
+    #[cold]
+    pub(crate) fn at(kind: EvalErrorKind, message: String, span: crate::span::Span) -> Fault {
+        Fault(Box::new(Failure::At(kind, message, span)))
+    }
+
+    #[cold]
+    pub(crate) fn zero_division() -> Fault {
+        Fault(Box::new(Failure::ZeroDivision))
+    }
+
+    #[cold]
+    pub(crate) fn zero_modulo() -> Fault {
+        Fault(Box::new(Failure::ZeroModulo))
+    }
+
+    #[cold]
+    pub(crate) fn overflow() -> Fault {
+        Fault(Box::new(Failure::Overflow))
+    }
+
+    #[cold]
+    pub(crate) fn not_finite() -> Fault {
+        Fault(Box::new(Failure::NotFinite))
+    }
+
+    #[cold]
+    pub(crate) fn type_error(message: impl Into<String>) -> Fault {
+        Fault::msg(EvalErrorKind::Type, message.into())
+    }
+
+    #[cold]
     pub(crate) fn value_error(message: impl Into<String>) -> Fault {
-        Fault::Msg(EvalErrorKind::Value, message.into())
+        Fault::msg(EvalErrorKind::Value, message.into())
     }
 }
 
@@ -91,7 +131,7 @@ impl Meter {
     }
 
     pub(crate) fn exhausted(&self) -> Fault {
-        Fault::Msg(
+        Fault::msg(
             EvalErrorKind::Budget,
             format!("instruction budget of {} exhausted", self.budget),
         )
@@ -106,7 +146,7 @@ impl Meter {
     /// Refuses a value of `bytes` (approximate) before it is built.
     pub(crate) fn check_size(&self, bytes: u128, what: &str) -> Res<()> {
         if bytes > self.max_bytes as u128 {
-            return Err(Fault::Msg(
+            return Err(Fault::msg(
                 EvalErrorKind::ValueSize,
                 format!(
                     "{what} would take {} bytes, over the limit of {} bytes",
@@ -160,7 +200,7 @@ pub(crate) enum SeqKind {
 impl<'a> Val<'a> {
     /// A JSON value as a run-time value: scalars converted, strings, arrays and objects
     /// borrowed.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn from_json(value: &'a Value) -> Val<'a> {
         match value {
             Value::Null => Val::None,
@@ -172,7 +212,7 @@ impl<'a> Val<'a> {
     }
 
     pub(crate) fn string(s: String) -> Val<'a> {
-        Val::Str(Rc::from(s))
+        Val::Str(Rc::new(s))
     }
 
     /// Python's name of the value's type, as messages show it.
@@ -193,8 +233,8 @@ impl<'a> Val<'a> {
     #[inline]
     pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
-            Val::Str(s) => Some(s),
-            Val::BStr(s) => Some(s),
+            Val::Str(s) => Some(s.as_str()),
+            Val::BStr(s) => Some(s.as_str()),
             _ => None,
         }
     }
@@ -234,7 +274,7 @@ impl<'a> Val<'a> {
     }
 
     /// Python truthiness.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn truthy(&self) -> bool {
         match self {
             Val::None => false,
@@ -258,9 +298,9 @@ impl<'a> Val<'a> {
             Val::None => Value::Null,
             Val::Bool(b) => Value::Bool(*b),
             Val::Int(i) => Value::Number(Number::from(*i)),
-            Val::Float(f) => Value::Number(Number::from_f64(*f).ok_or(Fault::NotFinite)?),
-            Val::Str(s) => Value::String(s.to_string()),
-            Val::BStr(s) => Value::String((*s).to_owned()),
+            Val::Float(f) => Value::Number(Number::from_f64(*f).ok_or_else(Fault::not_finite)?),
+            Val::Str(s) => Value::String(String::clone(s)),
+            Val::BStr(s) => Value::String(String::clone(s)),
             Val::Json(value) => (*value).clone(),
             Val::List(items) | Val::Tuple(items) | Val::Gen(items) => Value::Array(
                 items
@@ -446,7 +486,7 @@ fn finite(f: f64) -> Res<Val<'static>> {
     if f.is_finite() {
         Ok(Val::Float(f))
     } else {
-        Err(Fault::NotFinite)
+        Err(Fault::not_finite())
     }
 }
 
@@ -493,12 +533,12 @@ fn float_divmod(x: f64, y: f64) -> (f64, f64) {
 
 fn int_floordiv(a: i64, b: i64) -> Res<i64> {
     if b == 0 {
-        return Err(Fault::ZeroDivision);
+        return Err(Fault::zero_division());
     }
-    let q = a.checked_div(b).ok_or(Fault::Overflow)?;
-    let r = a.checked_rem(b).ok_or(Fault::Overflow)?;
+    let q = a.checked_div(b).ok_or_else(Fault::overflow)?;
+    let r = a.checked_rem(b).ok_or_else(Fault::overflow)?;
     if r != 0 && ((r < 0) != (b < 0)) {
-        q.checked_sub(1).ok_or(Fault::Overflow)
+        q.checked_sub(1).ok_or_else(Fault::overflow)
     } else {
         Ok(q)
     }
@@ -506,12 +546,12 @@ fn int_floordiv(a: i64, b: i64) -> Res<i64> {
 
 fn int_mod(a: i64, b: i64) -> Res<i64> {
     if b == 0 {
-        return Err(Fault::ZeroModulo);
+        return Err(Fault::zero_modulo());
     }
     // i64::MIN % -1 is 0 in Python; checked_rem refuses it.
     let r = a.checked_rem(b).unwrap_or(0);
     if r != 0 && ((r < 0) != (b < 0)) {
-        r.checked_add(b).ok_or(Fault::Overflow)
+        r.checked_add(b).ok_or_else(Fault::overflow)
     } else {
         Ok(r)
     }
@@ -520,7 +560,7 @@ fn int_mod(a: i64, b: i64) -> Res<i64> {
 /// `a + b`.
 pub(crate) fn add<'a>(a: &Val<'a>, b: &Val<'a>, meter: &mut Meter) -> Res<Val<'a>> {
     if let (Some(x), Some(y)) = (a.as_int(), b.as_int()) {
-        return x.checked_add(y).map(Val::Int).ok_or(Fault::Overflow);
+        return x.checked_add(y).map(Val::Int).ok_or_else(Fault::overflow);
     }
     if let Some((x, y)) = float_pair(a, b) {
         return finite(x + y);
@@ -552,7 +592,7 @@ pub(crate) fn add<'a>(a: &Val<'a>, b: &Val<'a>, meter: &mut Meter) -> Res<Val<'a
 /// `a - b`.
 pub(crate) fn sub<'a>(a: &Val<'a>, b: &Val<'a>) -> Res<Val<'a>> {
     if let (Some(x), Some(y)) = (a.as_int(), b.as_int()) {
-        return x.checked_sub(y).map(Val::Int).ok_or(Fault::Overflow);
+        return x.checked_sub(y).map(Val::Int).ok_or_else(Fault::overflow);
     }
     if let Some((x, y)) = float_pair(a, b) {
         return finite(x - y);
@@ -563,7 +603,7 @@ pub(crate) fn sub<'a>(a: &Val<'a>, b: &Val<'a>) -> Res<Val<'a>> {
 /// `a * b`.
 pub(crate) fn mul<'a>(a: &Val<'a>, b: &Val<'a>, meter: &mut Meter) -> Res<Val<'a>> {
     if let (Some(x), Some(y)) = (a.as_int(), b.as_int()) {
-        return x.checked_mul(y).map(Val::Int).ok_or(Fault::Overflow);
+        return x.checked_mul(y).map(Val::Int).ok_or_else(Fault::overflow);
     }
     if let Some((x, y)) = float_pair(a, b) {
         return finite(x * y);
@@ -610,7 +650,7 @@ pub(crate) fn div<'a>(a: &Val<'a>, b: &Val<'a>) -> Res<Val<'a>> {
         return Err(unsupported("/", a, b));
     };
     if y == 0.0 {
-        return Err(Fault::ZeroDivision);
+        return Err(Fault::zero_division());
     }
     finite(x / y)
 }
@@ -624,7 +664,7 @@ pub(crate) fn floordiv<'a>(a: &Val<'a>, b: &Val<'a>) -> Res<Val<'a>> {
         return Err(unsupported("//", a, b));
     };
     if y == 0.0 {
-        return Err(Fault::ZeroDivision);
+        return Err(Fault::zero_division());
     }
     finite(float_divmod(x, y).0)
 }
@@ -643,7 +683,7 @@ pub(crate) fn modulo<'a>(a: &Val<'a>, b: &Val<'a>) -> Res<Val<'a>> {
         return Err(unsupported("%", a, b));
     };
     if y == 0.0 {
-        return Err(Fault::ZeroModulo);
+        return Err(Fault::zero_modulo());
     }
     finite(float_divmod(x, y).1)
 }
@@ -653,7 +693,7 @@ pub(crate) fn neg<'a>(a: &Val<'a>) -> Res<Val<'a>> {
     match a {
         Val::Float(f) => Ok(Val::Float(-f)),
         other => match other.as_int() {
-            Some(i) => i.checked_neg().map(Val::Int).ok_or(Fault::Overflow),
+            Some(i) => i.checked_neg().map(Val::Int).ok_or_else(Fault::overflow),
             None => Err(Fault::type_error(format!(
                 "unary `-` of `{}` is not defined",
                 a.type_name()
@@ -791,7 +831,7 @@ pub(crate) fn to_str<'a>(value: &Val<'a>, meter: &mut Meter) -> Res<Val<'a>> {
     let mut repr = Repr::new(meter.max_bytes);
     repr.write(value, true, meter)?;
     if repr.truncated {
-        return Err(Fault::Msg(
+        return Err(Fault::msg(
             EvalErrorKind::ValueSize,
             format!(
                 "the text of `{}` would be over the limit of {} bytes",
@@ -854,7 +894,7 @@ mod tests {
         assert_eq!(int_mod(-7, 2).unwrap(), 1);
         assert_eq!(int_mod(7, -2).unwrap(), -1);
         assert_eq!(int_mod(i64::MIN, -1).unwrap(), 0);
-        assert_eq!(int_floordiv(i64::MIN, -1), Err(Fault::Overflow));
+        assert_eq!(int_floordiv(i64::MIN, -1), Err(Fault::overflow()));
         assert_eq!(float_divmod(-7.5, 2.0), (-4.0, 0.5));
         assert_eq!(float_divmod(7.5, -2.0), (-4.0, -0.5));
     }
@@ -864,7 +904,7 @@ mod tests {
         let mut m = meter();
         assert!(equal(&Val::Int(1), &Val::Float(1.0), &mut m).unwrap());
         assert!(equal(&Val::Bool(true), &Val::Int(1), &mut m).unwrap());
-        assert!(!equal(&Val::Int(1), &Val::BStr("1"), &mut m).unwrap());
+        assert!(!equal(&Val::Int(1), &Val::string("1".into()), &mut m).unwrap());
         let list = Val::List(Rc::new(vec![Val::Int(1)]));
         let tuple = Val::Tuple(Rc::new(vec![Val::Int(1)]));
         assert!(!equal(&list, &tuple, &mut m).unwrap());
@@ -873,7 +913,12 @@ mod tests {
     #[test]
     fn size_limit_refuses_before_building() {
         let mut m = Meter::new(1_000_000, 1000);
-        let err = mul(&Val::BStr("ab"), &Val::Int(1_000_000_000_000), &mut m).unwrap_err();
-        assert!(matches!(err, Fault::Msg(EvalErrorKind::ValueSize, _)));
+        let err = mul(
+            &Val::string("ab".into()),
+            &Val::Int(1_000_000_000_000),
+            &mut m,
+        )
+        .unwrap_err();
+        assert!(matches!(*err.0, Failure::Msg(EvalErrorKind::ValueSize, _)));
     }
 }

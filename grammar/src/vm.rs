@@ -12,14 +12,17 @@ use serde_json::{Map, Value};
 
 use crate::ast::{BinaryOp, CompareOp, UnaryOp};
 use crate::calls;
-use crate::compile::{Op, Program};
+use crate::compile::{Builtin, Op, Program};
 use crate::span::Span;
-use crate::value::{self, Fault, Meter, Seq, Val};
+use crate::value::{self, Failure, Fault, Meter, Seq, Val};
 
-/// What an evaluation reads: free names, `$.input` and step outputs, all borrowed.
+/// What an evaluation reads: free names, `$.input` and step outputs, all borrowed. Binding a
+/// name (or step) again replaces its value. Up to two names with `&'a str` keys are held
+/// without allocating.
 #[derive(Clone, Debug, Default)]
 pub struct Bindings<'a> {
-    names: Vec<(Cow<'a, str>, &'a Value)>,
+    inline: [Option<(&'a str, &'a Value)>; 2],
+    more: Vec<(Cow<'a, str>, &'a Value)>,
     input: Option<&'a Value>,
     steps: Vec<(Cow<'a, str>, &'a Value)>,
 }
@@ -29,10 +32,28 @@ impl<'a> Bindings<'a> {
         Bindings::default()
     }
 
-    /// Binds a free name (`result`, `item`, `accumulator`, …); a later binding of the same
-    /// name wins.
+    /// Binds a free name (`result`, `item`, `accumulator`, …).
     pub fn name(mut self, name: impl Into<Cow<'a, str>>, value: &'a Value) -> Bindings<'a> {
-        self.names.insert(0, (name.into(), value));
+        let name = name.into();
+        for (key, slot) in self.inline.iter_mut().flatten() {
+            if *key == name.as_ref() {
+                *slot = value;
+                return self;
+            }
+        }
+        for (key, slot) in &mut self.more {
+            if key.as_ref() == name.as_ref() {
+                *slot = value;
+                return self;
+            }
+        }
+        if let Cow::Borrowed(key) = name
+            && let Some(free) = self.inline.iter_mut().find(|slot| slot.is_none())
+        {
+            *free = Some((key, value));
+            return self;
+        }
+        self.more.push((name, value));
         self
     }
 
@@ -44,16 +65,26 @@ impl<'a> Bindings<'a> {
 
     /// Binds `$.steps.<id>.output`.
     pub fn step(mut self, id: impl Into<Cow<'a, str>>, output: &'a Value) -> Bindings<'a> {
-        self.steps.insert(0, (id.into(), output));
+        let id = id.into();
+        match self.steps.iter_mut().find(|(key, _)| *key == id) {
+            Some((_, slot)) => *slot = output,
+            None => self.steps.push((id, output)),
+        }
         self
     }
 
+    /// The value bound to a free name.
     #[inline]
     pub fn get_name(&self, name: &str) -> Option<&'a Value> {
-        self.names
+        for (key, value) in self.inline.iter().flatten() {
+            if *key == name {
+                return Some(*value);
+            }
+        }
+        self.more
             .iter()
-            .find(|(n, _)| n.as_ref() == name)
-            .map(|(_, v)| *v)
+            .find(|(key, _)| key.as_ref() == name)
+            .map(|(_, value)| *value)
     }
 
     pub fn get_input(&self) -> Option<&'a Value> {
@@ -63,8 +94,8 @@ impl<'a> Bindings<'a> {
     pub fn get_step(&self, id: &str) -> Option<&'a Value> {
         self.steps
             .iter()
-            .find(|(n, _)| n.as_ref() == id)
-            .map(|(_, v)| *v)
+            .find(|(key, _)| key.as_ref() == id)
+            .map(|(_, value)| *value)
     }
 }
 
@@ -168,28 +199,28 @@ impl Program {
 
     pub(crate) fn render(&self, fault: Fault, span: Span) -> EvalError {
         let text = self.text(span);
-        let (kind, message) = match fault {
-            Fault::Msg(kind, message) => (kind, message),
-            Fault::At(kind, message, at) => {
+        let (kind, message) = match *fault.0 {
+            Failure::Msg(kind, message) => (kind, message),
+            Failure::At(kind, message, at) => {
                 return EvalError {
                     kind,
                     message,
                     span: at,
                 };
             }
-            Fault::ZeroDivision => (
+            Failure::ZeroDivision => (
                 EvalErrorKind::DivisionByZero,
                 format!("division by zero in `{text}`"),
             ),
-            Fault::ZeroModulo => (
+            Failure::ZeroModulo => (
                 EvalErrorKind::DivisionByZero,
                 format!("modulo by zero in `{text}`"),
             ),
-            Fault::Overflow => (
+            Failure::Overflow => (
                 EvalErrorKind::Overflow,
                 format!("integer overflow in `{text}`: the result does not fit in 64 bits"),
             ),
-            Fault::NotFinite => (
+            Failure::NotFinite => (
                 EvalErrorKind::NotFinite,
                 format!("`{text}` is not a finite number"),
             ),
@@ -243,7 +274,7 @@ enum IterSource<'a> {
 }
 
 fn malformed() -> Fault {
-    Fault::Msg(
+    Fault::msg(
         EvalErrorKind::Invalid,
         "malformed program: the bytecode does not fit its tables".to_owned(),
     )
@@ -278,6 +309,129 @@ pub(crate) fn run_from<'a, T: Tracer<'a>>(
     (result, used)
 }
 
+/// The value stack: inline (no allocation) up to [`INLINE`] values, then on the heap.
+struct Stack<'a> {
+    /// Slots at `len` and above hold `Val::None` (nothing to drop): the array itself is never
+    /// dropped, only the values taken out of it.
+    inline: std::mem::ManuallyDrop<[Val<'a>; INLINE]>,
+    len: usize,
+    spill: Option<Vec<Val<'a>>>,
+}
+
+const INLINE: usize = 12;
+
+impl<'a> Stack<'a> {
+    #[inline(always)]
+    fn new() -> Stack<'a> {
+        Stack {
+            inline: std::mem::ManuallyDrop::new([const { Val::None }; INLINE]),
+            len: 0,
+            spill: None,
+        }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, value: Val<'a>) {
+        if let Some(spill) = &mut self.spill {
+            spill.push(value);
+        } else if let Some(slot) = self.inline.get_mut(self.len) {
+            // The slot holds `None`: nothing to drop.
+            std::mem::forget(std::mem::replace(slot, value));
+            self.len += 1;
+        } else {
+            let mut spill = Vec::with_capacity(INLINE * 4);
+            spill.extend(self.inline.iter_mut().map(std::mem::take));
+            spill.push(value);
+            self.spill = Some(spill);
+        }
+    }
+
+    #[inline(always)]
+    fn pop(&mut self) -> Option<Val<'a>> {
+        if let Some(spill) = &mut self.spill {
+            return spill.pop();
+        }
+        let top = self.len.checked_sub(1)?;
+        self.len = top;
+        self.inline.get_mut(top).map(std::mem::take)
+    }
+
+    #[inline(always)]
+    fn last(&self) -> Option<&Val<'a>> {
+        match &self.spill {
+            Some(spill) => spill.last(),
+            None => self.inline.get(self.len.checked_sub(1)?),
+        }
+    }
+
+    #[inline(always)]
+    fn last_mut(&mut self) -> Option<&mut Val<'a>> {
+        match &mut self.spill {
+            Some(spill) => spill.last_mut(),
+            None => self.inline.get_mut(self.len.checked_sub(1)?),
+        }
+    }
+
+    #[inline(always)]
+    fn len(&self) -> usize {
+        match &self.spill {
+            Some(spill) => spill.len(),
+            None => self.len,
+        }
+    }
+
+    /// The values from `base` to the top.
+    #[inline(always)]
+    fn from(&self, base: usize) -> Option<&[Val<'a>]> {
+        match &self.spill {
+            Some(spill) => spill.get(base..),
+            None => self.inline.get(base..self.len),
+        }
+    }
+
+    #[inline(always)]
+    fn truncate(&mut self, base: usize) {
+        while self.len() > base {
+            self.drop_top();
+        }
+    }
+
+    #[inline(always)]
+    fn drop_top(&mut self) {
+        if let Some(value) = self.pop() {
+            discard(value);
+        }
+    }
+
+    /// Pops the top `n` values, in stack order.
+    #[inline(always)]
+    fn pop_n(&mut self, n: usize) -> Option<Vec<Val<'a>>> {
+        let mut items = Vec::with_capacity(n);
+        for _ in 0..n {
+            items.push(self.pop()?);
+        }
+        items.reverse();
+        Some(items)
+    }
+}
+
+impl Drop for Stack<'_> {
+    fn drop(&mut self) {
+        for slot in self.inline.iter_mut().take(self.len) {
+            discard(std::mem::take(slot));
+        }
+    }
+}
+
+/// Drops a value, without a call to its drop glue when it owns nothing.
+#[inline(always)]
+pub(crate) fn discard(value: Val<'_>) {
+    match value {
+        Val::Str(_) | Val::List(_) | Val::Tuple(_) | Val::Gen(_) => drop(value),
+        other => std::mem::forget(other),
+    }
+}
+
 macro_rules! pop {
     ($stack:expr) => {
         $stack.pop().ok_or_else(malformed)?
@@ -293,13 +447,20 @@ fn execute<'a, T: Tracer<'a>>(
     tracer: &mut T,
 ) -> Result<Val<'a>, Fault> {
     let ops = program.ops.as_slice();
-    let mut stack: Vec<Val<'a>> = Vec::with_capacity(8);
+    let mut stack = Stack::new();
     let mut frames: Vec<Frame<'a>> = Vec::new();
-    let mut locals: Vec<Val<'a>> = vec![Val::None; program.locals as usize];
+    let mut locals: Vec<Val<'a>> = if program.locals == 0 {
+        Vec::new()
+    } else {
+        vec![Val::None; program.locals as usize]
+    };
     let mut pc = *pc_out;
     while let Some(op) = ops.get(pc) {
         *pc_out = pc;
-        meter.charge(1)?;
+        if meter.remaining == 0 {
+            return Err(meter.exhausted());
+        }
+        meter.remaining -= 1;
         let mut next = pc + 1;
         match *op {
             Op::Const(i) => {
@@ -319,12 +480,7 @@ fn execute<'a, T: Tracer<'a>>(
                 let name = program.strings.get(i as usize).ok_or_else(malformed)?;
                 match bindings.get_name(name) {
                     Some(value) => stack.push(Val::from_json(value)),
-                    None => {
-                        return Err(Fault::Msg(
-                            EvalErrorKind::UnboundName,
-                            format!("`{name}` is not bound: the evaluation has no value for it"),
-                        ));
-                    }
+                    None => return Err(unbound(name)),
                 }
             }
             Op::Local(slot) => {
@@ -334,9 +490,36 @@ fn execute<'a, T: Tracer<'a>>(
                 let value = pop!(stack);
                 *locals.get_mut(slot as usize).ok_or_else(malformed)? = value;
             }
+            Op::Path { name, path } => {
+                let name = program.strings.get(name as usize).ok_or_else(malformed)?;
+                let Some(root) = bindings.get_name(name) else {
+                    return Err(unbound(name));
+                };
+                stack.push(walk_path(program, pc, root, path)?);
+            }
+            Op::LocalPath { slot, path } => {
+                match locals.get(slot as usize).ok_or_else(malformed)? {
+                    Val::Json(root) => stack.push(walk_path(program, pc, root, path)?),
+                    other => {
+                        // Not an object (objects are only ever borrowed JSON).
+                        let other = other.clone();
+                        stack.push(walk_val(program, pc, other, path)?);
+                    }
+                }
+            }
+            Op::CompareConst(op, i) => {
+                let b = Val::from_json(program.constants.get(i as usize).ok_or_else(malformed)?);
+                let a = pop!(stack);
+                let result = match fast_compare(op, &a, &b) {
+                    Some(result) => result,
+                    None => compare_op(op, &a, &b, meter)?,
+                };
+                discard(a);
+                stack.push(Val::Bool(result));
+            }
             Op::Input(path) => {
                 let root = bindings.get_input().ok_or_else(|| {
-                    Fault::Msg(
+                    Fault::msg(
                         EvalErrorKind::UnboundName,
                         "`$.input` is not bound here".to_owned(),
                     )
@@ -346,7 +529,7 @@ fn execute<'a, T: Tracer<'a>>(
             Op::Step { step, path } => {
                 let id = program.strings.get(step as usize).ok_or_else(malformed)?;
                 let root = bindings.get_step(id).ok_or_else(|| {
-                    Fault::Msg(
+                    Fault::msg(
                         EvalErrorKind::UnboundName,
                         format!(
                             "`$.steps.{id}.output` is not bound: step `{id}` has no output here"
@@ -358,19 +541,36 @@ fn execute<'a, T: Tracer<'a>>(
             Op::Attr(i) => {
                 let name = program.strings.get(i as usize).ok_or_else(malformed)?;
                 let base = pop!(stack);
-                stack.push(field(program, pc, &base, name)?);
+                if let Val::Json(Value::Object(map)) = base
+                    && let Some(value) = map.get(name.as_str())
+                {
+                    stack.push(Val::from_json(value));
+                } else {
+                    let value = field(program, pc, &base, name)?;
+                    discard(base);
+                    stack.push(value);
+                }
             }
             Op::Index => {
                 let index = pop!(stack);
                 let base = pop!(stack);
                 stack.push(subscript(program, pc, &base, &index, meter)?);
             }
+            Op::Call(Builtin::Len, 1) if matches!(stack.last(), Some(Val::Json(_))) => {
+                let n = match pop!(stack) {
+                    Val::Json(Value::Array(items)) => items.len(),
+                    Val::Json(Value::Object(map)) => map.len(),
+                    Val::Json(Value::String(s)) => s.chars().count(),
+                    _ => return Err(malformed()),
+                };
+                stack.push(Val::Int(i64::try_from(n).unwrap_or(i64::MAX)));
+            }
             Op::Call(builtin, argc) => {
                 let base = stack
                     .len()
                     .checked_sub(argc as usize)
                     .ok_or_else(malformed)?;
-                let args = stack.get(base..).ok_or_else(malformed)?;
+                let args = stack.from(base).ok_or_else(malformed)?;
                 let result = calls::call(builtin, args, meter, limits)?;
                 stack.truncate(base);
                 stack.push(result);
@@ -381,7 +581,7 @@ fn execute<'a, T: Tracer<'a>>(
                     .checked_sub(argc as usize + 1)
                     .ok_or_else(malformed)?;
                 let (receiver, args) = stack
-                    .get(base..)
+                    .from(base)
                     .and_then(|s| s.split_first())
                     .ok_or_else(malformed)?;
                 let result = calls::method(method, receiver, args, meter)?;
@@ -404,7 +604,13 @@ fn execute<'a, T: Tracer<'a>>(
             Op::Compare(op) => {
                 let b = pop!(stack);
                 let a = pop!(stack);
-                stack.push(Val::Bool(compare_op(op, &a, &b, meter)?));
+                let result = match fast_compare(op, &a, &b) {
+                    Some(result) => result,
+                    None => compare_op(op, &a, &b, meter)?,
+                };
+                discard(a);
+                discard(b);
+                stack.push(Val::Bool(result));
             }
             Op::CompareKeep(op) => {
                 let b = pop!(stack);
@@ -415,13 +621,13 @@ fn execute<'a, T: Tracer<'a>>(
             }
             Op::SwapPop => {
                 let top = pop!(stack);
-                pop!(stack);
+                discard(pop!(stack));
                 stack.push(top);
             }
             Op::Jump(offset) => next = jump(pc, offset),
             Op::JumpIfFalseOrPop(offset) => {
                 if stack.last().ok_or_else(malformed)?.truthy() {
-                    stack.pop();
+                    stack.drop_top();
                 } else {
                     next = jump(pc, offset);
                 }
@@ -430,7 +636,7 @@ fn execute<'a, T: Tracer<'a>>(
                 if stack.last().ok_or_else(malformed)?.truthy() {
                     next = jump(pc, offset);
                 } else {
-                    stack.pop();
+                    stack.drop_top();
                 }
             }
             Op::PopJumpIfFalse(offset) => {
@@ -439,8 +645,7 @@ fn execute<'a, T: Tracer<'a>>(
                 }
             }
             Op::BuildList(n) | Op::BuildTuple(n) => {
-                let base = stack.len().checked_sub(n as usize).ok_or_else(malformed)?;
-                let items: Vec<Val<'a>> = stack.drain(base..).collect();
+                let items = stack.pop_n(n as usize).ok_or_else(malformed)?;
                 meter.charge(items.len() as u64)?;
                 stack.push(if matches!(op, Op::BuildList(_)) {
                     Val::List(Rc::new(items))
@@ -498,7 +703,7 @@ fn execute<'a, T: Tracer<'a>>(
             }
             Op::Fail(i) => {
                 let message = program.strings.get(i as usize).ok_or_else(malformed)?;
-                return Err(Fault::Msg(EvalErrorKind::Invalid, message.clone()));
+                return Err(Fault::msg(EvalErrorKind::Invalid, message.clone()));
             }
         }
         if T::ON {
@@ -521,6 +726,32 @@ fn binary<'a>(op: BinaryOp, a: &Val<'a>, b: &Val<'a>, meter: &mut Meter) -> Resu
         BinaryOp::Div => value::div(a, b),
         BinaryOp::FloorDiv => value::floordiv(a, b),
         BinaryOp::Mod => value::modulo(a, b),
+    }
+}
+
+/// `op` between two ints or two floats, inline.
+#[inline(always)]
+fn fast_compare(op: CompareOp, a: &Val<'_>, b: &Val<'_>) -> Option<bool> {
+    match (a, b) {
+        (Val::Int(x), Val::Int(y)) => Some(match op {
+            CompareOp::Eq => x == y,
+            CompareOp::Ne => x != y,
+            CompareOp::Lt => x < y,
+            CompareOp::Le => x <= y,
+            CompareOp::Gt => x > y,
+            CompareOp::Ge => x >= y,
+            _ => return None,
+        }),
+        (Val::Float(x), Val::Float(y)) => Some(match op {
+            CompareOp::Eq => x == y,
+            CompareOp::Ne => x != y,
+            CompareOp::Lt => x < y,
+            CompareOp::Le => x <= y,
+            CompareOp::Gt => x > y,
+            CompareOp::Ge => x >= y,
+            _ => return None,
+        }),
+        _ => None,
     }
 }
 
@@ -576,7 +807,7 @@ pub(crate) fn keys<'a>(
     meter: &mut Meter,
 ) -> Result<Vec<Val<'a>>, Fault> {
     meter.charge(map.len() as u64)?;
-    Ok(map.keys().map(|k| Val::BStr(k.as_str())).collect())
+    Ok(map.keys().map(Val::BStr).collect())
 }
 
 fn next_item<'a>(frame: &mut Frame<'a>) -> Option<Val<'a>> {
@@ -606,52 +837,90 @@ fn walk_path<'a>(
     path: u32,
 ) -> Result<Val<'a>, Fault> {
     let fields = program.paths.get(path as usize).ok_or_else(malformed)?;
-    let span = program.spans.get(pc).copied().unwrap_or_default();
     let mut current = root;
-    let mut prefix_end = fields.first().map_or(span.end, |f| {
-        // The text before the first field ends at its dot.
-        let name_len = program.strings.get(f.name as usize).map_or(0, String::len) as u32;
-        f.end.saturating_sub(name_len + 1)
-    });
     for field in fields {
         let name = program
             .strings
             .get(field.name as usize)
             .ok_or_else(malformed)?;
-        let base_text = program.text(Span {
-            start: span.start,
-            end: prefix_end,
-        });
-        let full_text = program.text(Span {
-            start: span.start,
-            end: field.end,
-        });
         current = match current {
             Value::Object(map) => match map.get(name.as_str()) {
                 Some(value) => value,
-                None => {
-                    return Err(at(
-                        missing_field(full_text, name, map),
-                        span.start,
-                        field.end,
-                    ));
-                }
+                None => return Err(path_fault(program, pc, field, name, current)),
             },
-            other => {
-                let fault = not_an_object(full_text, base_text, &Val::from_json(other));
-                return Err(at(fault, span.start, field.end));
-            }
+            _ => return Err(path_fault(program, pc, field, name, current)),
         };
-        prefix_end = field.end;
     }
     Ok(Val::from_json(current))
 }
 
+/// Why reading `field` of `current` failed, with the span of the path up to the field.
+#[cold]
+fn path_fault(
+    program: &Program,
+    pc: usize,
+    field: &crate::compile::PathField,
+    name: &str,
+    current: &Value,
+) -> Fault {
+    let span = program.spans.get(pc).copied().unwrap_or_default();
+    let full_text = program.text(Span {
+        start: span.start,
+        end: field.end,
+    });
+    let fault = match current {
+        Value::Object(map) => missing_field(full_text, name, map),
+        other => {
+            let base_text = program.text(Span {
+                start: span.start,
+                end: field.base_end,
+            });
+            not_an_object(full_text, base_text, &Val::from_json(other))
+        }
+    };
+    at(fault, span.start, field.end)
+}
+
+#[cold]
+fn unbound(name: &str) -> Fault {
+    Fault::msg(
+        EvalErrorKind::UnboundName,
+        format!("`{name}` is not bound: the evaluation has no value for it"),
+    )
+}
+
+/// A path over a value that is not borrowed JSON: no fields to read.
+fn walk_val<'a>(
+    program: &'a Program,
+    pc: usize,
+    value: Val<'a>,
+    path: u32,
+) -> Result<Val<'a>, Fault> {
+    let fields = program.paths.get(path as usize).ok_or_else(malformed)?;
+    let Some(field) = fields.first() else {
+        return Ok(value);
+    };
+    let span = program.spans.get(pc).copied().unwrap_or_default();
+    let full_text = program.text(Span {
+        start: span.start,
+        end: field.end,
+    });
+    let base_text = program.text(Span {
+        start: span.start,
+        end: field.base_end,
+    });
+    Err(at(
+        not_an_object(full_text, base_text, &value),
+        span.start,
+        field.end,
+    ))
+}
+
 /// The fault with the span `start..end` (a prefix of a `$`-reference).
 fn at(fault: Fault, start: u32, end: u32) -> Fault {
-    match fault {
-        Fault::Msg(kind, message) => Fault::At(kind, message, Span { start, end }),
-        other => other,
+    match *fault.0 {
+        Failure::Msg(kind, message) => Fault::at(kind, message, Span { start, end }),
+        other => Fault(Box::new(other)),
     }
 }
 
@@ -666,7 +935,7 @@ fn missing_field(text: &str, name: &str, map: &Map<String, Value>) -> Fault {
         }
         format!("its fields: {}", list.join(", "))
     };
-    Fault::Msg(
+    Fault::msg(
         EvalErrorKind::MissingField,
         format!("`{text}` is missing: the object has no field `{name}` ({fields})"),
     )
@@ -677,7 +946,7 @@ fn not_an_object(text: &str, base: &str, value: &Val<'_>) -> Fault {
         Val::None => "None".to_owned(),
         other => format!("a `{}`", other.type_name()),
     };
-    Fault::Msg(
+    Fault::msg(
         EvalErrorKind::Type,
         format!("`{text}` cannot be read: `{base}` is {what}, not an object"),
     )
@@ -723,7 +992,7 @@ fn subscript<'a>(
             None => {
                 let mut shown = value::Repr::new(60);
                 shown.write(index, false, meter)?;
-                Err(Fault::Msg(
+                Err(Fault::msg(
                     EvalErrorKind::MissingField,
                     format!(
                         "`{text}` is missing: an object's keys are strings, not `{}` ({})",
@@ -750,7 +1019,7 @@ fn subscript<'a>(
         let resolved = if i < 0 { i.checked_add(len_i) } else { Some(i) };
         match resolved {
             Some(r) if (0..len_i).contains(&r) => Ok(usize::try_from(r).unwrap_or(usize::MAX)),
-            _ => Err(Fault::Msg(
+            _ => Err(Fault::msg(
                 EvalErrorKind::IndexOutOfRange,
                 format!(
                     "`{text}`: index {i} is out of range for a `{}` of length {len}",
@@ -791,5 +1060,17 @@ mod tests {
         let bindings = Bindings::new().name("x", &a).name("x", &b);
         assert_eq!(bindings.get_name("x"), Some(&b));
         assert_eq!(bindings.get_name("y"), None);
+        let bindings = Bindings::new()
+            .name(String::from("x"), &a)
+            .name("x", &b)
+            .name("a", &a)
+            .name("b", &a)
+            .name("c", &a)
+            .name("d", &a)
+            .name("e", &b);
+        assert_eq!(bindings.get_name("x"), Some(&b));
+        assert_eq!(bindings.get_name("e"), Some(&b));
+        assert_eq!(bindings.get_name("d"), Some(&a));
+        assert_eq!(std::mem::size_of::<Val<'static>>(), 16);
     }
 }
