@@ -23,6 +23,8 @@ pub mod span;
 pub mod types;
 pub mod vm;
 
+pub use parser::{Parsed, parse};
+pub use print::print;
 pub use problem::{Problem, ProblemKind, Replacement, Severity};
 pub use span::Span;
 pub use types::{Env, Literal, Record, RecordField, Type};
