@@ -29,6 +29,8 @@ pub mod vm;
 
 pub use compile::{Program, compile};
 pub use explain::{Explanation, Operand};
+pub use parser::{Parsed, parse};
+pub use print::print;
 pub use problem::{Problem, ProblemKind, Replacement, Severity};
 pub use span::Span;
 pub use types::{Env, Literal, Record, RecordField, Type};
