@@ -8,10 +8,14 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 use stratum_grammar::{Bindings, EvalError, EvalErrorKind, Limits, Program, compile};
 
-mod support;
-
 fn program(source: &str) -> Program {
-    compile(&support::parse(source), source)
+    let parsed = stratum_grammar::parse(source);
+    assert!(
+        parsed.is_ok(),
+        "`{source}` does not parse: {:?}",
+        parsed.problems
+    );
+    compile(&parsed.expr.expect("a tree"), source)
 }
 
 fn eval(source: &str, result: &Value) -> Result<Value, EvalError> {
