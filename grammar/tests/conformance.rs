@@ -725,3 +725,58 @@ fn python_agrees_on_every_row() {
     );
     eprintln!("python agrees on all {} rows", cases.len());
 }
+
+mod random_bindings {
+    use proptest::prelude::*;
+    use serde_json::json;
+    use stratum_grammar::compile::compile_unfolded;
+    use stratum_grammar::{Bindings, Limits, compile};
+
+    fn value() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(json!(null)),
+            any::<bool>().prop_map(|b| json!(b)),
+            any::<i64>().prop_map(|i| json!(i)),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(|f| json!(f)),
+            ".{0,5}".prop_map(|s| json!(s)),
+        ];
+        leaf.prop_recursive(3, 20, 5, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(serde_json::Value::from),
+                prop::collection::btree_map(
+                    prop_oneof![
+                        Just("a".to_owned()),
+                        Just("items".to_owned()),
+                        Just("name".to_owned()),
+                        Just("passed".to_owned())
+                    ],
+                    inner,
+                    0..4
+                )
+                .prop_map(|m| json!(m)),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        /// Every expression of the table over arbitrary values: no panic, and folding does not
+        /// change the outcome.
+        #[test]
+        fn table_expressions_over_random_values(row in 0..super::ROWS.len(), result in value(), x in value()) {
+            let source = super::ROWS[row].0;
+            let expr = super::parse(source);
+            let bindings = Bindings::new().name("result", &result).name("x", &x).name("item", &x).input(&x).step("s1", &result);
+            let limits = Limits { instructions: 100_000, ..Limits::default() };
+            let folded = compile(&expr, source).evaluate(&bindings, &limits);
+            let unfolded = compile_unfolded(&expr, source).evaluate(&bindings, &limits);
+            match (&folded, &unfolded) {
+                (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+                (Err(a), Err(b)) => prop_assert_eq!(a.kind, b.kind),
+                _ => prop_assert!(false, "`{}`: {:?} vs {:?}", source, folded, unfolded),
+            }
+        }
+    }
+}

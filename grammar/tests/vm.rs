@@ -484,3 +484,112 @@ fn file_contains_respects_the_size_limit() {
     // The default limit is the reference's 10 MiB.
     assert_eq!(Limits::default().max_file_bytes, 10 * 1024 * 1024);
 }
+
+mod hostile {
+    use proptest::prelude::*;
+    use serde_json::json;
+    use stratum_grammar::{Bindings, Limits, compile, compile::compile_unfolded};
+
+    const TOKENS: &[&str] = &[
+        "result",
+        "item",
+        "x",
+        ".",
+        "a",
+        "b",
+        "items",
+        "[",
+        "]",
+        "(",
+        ")",
+        ",",
+        "0",
+        "1",
+        "-1",
+        "2.5",
+        "'s'",
+        "''",
+        "+",
+        "-",
+        "*",
+        "/",
+        "//",
+        "%",
+        "<",
+        "<=",
+        "==",
+        "!=",
+        ">",
+        "in",
+        "not",
+        "and",
+        "or",
+        "is",
+        "None",
+        "True",
+        "if",
+        "else",
+        "for",
+        "len",
+        "str",
+        "int",
+        "min",
+        "max",
+        "any",
+        "all",
+        "bool",
+        ".lower()",
+        ".split()",
+        ".get",
+        ".keys()",
+        ".count",
+        ".index",
+        ".join",
+        "file_exists",
+        "$.input",
+        "$.steps.s1.output",
+        "9223372036854775807",
+        "1e308",
+    ];
+
+    fn value() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(json!(null)),
+            any::<bool>().prop_map(|b| json!(b)),
+            any::<i64>().prop_map(|i| json!(i)),
+            (-1e6f64..1e6).prop_map(|f| json!(f)),
+            "[a-z ]{0,6}".prop_map(|s| json!(s)),
+        ];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+                prop::collection::btree_map("[a-c]|items", inner, 0..4).prop_map(|m| json!(m)),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn never_panics(tokens in prop::collection::vec(0..TOKENS.len(), 1..14), result in value(), x in value()) {
+            let source: Vec<&str> = tokens.iter().map(|&i| TOKENS[i]).collect();
+            let source = source.join(" ");
+            let parsed = stratum_grammar::parse(&source);
+            if let Some(expr) = parsed.expr {
+                let limits = Limits { instructions: 10_000, max_value_bytes: 4096, ..Limits::default() };
+                let bindings = Bindings::new().name("result", &result).name("item", &x).name("x", &x).input(&x).step("s1", &result);
+                let folded = compile(&expr, &source);
+                let a = folded.evaluate(&bindings, &limits);
+                let b = compile_unfolded(&expr, &source).evaluate(&bindings, &limits);
+                let _ = folded.explain(&bindings, &limits).to_string();
+                if parsed.problems.is_empty() {
+                    prop_assert_eq!(a.is_ok(), b.is_ok(), "{}", source);
+                    if let (Err(a), Err(b)) = (&a, &b) {
+                        prop_assert!(a.span.end as usize <= source.len());
+                        prop_assert_eq!(a.kind, b.kind, "{}", source);
+                    }
+                }
+            }
+        }
+    }
+}
