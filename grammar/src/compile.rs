@@ -51,6 +51,14 @@ pub enum Op {
     },
     /// Pop `a`, push `a op constants[i]`.
     CompareConst(CompareOp, u32),
+    /// `a op constant and …` / `… or …`: pop `a`; when `a op constants[constant]` is `when`,
+    /// push it and jump (the `and` / `or` is decided), else go on with nothing pushed.
+    CompareConstJump {
+        op: CompareOp,
+        constant: u32,
+        when: bool,
+        offset: i32,
+    },
     /// Push `$.input` followed by the fields of `paths[i]`.
     Input(u32),
     /// Push `$.steps.<strings[step]>.output` followed by the fields of `paths[path]`.
@@ -486,6 +494,14 @@ impl Compiler {
                 Op::IterNext(_) => Op::IterNext(offset),
                 Op::AnyStep(_) => Op::AnyStep(offset),
                 Op::AllStep(_) => Op::AllStep(offset),
+                Op::CompareConstJump {
+                    op, constant, when, ..
+                } => Op::CompareConstJump {
+                    op,
+                    constant,
+                    when,
+                    offset,
+                },
                 other => other,
             };
         }
@@ -676,13 +692,31 @@ impl Compiler {
             }
             ExprKind::Logical { op, lhs, rhs } => {
                 let mut info = self.expr(lhs, operand);
-                let jump = self.emit(
-                    match op {
-                        crate::ast::LogicalOp::And => Op::JumpIfFalseOrPop(0),
-                        crate::ast::LogicalOp::Or => Op::JumpIfTrueOrPop(0),
-                    },
-                    span,
-                );
+                let when = matches!(op, crate::ast::LogicalOp::Or);
+                let single_comparison =
+                    matches!(&lhs.kind, ExprKind::Compare { rest, .. } if rest.len() == 1);
+                let jump = match (single_comparison, self.program.ops.last_mut()) {
+                    // `x > 0.7 and …`: the comparison decides or falls through.
+                    (true, Some(last @ Op::CompareConst(..))) => {
+                        if let Op::CompareConst(op, constant) = *last {
+                            *last = Op::CompareConstJump {
+                                op,
+                                constant,
+                                when,
+                                offset: 0,
+                            };
+                        }
+                        self.here() - 1
+                    }
+                    _ => self.emit(
+                        if when {
+                            Op::JumpIfTrueOrPop(0)
+                        } else {
+                            Op::JumpIfFalseOrPop(0)
+                        },
+                        span,
+                    ),
+                };
                 info.join(self.expr(rhs, operand));
                 let end = self.here();
                 self.patch(jump, end);

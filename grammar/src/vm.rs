@@ -318,7 +318,7 @@ struct Stack<'a> {
     spill: Option<Vec<Val<'a>>>,
 }
 
-const INLINE: usize = 12;
+const INLINE: usize = 8;
 
 impl<'a> Stack<'a> {
     #[inline(always)]
@@ -516,6 +516,29 @@ fn execute<'a, T: Tracer<'a>>(
                 };
                 discard(a);
                 stack.push(Val::Bool(result));
+            }
+            Op::CompareConstJump {
+                op,
+                constant,
+                when,
+                offset,
+            } => {
+                let b = Val::from_json(
+                    program
+                        .constants
+                        .get(constant as usize)
+                        .ok_or_else(malformed)?,
+                );
+                let a = pop!(stack);
+                let result = match fast_compare(op, &a, &b) {
+                    Some(result) => result,
+                    None => compare_op(op, &a, &b, meter)?,
+                };
+                discard(a);
+                if result == when {
+                    stack.push(Val::Bool(result));
+                    next = jump(pc, offset);
+                }
             }
             Op::Input(path) => {
                 let root = bindings.get_input().ok_or_else(|| {
