@@ -141,7 +141,13 @@ impl Source<'_, '_> {
             |message: String, label: &str| Problem::new(ProblemKind::Syntax, message, at, label);
         let wants_token = |text: &'static str| wants.contains(&Want::Token(text));
 
-        if wants.contains(&Want::Expression) {
+        let open = self.open_bracket(index);
+        let closes_open = |open: Option<(&Tok, Span)>| {
+            open.and_then(|(opener, _)| closer_of(opener))
+                .is_some_and(|close| wants.contains(&Want::Token(close)))
+        };
+        // At the end, `f(` lacks its `)` more than an argument.
+        if wants.contains(&Want::Expression) && !(found.is_none() && closes_open(open)) {
             return Some(match (&found_text, prev) {
                 (None, None) => syntax("the expression is empty".into(), "expected an expression")
                     .help("write an expression, such as `result.score > 0.5`"),
@@ -180,7 +186,6 @@ impl Source<'_, '_> {
             });
         }
 
-        let open = self.open_bracket(index);
         let found_closer = found.and_then(|(tok, _)| match tok {
             Tok::RParen | Tok::RBracket | Tok::RBrace => Some(*tok == Tok::RParen),
             _ => None,

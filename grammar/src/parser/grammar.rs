@@ -86,9 +86,10 @@ where
     let mut unary = Recursive::declare();
     let mut not_test = Recursive::declare();
 
-    let name =
-        select! { Tok::Ident(name) = e => Ident { name: name.to_owned(), span: span(e.span()) } }
-            .labelled(VARIABLE);
+    let ident = select! {
+        Tok::Ident(name) = e => Ident { name: name.to_owned(), span: span(e.span()) },
+    };
+    let name = ident.labelled(VARIABLE);
     // JSON's `true` / `false` / `null` are valid field names; Python's keywords are not.
     let field = select! {
         Tok::Ident(name) = e => Ident { name: name.to_owned(), span: span(e.span()) },
@@ -146,8 +147,11 @@ where
     };
     let plain_items = items(item.clone().boxed());
     // `f(x=1)`: tried first, it costs one token of look-ahead when it is not there.
-    let keyword_argument = name.then(just(Tok::Assign)).then(expr.clone()).validate(
-        |((name, _), value), e, emitter| {
+    let keyword_argument = ident
+        .labelled(EXPRESSION)
+        .then(just(Tok::Assign))
+        .then(expr.clone())
+        .validate(|((name, _), value), e, emitter| {
             let fix = Span::new(name.span.start as usize, value.span.start as usize);
             emitter.emit(custom(
                 Problem::new(
@@ -160,8 +164,7 @@ where
                 .replacement(fix, ""),
             ));
             error_node(e.span())
-        },
-    );
+        });
     let argument_items = items(keyword_argument.or(item.clone()).boxed());
 
     let others = [(Tok::LBracket, Tok::RBracket), (Tok::LBrace, Tok::RBrace)];
@@ -264,7 +267,7 @@ where
     let atom = choice((
         literal,
         strings,
-        name.map(|ident| {
+        ident.map(|ident| {
             let at = ident.span;
             Expr::new(ExprKind::Name(ident), at)
         }),
