@@ -277,6 +277,25 @@ fn token<'s>(
                     .replacement(span, "!="),
             ),
         ),
+        // Parsed as the operator meant, so that the tree keeps its shape.
+        Raw::EqGt | Raw::EqLt => {
+            let (tok, meant) = if raw == Raw::EqGt {
+                (Tok::Ge, ">=")
+            } else {
+                (Tok::Le, "<=")
+            };
+            let problem = Problem::new(
+                ProblemKind::Syntax,
+                format!("`{text}` is not an operator: write `{meant}`"),
+                span,
+                format!("use `{meant}`"),
+            )
+            .help(format!(
+                "the comparison is spelled `{meant}`, with `=` last"
+            ))
+            .replacement(span, meant);
+            (tok, Some(problem))
+        }
         Raw::Semi => (
             Tok::Semi,
             Some(
@@ -606,6 +625,10 @@ enum Raw {
     LtGt,
     #[token("->")]
     Arrow,
+    #[token("=>")]
+    EqGt,
+    #[token("=<")]
+    EqLt,
     #[regex(r"(\+|-|\*|/|//|%|\*\*|\||&|\^|<<|>>|@)=")]
     AugAssign,
 }
