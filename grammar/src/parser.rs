@@ -5,6 +5,7 @@
 //! missing operands and at brackets, so that one expression can report several problems), and
 //! a walk over the tree for its depth and for what needs a node's parent.
 
+mod build;
 mod errors;
 mod grammar;
 mod limits;
