@@ -600,3 +600,50 @@ proptest::proptest! {
         check_invariants(&words.join(glue));
     }
 }
+
+/// A replacement is a fix: applying it leaves a valid expression.
+#[test]
+fn replacements_fix_the_problem() {
+    let cases = [
+        "a&&b",
+        "a && !b || c",
+        "(!x)",
+        "x = 1",
+        "a <> b",
+        "result.x => 1",
+        "result.x =< 1",
+        "0x1F",
+        "007",
+        "return x > 1",
+        "$input.x",
+        "$.inputs.x",
+        "$.steps.x",
+        "$.steps.x.result",
+        "f(x=1)",
+        "f(a,,b)",
+        "len(x",
+        "a)",
+        "(x for x in y)",
+        "b'abc'",
+        "x\u{a0}> 1",
+    ];
+    for src in cases {
+        let parsed = parse(src);
+        assert!(!parsed.problems.is_empty(), "{src:?}");
+        let mut fixed = src.to_owned();
+        // From the end, so that earlier spans stay valid.
+        for problem in parsed.problems.iter().rev() {
+            let replacement = problem
+                .replacement
+                .as_ref()
+                .unwrap_or_else(|| panic!("{src:?}: no replacement in {problem:#?}"));
+            fixed.replace_range(replacement.span.range(), &replacement.text);
+        }
+        let again = parse(&fixed);
+        assert!(
+            again.problems.is_empty(),
+            "{src:?} → {fixed:?}: {:#?}",
+            again.problems
+        );
+    }
+}
