@@ -4,6 +4,15 @@
 //! its own), the limits that keep hostile input cheap, the grammar (chumsky, recovering at
 //! missing operands and at brackets, so that one expression can report several problems), and
 //! a walk over the tree for its depth and for what needs a node's parent.
+//!
+//! Where the language differs from Python on purpose:
+//! - newlines and `#` comments may stand between any two tokens (YAML block scalars);
+//! - `true` / `false` / `null` are the constants, also usable as field names after `.`;
+//! - `$.input…` and `$.steps.<id>.output…` are references; a step id is a name;
+//! - names are ASCII; hexadecimal, octal and binary integers, complex numbers, `\N{…}`
+//!   escapes, lone surrogate escapes and float literals that overflow are rejected;
+//! - integers are `i64`: a literal above `i64::MAX` is rejected;
+//! - `__` is rejected anywhere in the text, comments included, as the reference runtime does.
 
 mod build;
 mod errors;
