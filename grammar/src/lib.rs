@@ -13,6 +13,7 @@
 //! [`print`] writes an AST back as canonical source.
 
 pub mod ast;
+pub mod builtins;
 pub mod check;
 pub mod compile;
 pub mod lexer;
@@ -20,9 +21,11 @@ pub mod parser;
 pub mod print;
 pub mod problem;
 pub mod span;
+pub mod suggest;
 pub mod types;
 pub mod vm;
 
+pub use check::{Checked, check};
 pub use problem::{Problem, ProblemKind, Replacement, Severity};
 pub use span::Span;
 pub use types::{Env, Literal, Record, RecordField, Type};
