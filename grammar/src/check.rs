@@ -572,3 +572,6 @@ impl Checker<'_> {
         element
     }
 }
+
+#[cfg(test)]
+mod tests;
