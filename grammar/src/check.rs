@@ -434,13 +434,19 @@ impl Checker<'_> {
             format!("{shown} has no fields"),
         )
         .secondary(base_span, format!("this is {shown}"));
-        let is_method = calls::receiver(ty)
-            .is_some_and(|receiver| builtins::method_named(receiver, field).is_some());
-        let problem = match (syntax, ty) {
-            (FieldSyntax::Attribute, _) if is_method => problem
+        let method =
+            calls::receiver(ty).and_then(|receiver| builtins::method_named(receiver, field));
+        let problem = match (syntax, ty, method) {
+            (FieldSyntax::Attribute, _, Some(method)) if method.max_args == 0 => problem
                 .help(format!("`{field}` is a method: call it, as in `{field}()`"))
                 .replacement(name.span, format!("{field}()")),
-            (_, Type::List(item)) if matches!(item.non_optional(), Type::Record(_) | Type::Any) => {
+            (FieldSyntax::Attribute, _, Some(method)) => problem.help(format!(
+                "`{field}` is a method: call it, as in `{}`",
+                method.signature
+            )),
+            (_, Type::List(item), _)
+                if matches!(item.non_optional(), Type::Record(_) | Type::Any) =>
+            {
                 let list = subject
                     .strip_prefix('`')
                     .and_then(|rest| rest.strip_suffix('`'))
