@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use super::*;
-use crate::ast::{BinaryOp, CompareOp, Comparison, Generator, LogicalOp, UnaryOp};
+use crate::ast::{BinaryOp, CompareOp, Comparison, Generator, Ident, LogicalOp, UnaryOp};
 use crate::types::{Literal, Record, RecordField};
 
 fn e(kind: ExprKind) -> Expr {
