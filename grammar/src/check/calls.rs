@@ -43,9 +43,9 @@ pub(super) fn as_receiver(expr: &Expr) -> String {
 /// Who is called, for messages: `len` or `string.split`.
 pub(super) struct Callee {
     pub(super) name: String,
-    signature: &'static str,
-    min: usize,
-    max: Option<usize>,
+    pub(super) signature: &'static str,
+    pub(super) min: usize,
+    pub(super) max: Option<usize>,
     /// `CallArguments` for functions, `UnknownMethod` for methods.
     pub(super) kind: ProblemKind,
 }

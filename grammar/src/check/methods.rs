@@ -41,7 +41,11 @@ impl Checker<'_> {
                     ),
                     [first, ..] => {
                         // `count`, on a string or a list: the same arity and result.
-                        if self.arity(&Callee::method(first), args, call_span) {
+                        let callee = Callee {
+                            name: name.name.clone(),
+                            ..Callee::method(first)
+                        };
+                        if self.arity(&callee, args, call_span) {
                             static_result(first)
                         } else {
                             Type::Any
@@ -130,12 +134,17 @@ impl Checker<'_> {
 
     /// The argument of `startswith` / `endswith`: a string or a tuple of strings.
     fn affix(&mut self, callee: &Callee, arg: &Expr, ty: &Type) {
+        let param = if callee.name.ends_with("startswith") {
+            "prefix"
+        } else {
+            "suffix"
+        };
         match &arg.kind {
             ExprKind::Tuple(items) => {
                 let item_types: Vec<Type> =
                     items.iter().map(|item| self.expr_type_of(item)).collect();
                 for (item, item_ty) in items.iter().zip(&item_types) {
-                    self.expect_string(callee, "prefix", item, item_ty, false);
+                    self.expect_string(callee, param, item, item_ty, false);
                 }
             }
             ExprKind::List(items) => {
@@ -168,10 +177,14 @@ impl Checker<'_> {
                     ),
                     arg,
                     ty,
-                    "test each item instead: `any(s.startswith(p) for p in prefixes)`".to_owned(),
+                    format!(
+                        "test each item in turn: `any(s.{}(p) for p in {})`",
+                        callee.name.trim_start_matches("string."),
+                        as_receiver(arg)
+                    ),
                 );
             }
-            _ => self.expect_string(callee, "prefix", arg, ty, false),
+            _ => self.expect_string(callee, param, arg, ty, false),
         }
     }
 
