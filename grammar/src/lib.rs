@@ -26,6 +26,8 @@ pub mod types;
 pub mod vm;
 
 pub use check::{Checked, check};
+pub use parser::{Parsed, parse};
+pub use print::print;
 pub use problem::{Problem, ProblemKind, Replacement, Severity};
 pub use span::Span;
 pub use types::{Env, Literal, Record, RecordField, Type};

@@ -1,0 +1,901 @@
+//! The grammar, as chumsky parsers over the lexer's tokens.
+//!
+//! One layer per Python precedence level, each a left fold, so that long operator chains
+//! build their tree in a loop rather than by recursion. Every sub-expression is parsed once:
+//! no alternative re-parses what another has consumed, which keeps nested brackets linear.
+//!
+//! Problems of constructs outside the subset are emitted as custom errors carrying the
+//! finished [`Problem`]; chumsky's own errors are turned into problems by `errors.rs`.
+
+use chumsky::input::ValueInput;
+use chumsky::prelude::*;
+
+use super::refs;
+use crate::ast::{
+    BinaryOp, CompareOp, Comparison, Expr, ExprKind, Generator, Ident, LogicalOp, UnaryOp,
+};
+use crate::lexer::Tok;
+use crate::problem::{Problem, ProblemKind};
+use crate::span::Span;
+
+pub(super) type Error<'t, 's> = Rich<'t, Tok<'s>, SimpleSpan, Problem>;
+pub(super) type Extra<'t, 's> = extra::Err<Error<'t, 's>>;
+
+/// The label of every parser that reads an operand, so that an error lists "an expression"
+/// rather than every token that can start one.
+pub(super) const EXPRESSION: &str = "an expression";
+/// The label of every operator, for the same reason.
+pub(super) const OPERATOR: &str = "an operator";
+/// The label of a field name after `.`.
+pub(super) const FIELD: &str = "a field name";
+/// The label of a comprehension's variable.
+pub(super) const VARIABLE: &str = "a variable name";
+
+pub(super) fn span(s: SimpleSpan) -> Span {
+    Span::new(s.start, s.end)
+}
+
+fn node(kind: ExprKind, s: SimpleSpan) -> Expr {
+    Expr::new(kind, span(s))
+}
+
+fn error_node(s: SimpleSpan) -> Expr {
+    node(ExprKind::Error, s)
+}
+
+/// A problem, in the custom slot of chumsky's error.
+pub(super) fn custom<'t, 's>(problem: Problem) -> Error<'t, 's> {
+    let at = SimpleSpan::from(problem.span.range());
+    Rich::custom(at, problem)
+}
+
+/// A comprehension's `for … in … if …` clauses, before they meet their element.
+#[derive(Clone)]
+struct Clauses {
+    var: Ident,
+    iter: Expr,
+    conditions: Vec<Expr>,
+}
+
+/// What follows a primary: `.name`, `.name(…)`, `[…]`, `(…)`.
+#[derive(Clone)]
+enum Postfix {
+    Attr(Ident),
+    Method(Ident, Vec<Expr>),
+    Index(Expr),
+    /// A slice or a several-value subscript, already reported.
+    BadIndex,
+    Call(Vec<Expr>),
+}
+
+/// The items between brackets: the first, and either comprehension clauses or more items.
+#[derive(Clone)]
+struct Items {
+    first: Option<Expr>,
+    clauses: Option<Clauses>,
+    rest: Vec<Expr>,
+    trailing_comma: bool,
+}
+
+pub(super) fn expression<'t, 's: 't, I>() -> impl Parser<'t, I, Expr, Extra<'t, 's>> + Clone
+where
+    I: ValueInput<'t, Token = Tok<'s>, Span = SimpleSpan>,
+{
+    let mut expr = Recursive::declare();
+    let mut or_test = Recursive::declare();
+    let mut unary = Recursive::declare();
+    let mut not_test = Recursive::declare();
+
+    let name =
+        select! { Tok::Ident(name) = e => Ident { name: name.to_owned(), span: span(e.span()) } }
+            .labelled(VARIABLE);
+    // JSON's `true` / `false` / `null` are valid field names; Python's keywords are not.
+    let field = select! {
+        Tok::Ident(name) = e => Ident { name: name.to_owned(), span: span(e.span()) },
+        Tok::JsonBool(true) = e => Ident { name: "true".into(), span: span(e.span()) },
+        Tok::JsonBool(false) = e => Ident { name: "false".into(), span: span(e.span()) },
+        Tok::JsonNull = e => Ident { name: "null".into(), span: span(e.span()) },
+    }
+    .labelled(FIELD);
+
+    let comp_clauses = comprehension_clauses(name, or_test.clone());
+
+    // The first item between brackets may start a comprehension; later ones may not.
+    let item = choice((
+        select! { Tok::Star => "*", Tok::Pow => "**" }
+            .then(expr.clone())
+            .validate(|(star, _), e, emitter| {
+                emitter.emit(custom(
+                    Problem::new(
+                        ProblemKind::Unsupported,
+                        format!("unpacking with `{star}` is not supported"),
+                        span(e.span()),
+                        "unpacking",
+                    )
+                    .help("write the items out, or pass the list itself"),
+                ));
+                error_node(e.span())
+            }),
+        expr.clone(),
+    ));
+    let items = |item: Boxed<'t, 't, I, Expr, Extra<'t, 's>>| {
+        item.clone()
+            .then(comp_clauses.clone().or_not())
+            .then(
+                just(Tok::Comma)
+                    .ignore_then(item)
+                    .repeated()
+                    .collect::<Vec<_>>(),
+            )
+            .then(just(Tok::Comma).or_not())
+            .or_not()
+            .map(|found| match found {
+                Some((((first, clauses), rest), comma)) => Items {
+                    first: Some(first),
+                    clauses,
+                    rest,
+                    trailing_comma: comma.is_some(),
+                },
+                None => Items {
+                    first: None,
+                    clauses: None,
+                    rest: Vec::new(),
+                    trailing_comma: false,
+                },
+            })
+    };
+    let plain_items = items(item.clone().boxed());
+    // `f(x=1)`: tried first, it costs one token of look-ahead when it is not there.
+    let keyword_argument = name.then(just(Tok::Assign)).then(expr.clone()).validate(
+        |((name, _), value), e, emitter| {
+            let fix = Span::new(name.span.start as usize, value.span.start as usize);
+            emitter.emit(custom(
+                Problem::new(
+                    ProblemKind::Unsupported,
+                    "keyword arguments are not supported",
+                    span(e.span()),
+                    "keyword argument",
+                )
+                .help("pass the argument by position")
+                .replacement(fix, ""),
+            ));
+            error_node(e.span())
+        },
+    );
+    let argument_items = items(keyword_argument.or(item.clone()).boxed());
+
+    let others = [(Tok::LBracket, Tok::RBracket), (Tok::LBrace, Tok::RBrace)];
+    let paren = plain_items
+        .clone()
+        .delimited_by(just(Tok::LParen), just(Tok::RParen))
+        .validate(|items, e, emitter| parenthesised(items, e.span(), emitter))
+        .recover_with(via_parser(nested_delimiters(
+            Tok::LParen,
+            Tok::RParen,
+            others.clone(),
+            error_node,
+        )));
+    let list = plain_items
+        .clone()
+        .delimited_by(just(Tok::LBracket), just(Tok::RBracket))
+        .validate(|items, e, emitter| bracketed(items, e.span(), emitter))
+        .recover_with(via_parser(nested_delimiters(
+            Tok::LBracket,
+            Tok::RBracket,
+            [(Tok::LParen, Tok::RParen), (Tok::LBrace, Tok::RBrace)],
+            error_node,
+        )));
+    let braces = nested_delimiters(
+        Tok::LBrace,
+        Tok::RBrace,
+        [(Tok::LParen, Tok::RParen), (Tok::LBracket, Tok::RBracket)],
+        |s| s,
+    )
+    .validate(|s: SimpleSpan, _, emitter| {
+        emitter.emit(custom(
+            Problem::new(
+                ProblemKind::Unsupported,
+                "dict and set literals are not supported",
+                span(s),
+                "dict or set",
+            )
+            .help("to test membership, use a list: `x in ['a', 'b']`"),
+        ));
+        error_node(s)
+    });
+
+    let literal = select! {
+        Tok::Int(value) => ExprKind::Int(value),
+        Tok::Float(value) => ExprKind::Float(value),
+        Tok::Bool(value) => ExprKind::Bool(value),
+        Tok::JsonBool(value) => ExprKind::Bool(value),
+        Tok::None => ExprKind::None,
+        Tok::JsonNull => ExprKind::None,
+        // Already reported by the lexer.
+        Tok::Error => ExprKind::Error,
+        Tok::Unterminated => ExprKind::Error,
+    }
+    .map_with(|kind, e| node(kind, e.span()));
+    let strings = select! { Tok::Str(text) => text }
+        .repeated()
+        .at_least(1)
+        .collect::<Vec<String>>()
+        .map_with(|parts, e| node(ExprKind::Str(parts.concat()), e.span()));
+
+    let reference = just(Tok::Dollar)
+        .to_span()
+        .then(field.or_not())
+        .then(
+            just(Tok::Dot)
+                .ignore_then(field)
+                // A name followed by `(` is a method call on the reference, not a field.
+                .then_ignore(just(Tok::LParen).not())
+                .repeated()
+                .collect::<Vec<_>>(),
+        )
+        .validate(|((dollar, glued), fields), e, emitter| {
+            refs::reference(span(dollar), glued, fields, span(e.span()), |problem| {
+                emitter.emit(custom(problem))
+            })
+        });
+
+    // Reported by the lexer: parse enough to skip them as one operand.
+    let closers = [Tok::RParen, Tok::RBracket, Tok::RBrace, Tok::Comma];
+    let lambda = just(Tok::Lambda)
+        .then(
+            any()
+                .and_is(none_of([
+                    Tok::Colon,
+                    Tok::RParen,
+                    Tok::RBracket,
+                    Tok::RBrace,
+                ]))
+                .repeated(),
+        )
+        .then(just(Tok::Colon).then(expr.clone()).or_not())
+        .map_with(|_, e| error_node(e.span()));
+    let yield_ = just(Tok::Yield)
+        .then(expr.clone().or_not())
+        .map_with(|_, e| error_node(e.span()));
+    let statement = just(Tok::Statement)
+        .then(any().and_is(none_of(closers)).repeated())
+        .map_with(|_, e| error_node(e.span()));
+
+    let atom = choice((
+        literal,
+        strings,
+        name.map(|ident| {
+            let at = ident.span;
+            Expr::new(ExprKind::Name(ident), at)
+        }),
+        reference,
+        paren,
+        list,
+        braces,
+        lambda,
+        yield_,
+        statement,
+    ))
+    .labelled(EXPRESSION);
+
+    let call_args = argument_items
+        .delimited_by(just(Tok::LParen), just(Tok::RParen))
+        .map(arguments)
+        .recover_with(via_parser(nested_delimiters(
+            Tok::LParen,
+            Tok::RParen,
+            others,
+            |s| vec![error_node(s)],
+        )));
+
+    let subscript = subscript(expr.clone());
+    let postfix_op = choice((
+        just(Tok::Dot)
+            .ignore_then(field)
+            .then(call_args.clone().or_not())
+            .map(|(name, args)| match args {
+                Some(args) => Postfix::Method(name, args),
+                None => Postfix::Attr(name),
+            }),
+        subscript,
+        call_args.map(Postfix::Call),
+    ))
+    .labelled(OPERATOR);
+    let postfix = atom.foldl_with(postfix_op.repeated(), |base, op, e| {
+        let at = e.span();
+        match op {
+            Postfix::Attr(name) => node(
+                ExprKind::Attr {
+                    base: Box::new(base),
+                    name,
+                },
+                at,
+            ),
+            Postfix::Method(name, args) => node(
+                ExprKind::Method {
+                    receiver: Box::new(base),
+                    name,
+                    args,
+                },
+                at,
+            ),
+            Postfix::Index(index) => node(
+                ExprKind::Index {
+                    base: Box::new(base),
+                    index: Box::new(index),
+                },
+                at,
+            ),
+            Postfix::BadIndex => error_node(at),
+            Postfix::Call(args) => match base.kind {
+                ExprKind::Name(func) => node(ExprKind::Call { func, args }, at),
+                ExprKind::Error => error_node(at),
+                _ => {
+                    e.emit(custom(
+                        Problem::new(
+                            ProblemKind::Unsupported,
+                            "only functions and methods can be called",
+                            base.span,
+                            "not a function name",
+                        )
+                        .help(
+                            "call a built-in function by its name, as in `len(x)`, or a method, \
+                             as in `x.lower()`",
+                        ),
+                    ));
+                    error_node(at)
+                }
+            },
+        }
+    });
+
+    let power = postfix
+        .then(
+            just(Tok::Pow)
+                .to_span()
+                .then(required(unary.clone()))
+                .or_not(),
+        )
+        .validate(|(base, power), e, emitter| match power {
+            None => base,
+            Some((op, _)) => {
+                emitter.emit(custom(
+                    Problem::new(
+                        ProblemKind::Unsupported,
+                        "the power operator `**` is not supported",
+                        span(op),
+                        "power",
+                    )
+                    .help("multiply instead, as in `x * x`"),
+                ));
+                error_node(e.span())
+            }
+        });
+
+    let prefix_op = select! {
+        Tok::Minus => Some(UnaryOp::Neg),
+        Tok::Plus => Some(UnaryOp::Pos),
+        // `~`, reported by the lexer.
+        Tok::Tilde => None,
+    };
+    unary.define(
+        choice((
+            prefix_op
+                .then(required(unary.clone()))
+                .map_with(|(op, operand), e| prefix(op, operand, e.span())),
+            power,
+        ))
+        .labelled(EXPRESSION),
+    );
+
+    let mul_op = select! {
+        Tok::Star => Some(BinaryOp::Mul),
+        Tok::Slash => Some(BinaryOp::Div),
+        Tok::DoubleSlash => Some(BinaryOp::FloorDiv),
+        Tok::Percent => Some(BinaryOp::Mod),
+        // `@`, reported by the lexer.
+        Tok::At => None,
+    }
+    .labelled(OPERATOR);
+    let term = unary.clone().foldl_with(
+        mul_op.then(required(unary.clone())).repeated(),
+        |lhs, (op, rhs), e| binary(op, lhs, rhs, e.span()),
+    );
+    let add_op = select! {
+        Tok::Plus => Some(BinaryOp::Add),
+        Tok::Minus => Some(BinaryOp::Sub),
+    }
+    .labelled(OPERATOR);
+    let arith = term.clone().foldl_with(
+        add_op.then(required(term.clone())).repeated(),
+        |lhs, (op, rhs), e| binary(op, lhs, rhs, e.span()),
+    );
+    // Bitwise operators, reported by the lexer; they bind tighter than comparisons.
+    let bitwise = arith.clone().foldl_with(
+        select! { Tok::BitOp(_) => () }
+            .labelled(OPERATOR)
+            .then(required(arith.clone()))
+            .repeated(),
+        |_, _, e| error_node(e.span()),
+    );
+
+    let compare_op = choice((
+        select! {
+            Tok::EqEq => CompareOp::Eq,
+            Tok::NotEq => CompareOp::Ne,
+            Tok::Lt => CompareOp::Lt,
+            Tok::Le => CompareOp::Le,
+            Tok::Gt => CompareOp::Gt,
+            Tok::Ge => CompareOp::Ge,
+            Tok::In => CompareOp::In,
+            // `<>`, reported by the lexer.
+            Tok::LtGt => CompareOp::Ne,
+        },
+        just(Tok::Not).then(just(Tok::In)).to(CompareOp::NotIn),
+        just(Tok::Is)
+            .ignore_then(just(Tok::Not).or_not())
+            .map(|not| match not {
+                Some(_) => CompareOp::IsNot,
+                None => CompareOp::Is,
+            }),
+        just(Tok::Assign).validate(|_, e, emitter| {
+            let at = span(e.span());
+            emitter.emit(custom(
+                Problem::new(
+                    ProblemKind::Unsupported,
+                    "assignment (`=`) is not supported in an expression",
+                    at,
+                    "assignment",
+                )
+                .help("use `==` to compare")
+                .replacement(at, "=="),
+            ));
+            CompareOp::Eq
+        }),
+    ))
+    .map_with(|op, e| (op, span(e.span())))
+    .labelled(OPERATOR);
+    let comparison = bitwise
+        .clone()
+        .then(
+            compare_op
+                .then(required(bitwise))
+                .map(|((op, op_span), rhs)| Comparison { op, op_span, rhs })
+                .repeated()
+                .collect::<Vec<_>>(),
+        )
+        .map_with(|(first, rest), e| {
+            if rest.is_empty() {
+                first
+            } else {
+                node(
+                    ExprKind::Compare {
+                        first: Box::new(first),
+                        rest,
+                    },
+                    e.span(),
+                )
+            }
+        });
+
+    let not_op = just(Tok::Not).or(just(Tok::Bang));
+    not_test.define(
+        choice((
+            not_op
+                .then(required(not_test.clone()))
+                .map_with(|(_, operand), e| prefix(Some(UnaryOp::Not), operand, e.span())),
+            comparison,
+        ))
+        .labelled(EXPRESSION),
+    );
+    let and_op = just(Tok::And).or(just(Tok::AndAnd)).labelled(OPERATOR);
+    let and_test = not_test.clone().foldl_with(
+        and_op.then(required(not_test.clone())).repeated(),
+        |lhs, (_, rhs), e| logical(LogicalOp::And, lhs, rhs, e.span()),
+    );
+    let or_op = just(Tok::Or).or(just(Tok::OrOr)).labelled(OPERATOR);
+    or_test.define(and_test.clone().foldl_with(
+        or_op.then(required(and_test)).repeated(),
+        |lhs, (_, rhs), e| logical(LogicalOp::Or, lhs, rhs, e.span()),
+    ));
+
+    let conditional = or_test
+        .clone()
+        .then(
+            just(Tok::If)
+                .labelled(OPERATOR)
+                .ignore_then(required(or_test.clone()))
+                .then_ignore(just(Tok::Else))
+                .then(required(expr.clone()))
+                .or_not(),
+        )
+        .map_with(|(then, rest), e| match rest {
+            None => then,
+            Some((condition, otherwise)) => node(
+                ExprKind::Conditional {
+                    then: Box::new(then),
+                    condition: Box::new(condition),
+                    otherwise: Box::new(otherwise),
+                },
+                e.span(),
+            ),
+        });
+    // `:=`, reported by the lexer.
+    expr.define(
+        conditional
+            .then(just(Tok::Walrus).then(required(expr.clone())).or_not())
+            .map_with(|(value, walrus), e| match walrus {
+                None => value,
+                Some(_) => error_node(e.span()),
+            })
+            .labelled(EXPRESSION),
+    );
+    expr
+}
+
+/// A statement keyword at the start (`if x: …`, `for x in y: …`), reported as one problem
+/// for the whole text; otherwise the expression.
+pub(super) fn top<'t, 's: 't, I>() -> impl Parser<'t, I, Expr, Extra<'t, 's>>
+where
+    I: ValueInput<'t, Token = Tok<'s>, Span = SimpleSpan>,
+{
+    let statement = select! { Tok::If => "if", Tok::For => "for" }
+        .map_with(|keyword, e| (keyword, e.span()))
+        .then_ignore(any().repeated())
+        .validate(|(keyword, at), e, emitter| {
+            let problem = Problem::new(
+                ProblemKind::Unsupported,
+                format!("`{keyword}` statements are not supported"),
+                span(at),
+                "statement",
+            );
+            let problem = if keyword == "if" {
+                problem.help(
+                    "write the condition alone (`result.score > 0.5`), or a conditional \
+                     expression (`a if condition else b`)",
+                )
+            } else {
+                problem.help(
+                    "to test every item, use a generator in a call: \
+                     `all(t.passed for t in result.tests)`",
+                )
+            };
+            emitter.emit(custom(problem));
+            error_node(e.span())
+        });
+    choice((statement, expression())).then_ignore(
+        end()
+            .labelled("end of expression")
+            .recover_with(via_parser(any().repeated().at_least(1))),
+    )
+}
+
+/// An operand that must be there: where it is missing, an empty [`ExprKind::Error`] stands
+/// in for it and parsing goes on.
+fn required<'t, 's: 't, I, P>(operand: P) -> impl Parser<'t, I, Expr, Extra<'t, 's>> + Clone
+where
+    I: ValueInput<'t, Token = Tok<'s>, Span = SimpleSpan>,
+    P: Parser<'t, I, Expr, Extra<'t, 's>> + Clone,
+{
+    operand
+        .labelled(EXPRESSION)
+        .recover_with(via_parser(missing_operand()))
+}
+
+/// An empty operand, where one is missing before a token that cannot start one (an operator,
+/// a closing bracket, the end); before a token that can, the error is left to the enclosing
+/// brackets, whose recovery skips the whole group.
+fn missing_operand<'t, 's: 't, I>() -> impl Parser<'t, I, Expr, Extra<'t, 's>> + Clone
+where
+    I: ValueInput<'t, Token = Tok<'s>, Span = SimpleSpan>,
+{
+    any()
+        .filter(|tok: &Tok| !tok.starts_operand())
+        .ignored()
+        .or(end())
+        .rewind()
+        .map_with(|_, e| {
+            let at: SimpleSpan = e.span();
+            error_node(SimpleSpan::from(at.start..at.start))
+        })
+}
+
+fn comprehension_clauses<'t, 's: 't, I, N, O>(
+    name: N,
+    or_test: O,
+) -> impl Parser<'t, I, Clauses, Extra<'t, 's>> + Clone
+where
+    I: ValueInput<'t, Token = Tok<'s>, Span = SimpleSpan>,
+    N: Parser<'t, I, Ident, Extra<'t, 's>> + Clone,
+    O: Parser<'t, I, Expr, Extra<'t, 's>> + Clone,
+{
+    let required = required(or_test);
+    // A target of several names is parsed whole, to report it as one.
+    let target = name
+        .clone()
+        .then(
+            just(Tok::Comma)
+                .ignore_then(name.clone())
+                .repeated()
+                .collect::<Vec<_>>(),
+        )
+        .map_with(|(first, more), e| (first, more.is_empty(), e.span()))
+        .or(name
+            .separated_by(just(Tok::Comma))
+            .allow_trailing()
+            .delimited_by(just(Tok::LParen), just(Tok::RParen))
+            .to_span()
+            .map(|at| {
+                let dummy = Ident {
+                    name: String::new(),
+                    span: span(at),
+                };
+                (dummy, false, at)
+            }))
+        .validate(|(var, single, at), _, emitter| {
+            if !single {
+                emitter.emit(custom(
+                    Problem::new(
+                        ProblemKind::Unsupported,
+                        "a comprehension can bind only one variable",
+                        span(at),
+                        "several variables",
+                    )
+                    .help("iterate over the items and index each one, as in `p[0] for p in pairs`"),
+                ));
+            }
+            var
+        });
+    let clause = just(Tok::For)
+        .ignore_then(target)
+        .then_ignore(just(Tok::In))
+        .then(required.clone())
+        .then(
+            just(Tok::If)
+                .ignore_then(required)
+                .repeated()
+                .collect::<Vec<_>>(),
+        );
+    clause
+        .clone()
+        .then(clause.to_span().repeated().collect::<Vec<_>>())
+        .validate(|(((var, iter), conditions), extra), _, emitter| {
+            for at in extra {
+                emitter.emit(custom(
+                    Problem::new(
+                        ProblemKind::Unsupported,
+                        "only one `for` clause is allowed in a comprehension",
+                        span(at),
+                        "second `for`",
+                    )
+                    .help("nest a generator in a call instead, or flatten the list beforehand"),
+                ));
+            }
+            Clauses {
+                var,
+                iter,
+                conditions,
+            }
+        })
+}
+
+/// `[i]`, with slices and several-value subscripts reported.
+fn subscript<'t, 's: 't, I, E>(expr: E) -> impl Parser<'t, I, Postfix, Extra<'t, 's>> + Clone
+where
+    I: ValueInput<'t, Token = Tok<'s>, Span = SimpleSpan>,
+    E: Parser<'t, I, Expr, Extra<'t, 's>> + Clone,
+{
+    let slice_part = just(Tok::Colon).ignore_then(expr.clone().or_not());
+    let slice = slice_part.clone().repeated().at_least(1);
+    let body = choice((
+        expr.clone()
+            .then(
+                slice
+                    .clone()
+                    .to(true)
+                    .or(just(Tok::Comma)
+                        .then(expr.clone().or_not())
+                        .repeated()
+                        .at_least(1)
+                        .to(false))
+                    .or_not(),
+            )
+            .map(|(index, tail)| (Some(index), tail)),
+        slice.to(Some(true)).map(|tail| (None, tail)),
+    ));
+    body.delimited_by(just(Tok::LBracket), just(Tok::RBracket))
+        .validate(|(index, tail), e, emitter| match (index, tail) {
+            (Some(index), None) => Postfix::Index(index),
+            (_, Some(is_slice)) => {
+                let problem = if is_slice {
+                    Problem::new(
+                        ProblemKind::Unsupported,
+                        "slices are not supported",
+                        span(e.span()),
+                        "slice",
+                    )
+                    .help("index one element at a time, as in `x[0]`")
+                } else {
+                    Problem::new(
+                        ProblemKind::Unsupported,
+                        "a subscript takes one index",
+                        span(e.span()),
+                        "several indexes",
+                    )
+                    .help("index one level at a time, as in `x[i][j]`")
+                };
+                emitter.emit(custom(problem));
+                Postfix::BadIndex
+            }
+            (None, None) => Postfix::BadIndex,
+        })
+        .recover_with(via_parser(nested_delimiters(
+            Tok::LBracket,
+            Tok::RBracket,
+            [(Tok::LParen, Tok::RParen), (Tok::LBrace, Tok::RBrace)],
+            |_| Postfix::BadIndex,
+        )))
+}
+
+type Emitter<'t, 's> = chumsky::input::Emitter<Error<'t, 's>>;
+
+/// `(…)`: the empty tuple, a parenthesised expression, a tuple, or a generator.
+fn parenthesised(items: Items, at: SimpleSpan, emitter: &mut Emitter) -> Expr {
+    let Items {
+        first,
+        clauses,
+        rest,
+        trailing_comma,
+    } = items;
+    let Some(first) = first else {
+        return node(ExprKind::Tuple(Vec::new()), at);
+    };
+    if let Some(clauses) = clauses {
+        not_sole(&rest, trailing_comma, at, emitter, "remove the other items");
+        return comprehension(first, clauses, at, ExprKind::Generator);
+    }
+    if rest.is_empty() && !trailing_comma {
+        return first;
+    }
+    let mut all = vec![first];
+    all.extend(rest);
+    node(ExprKind::Tuple(all), at)
+}
+
+/// `[…]`: a list or a list comprehension.
+fn bracketed(items: Items, at: SimpleSpan, emitter: &mut Emitter) -> Expr {
+    let Items {
+        first,
+        clauses,
+        rest,
+        trailing_comma,
+    } = items;
+    let Some(first) = first else {
+        return node(ExprKind::List(Vec::new()), at);
+    };
+    if let Some(clauses) = clauses {
+        not_sole(
+            &rest,
+            trailing_comma,
+            at,
+            emitter,
+            "a comprehension builds the whole list; to add items, concatenate lists with `+`",
+        );
+        return comprehension(first, clauses, at, ExprKind::ListComp);
+    }
+    let mut all = vec![first];
+    all.extend(rest);
+    node(ExprKind::List(all), at)
+}
+
+/// A call's arguments. A generator among others is reported after parsing, with generators
+/// out of place elsewhere.
+fn arguments(items: Items) -> Vec<Expr> {
+    let Items {
+        first,
+        clauses,
+        rest,
+        trailing_comma: _,
+    } = items;
+    let Some(first) = first else {
+        return Vec::new();
+    };
+    let first = match clauses {
+        Some(clauses) => {
+            let from = first.span.start as usize;
+            let to = clauses.conditions.last().unwrap_or(&clauses.iter).span.end as usize;
+            comprehension(
+                first,
+                clauses,
+                SimpleSpan::from(from..to),
+                ExprKind::Generator,
+            )
+        }
+        None => first,
+    };
+    let mut all = vec![first];
+    all.extend(rest);
+    all
+}
+
+fn comprehension(
+    element: Expr,
+    clauses: Clauses,
+    at: SimpleSpan,
+    kind: fn(Box<Generator>) -> ExprKind,
+) -> Expr {
+    let Clauses {
+        var,
+        iter,
+        conditions,
+    } = clauses;
+    node(
+        kind(Box::new(Generator {
+            element,
+            var,
+            iter,
+            conditions,
+        })),
+        at,
+    )
+}
+
+/// A comprehension followed by more items, as in `f(x for x in y, 1)`.
+fn not_sole(
+    rest: &[Expr],
+    trailing_comma: bool,
+    at: SimpleSpan,
+    emitter: &mut Emitter,
+    help: &str,
+) {
+    if rest.is_empty() && !trailing_comma {
+        return;
+    }
+    emitter.emit(custom(
+        Problem::new(
+            ProblemKind::Syntax,
+            "a comprehension must stand alone between its brackets",
+            span(at),
+            "more than the comprehension",
+        )
+        .help(help),
+    ));
+}
+
+fn prefix(op: Option<UnaryOp>, operand: Expr, at: SimpleSpan) -> Expr {
+    match op {
+        Some(op) => node(
+            ExprKind::Unary {
+                op,
+                operand: Box::new(operand),
+            },
+            at,
+        ),
+        None => error_node(at),
+    }
+}
+
+fn binary(op: Option<BinaryOp>, lhs: Expr, rhs: Expr, at: SimpleSpan) -> Expr {
+    match op {
+        Some(op) => node(
+            ExprKind::Binary {
+                op,
+                lhs: Box::new(lhs),
+                rhs: Box::new(rhs),
+            },
+            at,
+        ),
+        None => error_node(at),
+    }
+}
+
+fn logical(op: LogicalOp, lhs: Expr, rhs: Expr, at: SimpleSpan) -> Expr {
+    node(
+        ExprKind::Logical {
+            op,
+            lhs: Box::new(lhs),
+            rhs: Box::new(rhs),
+        },
+        at,
+    )
+}
