@@ -117,7 +117,7 @@ impl Checker<'_> {
                 .help(format!("`{field}` is a method: call it, as in `{field}()`"))
                 .replacement(name.span, format!("{field}()")),
             (FieldSyntax::Attribute, _, Some(method)) => problem.help(format!(
-                "`{field}` is a method: call it, as in `{}`",
+                "`{field}` is a method: call it with its arguments (`{}`)",
                 method.signature
             )),
             (_, Type::List(item), _)

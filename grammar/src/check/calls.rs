@@ -18,6 +18,29 @@ pub(super) fn receiver(ty: &Type) -> Option<Receiver> {
     }
 }
 
+/// A generator argument rewritten as a list comprehension: `[t for t in xs]`.
+fn list_comprehension(arg: &Expr) -> String {
+    match &arg.kind {
+        ExprKind::Generator(generator) => {
+            crate::print::print(&Expr::new(ExprKind::ListComp(generator.clone()), arg.span))
+        }
+        _ => format!("[{}]", text::source(arg)),
+    }
+}
+
+/// `''.join(arg)`, printed as one call so that a generator keeps its bare form.
+fn joined(arg: &Expr) -> String {
+    let call = ExprKind::Method {
+        receiver: Box::new(Expr::new(ExprKind::Str(String::new()), arg.span)),
+        name: Ident {
+            name: "join".to_owned(),
+            span: arg.span,
+        },
+        args: vec![arg.clone()],
+    };
+    crate::print::print(&Expr::new(call, arg.span))
+}
+
 fn is_generator(expr: &Expr) -> bool {
     matches!(expr.kind, ExprKind::Generator(_))
 }
@@ -114,7 +137,7 @@ impl Checker<'_> {
                             "a generator has no length",
                         )
                         .help("collect the items in a list to count them")
-                        .replacement(arg.span, format!("[{}]", text::source(arg))),
+                        .replacement(arg.span, list_comprehension(arg)),
                     );
                 } else if receiver(ty).is_none() && shape(ty) != Type::Any {
                     self.bad_argument(
@@ -174,7 +197,7 @@ impl Checker<'_> {
                             "a generator",
                         )
                         .help("to join the items into one string, write `''.join(...)`")
-                        .replacement(span, format!("''.join({})", text::source(arg))),
+                        .replacement(span, joined(arg)),
                     );
                 }
             }
@@ -371,6 +394,13 @@ impl Checker<'_> {
         let name = func.name.as_str();
         if let Some(entry) = builtins::not_provided(name) {
             let help = match entry.alternative {
+                Some(_) if name == "abs" && args.len() == 1 => {
+                    let value = args.first().map(as_receiver).unwrap_or_default();
+                    format!(
+                        "the reference runtime does not provide it either; write \
+                         `{value} if {value} >= 0 else -{value}`"
+                    )
+                }
                 Some(alternative) => {
                     format!("the reference runtime does not provide it either; {alternative}")
                 }

@@ -92,7 +92,7 @@ impl Checker<'_> {
             ("strip" | "lstrip" | "rstrip", [(arg, ty)]) => {
                 self.expect_string(&callee, "chars", arg, ty, true);
             }
-            ("startswith" | "endswith", [(arg, ty)]) => self.affix(&callee, arg, ty),
+            ("startswith" | "endswith", [(arg, ty)]) => self.affix(&callee, receiver_expr, arg, ty),
             ("split", typed) => {
                 if let Some((arg, ty)) = typed.first() {
                     self.expect_string(&callee, "sep", arg, ty, true);
@@ -133,7 +133,7 @@ impl Checker<'_> {
     }
 
     /// The argument of `startswith` / `endswith`: a string or a tuple of strings.
-    fn affix(&mut self, callee: &Callee, arg: &Expr, ty: &Type) {
+    fn affix(&mut self, callee: &Callee, receiver_expr: &Expr, arg: &Expr, ty: &Type) {
         let param = if callee.name.ends_with("startswith") {
             "prefix"
         } else {
@@ -178,7 +178,8 @@ impl Checker<'_> {
                     arg,
                     ty,
                     format!(
-                        "test each item in turn: `any(s.{}(p) for p in {})`",
+                        "test each item in turn: `any({}.{}(p) for p in {})`",
+                        as_receiver(receiver_expr),
                         callee.name.trim_start_matches("string."),
                         as_receiver(arg)
                     ),

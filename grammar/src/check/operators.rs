@@ -224,9 +224,19 @@ impl Checker<'_> {
         } else if (lhs_shape == Type::String && is_number(&rhs_shape))
             || (is_number(&lhs_shape) && rhs_shape == Type::String)
         {
-            problem.help(format!(
-                "`{op}` orders two numbers or two strings; convert a numeric string with `int(...)`"
-            ))
+            let text_side = if lhs_shape == Type::String { lhs } else { rhs };
+            if matches!(text_side.kind, ExprKind::Str(_)) {
+                problem.help(format!(
+                    "`{op}` orders two numbers or two strings, and {} is not a number: compare \
+                     with a number",
+                    text::subject(text_side)
+                ))
+            } else {
+                problem.help(format!(
+                    "`{op}` orders two numbers or two strings; convert a numeric string with \
+                     `int(...)`"
+                ))
+            }
         } else {
             problem.help(format!(
                 "`{op}` orders two numbers, two strings or two lists"

@@ -150,7 +150,12 @@ impl Checker<'_> {
 
     /// The whole expression reads no name, no `$`-reference and no file.
     pub(super) fn constant(&mut self, expr: &Expr) {
-        let names: Vec<&str> = self.env.names.keys().map(String::as_str).take(3).collect();
+        // `result` is the name an `ensure` is about: name it alone when it is there.
+        let names: Vec<&str> = if self.env.names.contains_key("result") {
+            vec!["result"]
+        } else {
+            self.env.names.keys().map(String::as_str).take(3).collect()
+        };
         let help = match names.as_slice() {
             [] => "it reads no input, so it always has the same value".to_owned(),
             [one] => {
