@@ -225,6 +225,7 @@ fn problem_snapshot() {
         "$.steps.research.output.sumary",
         "result.items.append('x')",
         "result.label.endswith(result.items)",
+        "'neutral' in [result.label]",
     ];
     let mut out = String::new();
     for text in cases {

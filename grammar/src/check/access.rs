@@ -207,6 +207,11 @@ impl Checker<'_> {
     fn bad_index(&mut self, base: &Expr, base_ty: &Type, index: &Expr, index_ty: &Type, by: &str) {
         let base_shown = text::ty(base_ty.non_optional());
         let index_shown = text::ty(index_ty);
+        let kind = match shape(base_ty) {
+            Type::Record(_) => "record",
+            Type::List(_) => "list",
+            _ => "string",
+        };
         let help = if by.contains("int") {
             if shape(index_ty) == Type::Float {
                 "convert the index with `int(...)`".to_owned()
@@ -222,7 +227,7 @@ impl Checker<'_> {
         self.report(
             Problem::new(
                 ProblemKind::OperandTypes,
-                format!("{base_shown} is indexed by {by}, not by {index_shown}"),
+                format!("a {kind} is indexed by {by}, not by {index_shown}"),
                 index.span,
                 format!("this is {index_shown}"),
             )

@@ -351,8 +351,9 @@ impl Checker<'_> {
         } else if shape(receiver_ty) == Type::Any {
             problem.help(format!("the methods are {}", text::listing(&own)))
         } else {
+            let kind = receiver.map_or("", Receiver::name);
             problem.help(format!(
-                "the methods of {shown} are {}",
+                "the methods of `{kind}` values are {}",
                 text::listing(&own)
             ))
         };

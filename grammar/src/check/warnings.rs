@@ -61,11 +61,54 @@ impl Checker<'_> {
         } else if let Type::List(item) = rhs_ty.non_optional()
             && let Some(values) = item.enum_values()
         {
-            self.enum_literal(rhs, values, lhs, "`in` is never true here");
+            self.enum_literal_in_items(rhs, values, lhs);
         }
     }
 
     fn enum_literal(&mut self, value: &Expr, values: &[Literal], candidate: &Expr, always: &str) {
+        let message = |literal: &Literal| {
+            format!(
+                "{} is never `{literal}`: its values are {}",
+                text::subject(value),
+                text::values(values)
+            )
+        };
+        let secondary = format!("this is {}", text::ty(&Type::Enum(values.to_vec())));
+        self.enum_warning(value, values, candidate, always, message, secondary);
+    }
+
+    /// `literal in items` where the items are of an enum type.
+    fn enum_literal_in_items(&mut self, items: &Expr, values: &[Literal], candidate: &Expr) {
+        let message = |literal: &Literal| {
+            format!(
+                "no item of {} is ever `{literal}`: the items' values are {}",
+                text::subject(items),
+                text::values(values)
+            )
+        };
+        let secondary = format!(
+            "this is {}",
+            text::ty(&Type::list(Type::Enum(values.to_vec())))
+        );
+        self.enum_warning(
+            items,
+            values,
+            candidate,
+            "`in` is never true here",
+            message,
+            secondary,
+        );
+    }
+
+    fn enum_warning(
+        &mut self,
+        value: &Expr,
+        values: &[Literal],
+        candidate: &Expr,
+        always: &str,
+        message: impl Fn(&Literal) -> String,
+        secondary: String,
+    ) {
         let Some(literal) = literal(candidate) else {
             return;
         };
@@ -74,18 +117,11 @@ impl Checker<'_> {
         }
         let problem = Problem::new(
             ProblemKind::EnumLiteral,
-            format!(
-                "{} is never `{literal}`: its values are {}",
-                text::subject(value),
-                text::values(values)
-            ),
+            message(&literal),
             candidate.span,
             "not one of its values",
         )
-        .secondary(
-            value.span,
-            format!("this is {}", text::ty(&Type::Enum(values.to_vec()))),
-        );
+        .secondary(value.span, secondary);
         let suggestion = match &literal {
             Literal::Str(written) => {
                 let strings: Vec<&str> = values
