@@ -154,11 +154,19 @@ pub fn lex(src: &str) -> Lexed<'_> {
         let span = Span::from(range.clone());
         let text = src.get(range.clone()).unwrap_or_default();
         let next_start = raw.peek().map_or(src.len(), |(_, next)| next.start);
+        let around = Around {
+            next_start,
+            glued_before: src
+                .get(..range.start)
+                .and_then(|before| before.chars().next_back())
+                .is_some_and(|c| c.is_alphanumeric() || "_)]'\"".contains(c)),
+            glued_after: next_start == range.end && next_start < src.len(),
+        };
         if text.contains("__") {
             lexed.problems.push(dunder(result, text, span));
         }
         let tok = match result {
-            Ok(raw) => token(raw, text, span, next_start, &mut lexed.problems),
+            Ok(raw) => token(raw, text, span, around, &mut lexed.problems),
             Err(()) => {
                 lexed.problems.push(unexpected_character(text, span));
                 Some(Tok::Error)
@@ -171,20 +179,30 @@ pub fn lex(src: &str) -> Lexed<'_> {
     lexed
 }
 
-/// The token for one lexeme; `None` for a comment. `next_start` is where the next lexeme
-/// begins, so that a fix can remove a keyword together with the blank after it.
+/// What is next to a lexeme, for fixes that replace it with a word or remove it.
+#[derive(Clone, Copy)]
+struct Around {
+    /// Where the next lexeme begins, so that a fix can remove a keyword with the blank after it.
+    next_start: usize,
+    /// The lexeme follows the end of an operand without a blank.
+    glued_before: bool,
+    /// The next lexeme follows without a blank.
+    glued_after: bool,
+}
+
+/// The token for one lexeme; `None` for a comment.
 fn token<'s>(
     raw: Raw,
     text: &'s str,
     span: Span,
-    next_start: usize,
+    around: Around,
     problems: &mut Vec<Problem>,
 ) -> Option<Tok<'s>> {
     let unsupported =
         |message: &str, label: &str| Problem::new(ProblemKind::Unsupported, message, span, label);
     let (tok, problem) = match raw {
         Raw::Comment => return None,
-        Raw::Word => return Some(word(text, span, next_start, problems)),
+        Raw::Word => return Some(word(text, span, around.next_start, problems)),
         Raw::Int => literal::int(text, span),
         Raw::Float => literal::float(text, span),
         Raw::Based => literal::based_int(text, span),
@@ -266,9 +284,21 @@ fn token<'s>(
                 .help("an expression cannot define variables; repeat the sub-expression instead"),
             ),
         ),
-        Raw::Bang => (Tok::Bang, Some(spelled(span, "!", "not", "not "))),
-        Raw::AndAnd => (Tok::AndAnd, Some(spelled(span, "&&", "and", "and"))),
-        Raw::OrOr => (Tok::OrOr, Some(spelled(span, "||", "or", "or"))),
+        // `!` is a prefix: the blank after `not` is needed whatever follows.
+        Raw::Bang => (
+            Tok::Bang,
+            Some(spelled(
+                span,
+                "!",
+                "not",
+                Around {
+                    glued_after: true,
+                    ..around
+                },
+            )),
+        ),
+        Raw::AndAnd => (Tok::AndAnd, Some(spelled(span, "&&", "and", around))),
+        Raw::OrOr => (Tok::OrOr, Some(spelled(span, "||", "or", around))),
         Raw::LtGt => (
             Tok::LtGt,
             Some(
@@ -277,6 +307,25 @@ fn token<'s>(
                     .replacement(span, "!="),
             ),
         ),
+        // Parsed as the operator meant, so that the tree keeps its shape.
+        Raw::EqGt | Raw::EqLt => {
+            let (tok, meant) = if raw == Raw::EqGt {
+                (Tok::Ge, ">=")
+            } else {
+                (Tok::Le, "<=")
+            };
+            let problem = Problem::new(
+                ProblemKind::Syntax,
+                format!("`{text}` is not an operator: write `{meant}`"),
+                span,
+                format!("use `{meant}`"),
+            )
+            .help(format!(
+                "the comparison is spelled `{meant}`, with `=` last"
+            ))
+            .replacement(span, meant);
+            (tok, Some(problem))
+        }
         Raw::Semi => (
             Tok::Semi,
             Some(
@@ -314,7 +363,9 @@ fn token<'s>(
 }
 
 /// `!`, `&&`, `||`: the C spelling of an operator that Python spells as a word.
-fn spelled(span: Span, written: &str, word: &str, replacement: &str) -> Problem {
+fn spelled(span: Span, written: &str, word: &str, around: Around) -> Problem {
+    let before = if around.glued_before { " " } else { "" };
+    let after = if around.glued_after { " " } else { "" };
     Problem::new(
         ProblemKind::Unsupported,
         format!("`{written}` is not an operator here: write `{word}`"),
@@ -322,7 +373,7 @@ fn spelled(span: Span, written: &str, word: &str, replacement: &str) -> Problem 
         format!("use `{word}`"),
     )
     .help(format!("Python spells this operator `{word}`"))
-    .replacement(span, replacement)
+    .replacement(span, format!("{before}{word}{after}"))
 }
 
 /// A keyword, a constant or a name.
@@ -606,6 +657,10 @@ enum Raw {
     LtGt,
     #[token("->")]
     Arrow,
+    #[token("=>")]
+    EqGt,
+    #[token("=<")]
+    EqLt,
     #[regex(r"(\+|-|\*|/|//|%|\*\*|\||&|\^|<<|>>|@)=")]
     AugAssign,
 }

@@ -1,10 +1,20 @@
 //! Text → spanned [`Expr`] and syntax [`Problem`]s.
 //!
-//! The stages: [`lex`](crate::lexer::lex) (every token, with the problems one token shows on
+//! The stages: [`crate::lexer::lex`] (every token, with the problems one token shows on
 //! its own), the limits that keep hostile input cheap, the grammar (chumsky, recovering at
 //! missing operands and at brackets, so that one expression can report several problems), and
 //! a walk over the tree for its depth and for what needs a node's parent.
+//!
+//! Where the language differs from Python on purpose:
+//! - newlines and `#` comments may stand between any two tokens (YAML block scalars);
+//! - `true` / `false` / `null` are the constants, also usable as field names after `.`;
+//! - `$.input…` and `$.steps.<id>.output…` are references; a step id is a name;
+//! - names are ASCII; hexadecimal, octal and binary integers, complex numbers, `\N{…}`
+//!   escapes, lone surrogate escapes and float literals that overflow are rejected;
+//! - integers are `i64`: a literal above `i64::MAX` is rejected;
+//! - `__` is rejected anywhere in the text, comments included, as the reference runtime does.
 
+mod build;
 mod errors;
 mod grammar;
 mod limits;
@@ -24,7 +34,7 @@ pub use limits::{MAX_BYTES, MAX_DEPTH, MAX_NESTING, MAX_TOKENS};
 #[derive(Clone, Debug, Default)]
 pub struct Parsed {
     /// The tree, whenever one could be built; where the parser recovered from an error it holds
-    /// an [`ExprKind::Error`] node, and a problem is reported for it.
+    /// an [`ExprKind::Error`](crate::ast::ExprKind::Error) node, and a problem is reported for it.
     pub expr: Option<Expr>,
     /// Empty exactly when the text is a valid expression of the subset; sorted by position.
     pub problems: Vec<Problem>,

@@ -35,7 +35,7 @@ enum Level {
 
 fn level(expr: &Expr) -> Level {
     match &expr.kind {
-        ExprKind::Conditional { .. } | ExprKind::Generator(_) => Level::Lowest,
+        ExprKind::Conditional { .. } => Level::Lowest,
         ExprKind::Logical {
             op: LogicalOp::Or, ..
         } => Level::Or,

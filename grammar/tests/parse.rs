@@ -320,6 +320,11 @@ fn bad_expressions() {
         "",
         "result.a >",
         "a and )",
+        "a and or b",
+        "f(",
+        "f(a,,b)",
+        "result.x => 1",
+        "x is not",
         "(1 +) or result.x and (2 *) == 3",
         "len(result.items",
         "len(result.items]",
@@ -412,4 +417,233 @@ fn bad_expressions() {
         })
         .collect();
     insta::assert_snapshot!(report);
+}
+
+/// Every tree holds a problem for each of its error nodes, and problems are sorted.
+fn check_invariants(src: &str) {
+    let parsed = parse(src);
+    let starts: Vec<u32> = parsed.problems.iter().map(|p| p.span.start).collect();
+    assert!(starts.is_sorted(), "{src:?}: {:#?}", parsed.problems);
+    for problem in &parsed.problems {
+        assert!(
+            problem.span.end as usize <= src.len()
+                && src.is_char_boundary(problem.span.start as usize),
+            "{src:?}: {problem:#?}"
+        );
+    }
+    if parsed.expr.is_none() || print_contains_error(&parsed) {
+        assert!(!parsed.problems.is_empty(), "{src:?}");
+    }
+    // Whatever parses cleanly prints to text that parses to the same tree.
+    if let (Some(expr), true) = (&parsed.expr, parsed.problems.is_empty()) {
+        let printed = stratum_grammar::print(expr);
+        let again = parse(&printed);
+        assert!(
+            again.problems.is_empty(),
+            "{src:?} → {printed:?}: {:#?}",
+            again.problems
+        );
+        assert_eq!(
+            again.expr.unwrap().without_spans(),
+            expr.without_spans(),
+            "{src:?}"
+        );
+    }
+}
+
+fn print_contains_error(parsed: &stratum_grammar::Parsed) -> bool {
+    parsed
+        .expr
+        .as_ref()
+        .is_some_and(|expr| stratum_grammar::print(expr).contains("<error>"))
+}
+
+#[test]
+fn hostile_input_is_bounded() {
+    let cases: Vec<(String, &str)> = vec![
+        ("(".repeat(65) + "1" + &")".repeat(65), "nested too deeply"),
+        ("[".repeat(10_000), "too long"),
+        ("-".repeat(100) + "1", "nested too deeply"),
+        ("not ".repeat(100) + "x", "nested too deeply"),
+        ("1+".repeat(2_047) + "1", "nested too deeply"),
+        ("1+".repeat(30_000) + "1", "too long"),
+        ("a if b else ".repeat(1_000) + "c", "nested too deeply"),
+        ("x".to_owned() + &".y".repeat(1_000), "nested too deeply"),
+        ("x".to_owned() + &"[0]".repeat(1_000), "nested too deeply"),
+        ("'".repeat(10_000), "unterminated"),
+        ("a".repeat(70_000), "too long"),
+        ("$.".repeat(3_000), "too long"),
+    ];
+    for (src, message) in cases {
+        let parsed = parse(&src);
+        assert!(
+            parsed.expr.is_none() || message == "unterminated",
+            "{message}"
+        );
+        assert!(
+            parsed.problems.iter().any(|p| p.message.contains(message)),
+            "{message}: {:#?}",
+            parsed.problems
+        );
+    }
+    // Deep but within the limits: parsed, and walked by the recursive printer.
+    let fine = [
+        "(".repeat(64) + "1" + &")".repeat(64),
+        "f(".repeat(64) + &")".repeat(64),
+        "- ".repeat(64) + "1",
+        "a if b else ".repeat(60) + "c",
+        "[1, ".repeat(60) + &"]".repeat(60),
+    ];
+    for src in fine {
+        let parsed = parse(&src);
+        assert!(parsed.problems.is_empty(), "{:#?}", parsed.problems);
+        let printed = stratum_grammar::print(&parsed.expr.unwrap());
+        assert!(parse(&printed).problems.is_empty());
+    }
+    // Unclosed and mismatched nests recover without blowing up.
+    for src in [
+        "f(1 +".repeat(60),
+        "[(".repeat(32) + "1 +" + &"])".repeat(32),
+        "(".repeat(60) + "1 +",
+        "{".repeat(60),
+    ] {
+        check_invariants(&src);
+    }
+}
+
+const SOUP: &[&str] = &[
+    "a",
+    "x.y",
+    "1",
+    "0.5",
+    "'s'",
+    "\"t\"",
+    "True",
+    "null",
+    "$",
+    "$.input",
+    "$.steps.s.output",
+    ".",
+    ",",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    ":",
+    ";",
+    "+",
+    "-",
+    "*",
+    "/",
+    "//",
+    "%",
+    "**",
+    "==",
+    "!=",
+    "<",
+    "<=",
+    ">",
+    ">=",
+    "=",
+    "<>",
+    "!",
+    "&&",
+    "||",
+    "|",
+    "&",
+    "^",
+    "~",
+    "<<",
+    "@",
+    ":=",
+    "and",
+    "or",
+    "not",
+    "in",
+    "is",
+    "if",
+    "else",
+    "for",
+    "lambda",
+    "yield",
+    "import",
+    "return",
+    "__x",
+    "'__'",
+    "#c\n",
+    "'open",
+    "f'x'",
+    "0x1",
+    "007",
+    "\\",
+    "?",
+    "é",
+    "len(",
+    "all(",
+];
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+    #[test]
+    fn parse_never_panics_on_text(src in "\\PC{0,80}") {
+        check_invariants(&src);
+    }
+
+    #[test]
+    fn parse_never_panics_on_token_soup(
+        words in proptest::collection::vec(proptest::sample::select(SOUP), 0..40),
+        glue in proptest::sample::select(vec!["", " ", "\n"]),
+    ) {
+        check_invariants(&words.join(glue));
+    }
+}
+
+/// A replacement is a fix: applying it leaves a valid expression.
+#[test]
+fn replacements_fix_the_problem() {
+    let cases = [
+        "a&&b",
+        "a && !b || c",
+        "(!x)",
+        "x = 1",
+        "a <> b",
+        "result.x => 1",
+        "result.x =< 1",
+        "0x1F",
+        "007",
+        "return x > 1",
+        "$input.x",
+        "$.inputs.x",
+        "$.steps.x",
+        "$.steps.x.result",
+        "f(x=1)",
+        "f(a,,b)",
+        "len(x",
+        "a)",
+        "(x for x in y)",
+        "b'abc'",
+        "x\u{a0}> 1",
+    ];
+    for src in cases {
+        let parsed = parse(src);
+        assert!(!parsed.problems.is_empty(), "{src:?}");
+        let mut fixed = src.to_owned();
+        // From the end, so that earlier spans stay valid.
+        for problem in parsed.problems.iter().rev() {
+            let replacement = problem
+                .replacement
+                .as_ref()
+                .unwrap_or_else(|| panic!("{src:?}: no replacement in {problem:#?}"));
+            fixed.replace_range(replacement.span.range(), &replacement.text);
+        }
+        let again = parse(&fixed);
+        assert!(
+            again.problems.is_empty(),
+            "{src:?} → {fixed:?}: {:#?}",
+            again.problems
+        );
+    }
 }

@@ -90,6 +90,46 @@ fn closer_of(opener: &Tok) -> Option<&'static str> {
 }
 
 impl Source<'_, '_> {
+    /// The help for a missing operand: what the token before it needs.
+    fn operand_help(
+        &self,
+        problem: Problem,
+        prev: Option<&(Tok, Span)>,
+        found: Option<&(Tok, Span)>,
+    ) -> Problem {
+        let Some((tok, span)) = prev else {
+            return problem;
+        };
+        let text = self.text(*span);
+        match tok {
+            Tok::Comma if found.is_some_and(|(tok, _)| matches!(tok, Tok::Comma)) => {
+                problem.help("remove the extra `,`").replacement(*span, "")
+            }
+            Tok::Plus
+            | Tok::Minus
+            | Tok::Star
+            | Tok::Slash
+            | Tok::DoubleSlash
+            | Tok::Percent
+            | Tok::EqEq
+            | Tok::NotEq
+            | Tok::Lt
+            | Tok::Le
+            | Tok::Gt
+            | Tok::Ge
+            | Tok::In
+            | Tok::Is
+            | Tok::And
+            | Tok::Or
+            | Tok::Not
+            | Tok::If
+            | Tok::Else => problem.help(format!(
+                "`{text}` needs an operand after it; complete the expression or remove `{text}`"
+            )),
+            _ => problem,
+        }
+    }
+
     fn text(&self, span: Span) -> &str {
         self.src.get(span.range()).unwrap_or_default()
     }
@@ -141,8 +181,14 @@ impl Source<'_, '_> {
             |message: String, label: &str| Problem::new(ProblemKind::Syntax, message, at, label);
         let wants_token = |text: &'static str| wants.contains(&Want::Token(text));
 
-        if wants.contains(&Want::Expression) {
-            return Some(match (&found_text, prev) {
+        let open = self.open_bracket(index);
+        let closes_open = |open: Option<(&Tok, Span)>| {
+            open.and_then(|(opener, _)| closer_of(opener))
+                .is_some_and(|close| wants.contains(&Want::Token(close)))
+        };
+        // At the end, `f(` lacks its `)` more than an argument.
+        if wants.contains(&Want::Expression) && !(found.is_none() && closes_open(open)) {
+            let problem = match (&found_text, prev) {
                 (None, None) => syntax("the expression is empty".into(), "expected an expression")
                     .help("write an expression, such as `result.score > 0.5`"),
                 (None, Some(_)) => syntax(
@@ -153,7 +199,8 @@ impl Source<'_, '_> {
                     format!("expected an expression{after}, found {found}"),
                     "expected an expression before this",
                 ),
-            });
+            };
+            return Some(self.operand_help(problem, prev, found));
         }
         if wants.contains(&Want::Field) || wants.contains(&Want::Variable) {
             let (what, label) = if wants.contains(&Want::Field) {
@@ -180,7 +227,6 @@ impl Source<'_, '_> {
             });
         }
 
-        let open = self.open_bracket(index);
         let found_closer = found.and_then(|(tok, _)| match tok {
             Tok::RParen | Tok::RBracket | Tok::RBrace => Some(*tok == Tok::RParen),
             _ => None,
@@ -243,7 +289,7 @@ impl Source<'_, '_> {
             );
         }
         if wants_token("in") {
-            return Some(match &found_text {
+            let problem = match &found_text {
                 None => syntax(
                     format!("unexpected end of expression: expected `in`{after}"),
                     "expected `in`",
@@ -252,6 +298,14 @@ impl Source<'_, '_> {
                     format!("expected `in`{after}, found {found}"),
                     "expected `in`",
                 ),
+            };
+            return Some(if prev.is_some_and(|(tok, _)| *tok == Tok::Not) {
+                problem.help(
+                    "`not in` tests membership (`x not in items`); to negate a condition, put \
+                     `not` before all of it",
+                )
+            } else {
+                problem.help("a comprehension reads `x for x in items`")
             });
         }
         let found_text = found_text.unwrap_or_else(|| "the end of the expression".into());

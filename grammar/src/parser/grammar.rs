@@ -10,10 +10,11 @@
 use chumsky::input::ValueInput;
 use chumsky::prelude::*;
 
-use super::refs;
-use crate::ast::{
-    BinaryOp, CompareOp, Comparison, Expr, ExprKind, Generator, Ident, LogicalOp, UnaryOp,
+use super::build::{
+    Clauses, Items, arguments, binary, bracketed, error_node, logical, node, parenthesised, prefix,
 };
+use super::refs;
+use crate::ast::{BinaryOp, CompareOp, Comparison, Expr, ExprKind, Ident, LogicalOp, UnaryOp};
 use crate::lexer::Tok;
 use crate::problem::{Problem, ProblemKind};
 use crate::span::Span;
@@ -30,33 +31,14 @@ pub(super) const OPERATOR: &str = "an operator";
 pub(super) const FIELD: &str = "a field name";
 /// The label of a comprehension's variable.
 pub(super) const VARIABLE: &str = "a variable name";
-
 pub(super) fn span(s: SimpleSpan) -> Span {
     Span::new(s.start, s.end)
 }
-
-fn node(kind: ExprKind, s: SimpleSpan) -> Expr {
-    Expr::new(kind, span(s))
-}
-
-fn error_node(s: SimpleSpan) -> Expr {
-    node(ExprKind::Error, s)
-}
-
 /// A problem, in the custom slot of chumsky's error.
 pub(super) fn custom<'t, 's>(problem: Problem) -> Error<'t, 's> {
     let at = SimpleSpan::from(problem.span.range());
     Rich::custom(at, problem)
 }
-
-/// A comprehension's `for … in … if …` clauses, before they meet their element.
-#[derive(Clone)]
-struct Clauses {
-    var: Ident,
-    iter: Expr,
-    conditions: Vec<Expr>,
-}
-
 /// What follows a primary: `.name`, `.name(…)`, `[…]`, `(…)`.
 #[derive(Clone)]
 enum Postfix {
@@ -67,16 +49,6 @@ enum Postfix {
     BadIndex,
     Call(Vec<Expr>),
 }
-
-/// The items between brackets: the first, and either comprehension clauses or more items.
-#[derive(Clone)]
-struct Items {
-    first: Option<Expr>,
-    clauses: Option<Clauses>,
-    rest: Vec<Expr>,
-    trailing_comma: bool,
-}
-
 pub(super) fn expression<'t, 's: 't, I>() -> impl Parser<'t, I, Expr, Extra<'t, 's>> + Clone
 where
     I: ValueInput<'t, Token = Tok<'s>, Span = SimpleSpan>,
@@ -86,9 +58,10 @@ where
     let mut unary = Recursive::declare();
     let mut not_test = Recursive::declare();
 
-    let name =
-        select! { Tok::Ident(name) = e => Ident { name: name.to_owned(), span: span(e.span()) } }
-            .labelled(VARIABLE);
+    let ident = select! {
+        Tok::Ident(name) = e => Ident { name: name.to_owned(), span: span(e.span()) },
+    };
+    let name = ident.labelled(VARIABLE);
     // JSON's `true` / `false` / `null` are valid field names; Python's keywords are not.
     let field = select! {
         Tok::Ident(name) = e => Ident { name: name.to_owned(), span: span(e.span()) },
@@ -146,8 +119,11 @@ where
     };
     let plain_items = items(item.clone().boxed());
     // `f(x=1)`: tried first, it costs one token of look-ahead when it is not there.
-    let keyword_argument = name.then(just(Tok::Assign)).then(expr.clone()).validate(
-        |((name, _), value), e, emitter| {
+    let keyword_argument = ident
+        .labelled(EXPRESSION)
+        .then(just(Tok::Assign))
+        .then(expr.clone())
+        .validate(|((name, _), value), e, emitter| {
             let fix = Span::new(name.span.start as usize, value.span.start as usize);
             emitter.emit(custom(
                 Problem::new(
@@ -160,8 +136,7 @@ where
                 .replacement(fix, ""),
             ));
             error_node(e.span())
-        },
-    );
+        });
     let argument_items = items(keyword_argument.or(item.clone()).boxed());
 
     let others = [(Tok::LBracket, Tok::RBracket), (Tok::LBrace, Tok::RBrace)];
@@ -264,7 +239,7 @@ where
     let atom = choice((
         literal,
         strings,
-        name.map(|ident| {
+        ident.map(|ident| {
             let at = ident.span;
             Expr::new(ExprKind::Name(ident), at)
         }),
@@ -735,167 +710,4 @@ where
             [(Tok::LParen, Tok::RParen), (Tok::LBrace, Tok::RBrace)],
             |_| Postfix::BadIndex,
         )))
-}
-
-type Emitter<'t, 's> = chumsky::input::Emitter<Error<'t, 's>>;
-
-/// `(…)`: the empty tuple, a parenthesised expression, a tuple, or a generator.
-fn parenthesised(items: Items, at: SimpleSpan, emitter: &mut Emitter) -> Expr {
-    let Items {
-        first,
-        clauses,
-        rest,
-        trailing_comma,
-    } = items;
-    let Some(first) = first else {
-        return node(ExprKind::Tuple(Vec::new()), at);
-    };
-    if let Some(clauses) = clauses {
-        not_sole(&rest, trailing_comma, at, emitter, "remove the other items");
-        return comprehension(first, clauses, at, ExprKind::Generator);
-    }
-    if rest.is_empty() && !trailing_comma {
-        return first;
-    }
-    let mut all = vec![first];
-    all.extend(rest);
-    node(ExprKind::Tuple(all), at)
-}
-
-/// `[…]`: a list or a list comprehension.
-fn bracketed(items: Items, at: SimpleSpan, emitter: &mut Emitter) -> Expr {
-    let Items {
-        first,
-        clauses,
-        rest,
-        trailing_comma,
-    } = items;
-    let Some(first) = first else {
-        return node(ExprKind::List(Vec::new()), at);
-    };
-    if let Some(clauses) = clauses {
-        not_sole(
-            &rest,
-            trailing_comma,
-            at,
-            emitter,
-            "a comprehension builds the whole list; to add items, concatenate lists with `+`",
-        );
-        return comprehension(first, clauses, at, ExprKind::ListComp);
-    }
-    let mut all = vec![first];
-    all.extend(rest);
-    node(ExprKind::List(all), at)
-}
-
-/// A call's arguments. A generator among others is reported after parsing, with generators
-/// out of place elsewhere.
-fn arguments(items: Items) -> Vec<Expr> {
-    let Items {
-        first,
-        clauses,
-        rest,
-        trailing_comma: _,
-    } = items;
-    let Some(first) = first else {
-        return Vec::new();
-    };
-    let first = match clauses {
-        Some(clauses) => {
-            let from = first.span.start as usize;
-            let to = clauses.conditions.last().unwrap_or(&clauses.iter).span.end as usize;
-            comprehension(
-                first,
-                clauses,
-                SimpleSpan::from(from..to),
-                ExprKind::Generator,
-            )
-        }
-        None => first,
-    };
-    let mut all = vec![first];
-    all.extend(rest);
-    all
-}
-
-fn comprehension(
-    element: Expr,
-    clauses: Clauses,
-    at: SimpleSpan,
-    kind: fn(Box<Generator>) -> ExprKind,
-) -> Expr {
-    let Clauses {
-        var,
-        iter,
-        conditions,
-    } = clauses;
-    node(
-        kind(Box::new(Generator {
-            element,
-            var,
-            iter,
-            conditions,
-        })),
-        at,
-    )
-}
-
-/// A comprehension followed by more items, as in `f(x for x in y, 1)`.
-fn not_sole(
-    rest: &[Expr],
-    trailing_comma: bool,
-    at: SimpleSpan,
-    emitter: &mut Emitter,
-    help: &str,
-) {
-    if rest.is_empty() && !trailing_comma {
-        return;
-    }
-    emitter.emit(custom(
-        Problem::new(
-            ProblemKind::Syntax,
-            "a comprehension must stand alone between its brackets",
-            span(at),
-            "more than the comprehension",
-        )
-        .help(help),
-    ));
-}
-
-fn prefix(op: Option<UnaryOp>, operand: Expr, at: SimpleSpan) -> Expr {
-    match op {
-        Some(op) => node(
-            ExprKind::Unary {
-                op,
-                operand: Box::new(operand),
-            },
-            at,
-        ),
-        None => error_node(at),
-    }
-}
-
-fn binary(op: Option<BinaryOp>, lhs: Expr, rhs: Expr, at: SimpleSpan) -> Expr {
-    match op {
-        Some(op) => node(
-            ExprKind::Binary {
-                op,
-                lhs: Box::new(lhs),
-                rhs: Box::new(rhs),
-            },
-            at,
-        ),
-        None => error_node(at),
-    }
-}
-
-fn logical(op: LogicalOp, lhs: Expr, rhs: Expr, at: SimpleSpan) -> Expr {
-    node(
-        ExprKind::Logical {
-            op,
-            lhs: Box::new(lhs),
-            rhs: Box::new(rhs),
-        },
-        at,
-    )
 }
