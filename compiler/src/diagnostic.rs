@@ -88,7 +88,20 @@ codes! {
     E0022 Error "invalid-workflow-name" "a workflow name that is not lowercase words joined by hyphens";
     E0023 Error "version-0.3-feature" "a key of spec version 0.3, which is not supported yet";
     E0024 Error "unsupported-tag" "a YAML tag other than the core schema's";
+    E0025 Error "expression-syntax" "an expression is not well-formed";
+    E0026 Error "unsupported-expression" "an expression uses Python syntax outside the expression language";
+    E0027 Error "dunder-name" "an expression contains `__`";
+    E0028 Error "unknown-name" "an expression uses a name that is not defined where it stands";
+    E0029 Error "unknown-field" "an expression reads a field that its record type does not have";
+    E0030 Error "operand-types" "an operator or access applied to values of types it does not accept";
+    E0031 Error "unknown-function" "an expression calls a function that is not a built-in";
+    E0032 Error "call-arguments" "a built-in called with the wrong number or types of arguments";
+    E0033 Error "unknown-method" "a method that the value's type does not have";
+    E0034 Error "evaluation-failed" "an expression failed while it was evaluated";
     W0001 Warning "unknown-contract-field-key" "a key in a contract field definition that nothing reads";
+    W0002 Warning "enum-literal-never-matches" "a comparison with a literal that is not among an enum's values";
+    W0003 Warning "none-comparison-never-true" "a comparison with `None` of a value that is never `None`";
+    W0004 Warning "constant-expression" "an expression whose value does not depend on its inputs";
 }
 
 impl Code {
