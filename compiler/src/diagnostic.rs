@@ -9,6 +9,7 @@
 
 use crate::source::Span;
 use std::fmt;
+use stratum_grammar::suggest::distance as edit_distance;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
@@ -269,43 +270,6 @@ pub fn did_you_mean<'a>(
         let first = related.next()?;
         related.next().is_none().then_some(first)
     })
-}
-
-/// Optimal string alignment distance: insertions, deletions, substitutions and adjacent
-/// transpositions each cost one, so `tpye` is one edit from `type`.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    // Three rolling rows: two back (for transpositions), previous, current.
-    let mut before: Vec<usize> = vec![0; b.len() + 1];
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    let mut current: Vec<usize> = vec![0; b.len() + 1];
-    for (i, &ca) in a.iter().enumerate() {
-        current.fill(0);
-        if let Some(first) = current.first_mut() {
-            *first = i + 1;
-        }
-        for (j, &cb) in b.iter().enumerate() {
-            let substitution = previous.get(j).copied().unwrap_or(0) + usize::from(ca != cb);
-            let deletion = previous.get(j + 1).copied().unwrap_or(0) + 1;
-            let insertion = current.get(j).copied().unwrap_or(0) + 1;
-            let mut best = substitution.min(deletion).min(insertion);
-            let transposed = i > 0
-                && j > 0
-                && a.get(i - 1) == Some(&cb)
-                && b.get(j - 1) == Some(&ca)
-                && ca != cb;
-            if transposed {
-                best = best.min(before.get(j - 1).copied().unwrap_or(0) + 1);
-            }
-            if let Some(cell) = current.get_mut(j + 1) {
-                *cell = best;
-            }
-        }
-        std::mem::swap(&mut before, &mut previous);
-        std::mem::swap(&mut previous, &mut current);
-    }
-    previous.last().copied().unwrap_or(0)
 }
 
 /// `a`, `b` and `c` — names in backticks for a help line.
