@@ -9,6 +9,7 @@
 
 use chumsky::input::ValueInput;
 use chumsky::prelude::*;
+use chumsky::recursive::Direct;
 
 use super::build::{
     Clauses, Items, arguments, binary, bracketed, error_node, logical, node, parenthesised, prefix,
@@ -53,260 +54,260 @@ pub(super) fn expression<'t, 's: 't, I>() -> impl Parser<'t, I, Expr, Extra<'t, 
 where
     I: ValueInput<'t, Token = Tok<'s>, Span = SimpleSpan>,
 {
-    let mut expr = Recursive::declare();
-    let mut or_test = Recursive::declare();
-    let mut unary = Recursive::declare();
-    let mut not_test = Recursive::declare();
+    // `recursive` hands each closure a weak handle to the parser it defines, so the finished
+    // parser holds no reference cycle; `Recursive::declare` + `define` would leak the whole
+    // parser (about 10 KB) on every parse.
+    recursive(|expr: Handle<'t, 's, I>| {
+        let or_test = recursive(|or_test: Handle<'t, 's, I>| {
+            let ident = select! {
+                Tok::Ident(name) = e => Ident { name: name.to_owned(), span: span(e.span()) },
+            };
+            let name = ident.labelled(VARIABLE);
+            // JSON's `true` / `false` / `null` are valid field names; Python's keywords are not.
+            let field = select! {
+                Tok::Ident(name) = e => Ident { name: name.to_owned(), span: span(e.span()) },
+                Tok::JsonBool(true) = e => Ident { name: "true".into(), span: span(e.span()) },
+                Tok::JsonBool(false) = e => Ident { name: "false".into(), span: span(e.span()) },
+                Tok::JsonNull = e => Ident { name: "null".into(), span: span(e.span()) },
+            }
+            .labelled(FIELD);
 
-    let ident = select! {
-        Tok::Ident(name) = e => Ident { name: name.to_owned(), span: span(e.span()) },
-    };
-    let name = ident.labelled(VARIABLE);
-    // JSON's `true` / `false` / `null` are valid field names; Python's keywords are not.
-    let field = select! {
-        Tok::Ident(name) = e => Ident { name: name.to_owned(), span: span(e.span()) },
-        Tok::JsonBool(true) = e => Ident { name: "true".into(), span: span(e.span()) },
-        Tok::JsonBool(false) = e => Ident { name: "false".into(), span: span(e.span()) },
-        Tok::JsonNull = e => Ident { name: "null".into(), span: span(e.span()) },
-    }
-    .labelled(FIELD);
+            let comp_clauses = comprehension_clauses(name, or_test.clone());
 
-    let comp_clauses = comprehension_clauses(name, or_test.clone());
+            // The first item between brackets may start a comprehension; later ones may not.
+            let item = choice((
+                select! { Tok::Star => "*", Tok::Pow => "**" }
+                    .then(expr.clone())
+                    .validate(|(star, _), e, emitter| {
+                        emitter.emit(custom(
+                            Problem::new(
+                                ProblemKind::Unsupported,
+                                format!("unpacking with `{star}` is not supported"),
+                                span(e.span()),
+                                "unpacking",
+                            )
+                            .help("write the items out, or pass the list itself"),
+                        ));
+                        error_node(e.span())
+                    }),
+                expr.clone(),
+            ));
+            let items = |item: Boxed<'t, 't, I, Expr, Extra<'t, 's>>| {
+                item.clone()
+                    .then(comp_clauses.clone().or_not())
+                    .then(
+                        just(Tok::Comma)
+                            .ignore_then(item)
+                            .repeated()
+                            .collect::<Vec<_>>(),
+                    )
+                    .then(just(Tok::Comma).or_not())
+                    .or_not()
+                    .map(|found| match found {
+                        Some((((first, clauses), rest), comma)) => Items {
+                            first: Some(first),
+                            clauses,
+                            rest,
+                            trailing_comma: comma.is_some(),
+                        },
+                        None => Items {
+                            first: None,
+                            clauses: None,
+                            rest: Vec::new(),
+                            trailing_comma: false,
+                        },
+                    })
+            };
+            let plain_items = items(item.clone().boxed());
+            // `f(x=1)`: tried first, it costs one token of look-ahead when it is not there.
+            let keyword_argument = ident
+                .labelled(EXPRESSION)
+                .then(just(Tok::Assign))
+                .then(expr.clone())
+                .validate(|((name, _), value), e, emitter| {
+                    let fix = Span::new(name.span.start as usize, value.span.start as usize);
+                    emitter.emit(custom(
+                        Problem::new(
+                            ProblemKind::Unsupported,
+                            "keyword arguments are not supported",
+                            span(e.span()),
+                            "keyword argument",
+                        )
+                        .help("pass the argument by position")
+                        .replacement(fix, ""),
+                    ));
+                    error_node(e.span())
+                });
+            let argument_items = items(keyword_argument.or(item.clone()).boxed());
 
-    // The first item between brackets may start a comprehension; later ones may not.
-    let item = choice((
-        select! { Tok::Star => "*", Tok::Pow => "**" }
-            .then(expr.clone())
-            .validate(|(star, _), e, emitter| {
+            let others = [(Tok::LBracket, Tok::RBracket), (Tok::LBrace, Tok::RBrace)];
+            let paren = plain_items
+                .clone()
+                .delimited_by(just(Tok::LParen), just(Tok::RParen))
+                .validate(|items, e, emitter| parenthesised(items, e.span(), emitter))
+                .recover_with(via_parser(nested_delimiters(
+                    Tok::LParen,
+                    Tok::RParen,
+                    others.clone(),
+                    error_node,
+                )));
+            let list = plain_items
+                .clone()
+                .delimited_by(just(Tok::LBracket), just(Tok::RBracket))
+                .validate(|items, e, emitter| bracketed(items, e.span(), emitter))
+                .recover_with(via_parser(nested_delimiters(
+                    Tok::LBracket,
+                    Tok::RBracket,
+                    [(Tok::LParen, Tok::RParen), (Tok::LBrace, Tok::RBrace)],
+                    error_node,
+                )));
+            let braces = nested_delimiters(
+                Tok::LBrace,
+                Tok::RBrace,
+                [(Tok::LParen, Tok::RParen), (Tok::LBracket, Tok::RBracket)],
+                |s| s,
+            )
+            .validate(|s: SimpleSpan, _, emitter| {
                 emitter.emit(custom(
                     Problem::new(
                         ProblemKind::Unsupported,
-                        format!("unpacking with `{star}` is not supported"),
-                        span(e.span()),
-                        "unpacking",
+                        "dict and set literals are not supported",
+                        span(s),
+                        "dict or set",
                     )
-                    .help("write the items out, or pass the list itself"),
+                    .help("to test membership, use a list: `x in ['a', 'b']`"),
                 ));
-                error_node(e.span())
-            }),
-        expr.clone(),
-    ));
-    let items = |item: Boxed<'t, 't, I, Expr, Extra<'t, 's>>| {
-        item.clone()
-            .then(comp_clauses.clone().or_not())
-            .then(
-                just(Tok::Comma)
-                    .ignore_then(item)
-                    .repeated()
-                    .collect::<Vec<_>>(),
-            )
-            .then(just(Tok::Comma).or_not())
-            .or_not()
-            .map(|found| match found {
-                Some((((first, clauses), rest), comma)) => Items {
-                    first: Some(first),
-                    clauses,
-                    rest,
-                    trailing_comma: comma.is_some(),
-                },
-                None => Items {
-                    first: None,
-                    clauses: None,
-                    rest: Vec::new(),
-                    trailing_comma: false,
-                },
-            })
-    };
-    let plain_items = items(item.clone().boxed());
-    // `f(x=1)`: tried first, it costs one token of look-ahead when it is not there.
-    let keyword_argument = ident
-        .labelled(EXPRESSION)
-        .then(just(Tok::Assign))
-        .then(expr.clone())
-        .validate(|((name, _), value), e, emitter| {
-            let fix = Span::new(name.span.start as usize, value.span.start as usize);
-            emitter.emit(custom(
-                Problem::new(
-                    ProblemKind::Unsupported,
-                    "keyword arguments are not supported",
-                    span(e.span()),
-                    "keyword argument",
-                )
-                .help("pass the argument by position")
-                .replacement(fix, ""),
-            ));
-            error_node(e.span())
-        });
-    let argument_items = items(keyword_argument.or(item.clone()).boxed());
+                error_node(s)
+            });
 
-    let others = [(Tok::LBracket, Tok::RBracket), (Tok::LBrace, Tok::RBrace)];
-    let paren = plain_items
-        .clone()
-        .delimited_by(just(Tok::LParen), just(Tok::RParen))
-        .validate(|items, e, emitter| parenthesised(items, e.span(), emitter))
-        .recover_with(via_parser(nested_delimiters(
-            Tok::LParen,
-            Tok::RParen,
-            others.clone(),
-            error_node,
-        )));
-    let list = plain_items
-        .clone()
-        .delimited_by(just(Tok::LBracket), just(Tok::RBracket))
-        .validate(|items, e, emitter| bracketed(items, e.span(), emitter))
-        .recover_with(via_parser(nested_delimiters(
-            Tok::LBracket,
-            Tok::RBracket,
-            [(Tok::LParen, Tok::RParen), (Tok::LBrace, Tok::RBrace)],
-            error_node,
-        )));
-    let braces = nested_delimiters(
-        Tok::LBrace,
-        Tok::RBrace,
-        [(Tok::LParen, Tok::RParen), (Tok::LBracket, Tok::RBracket)],
-        |s| s,
-    )
-    .validate(|s: SimpleSpan, _, emitter| {
-        emitter.emit(custom(
-            Problem::new(
-                ProblemKind::Unsupported,
-                "dict and set literals are not supported",
-                span(s),
-                "dict or set",
-            )
-            .help("to test membership, use a list: `x in ['a', 'b']`"),
-        ));
-        error_node(s)
-    });
-
-    let literal = select! {
-        Tok::Int(value) => ExprKind::Int(value),
-        Tok::Float(value) => ExprKind::Float(value),
-        Tok::Bool(value) => ExprKind::Bool(value),
-        Tok::JsonBool(value) => ExprKind::Bool(value),
-        Tok::None => ExprKind::None,
-        Tok::JsonNull => ExprKind::None,
-        // Already reported by the lexer.
-        Tok::Error => ExprKind::Error,
-        Tok::Unterminated => ExprKind::Error,
-    }
-    .map_with(|kind, e| node(kind, e.span()));
-    let strings = select! { Tok::Str(text) => text }
-        .repeated()
-        .at_least(1)
-        .collect::<Vec<String>>()
-        .map_with(|parts, e| node(ExprKind::Str(parts.concat()), e.span()));
-
-    let reference = just(Tok::Dollar)
-        .to_span()
-        .then(field.or_not())
-        .then(
-            just(Tok::Dot)
-                .ignore_then(field)
-                // A name followed by `(` is a method call on the reference, not a field.
-                .then_ignore(just(Tok::LParen).not())
+            let literal = select! {
+                Tok::Int(value) => ExprKind::Int(value),
+                Tok::Float(value) => ExprKind::Float(value),
+                Tok::Bool(value) => ExprKind::Bool(value),
+                Tok::JsonBool(value) => ExprKind::Bool(value),
+                Tok::None => ExprKind::None,
+                Tok::JsonNull => ExprKind::None,
+                // Already reported by the lexer.
+                Tok::Error => ExprKind::Error,
+                Tok::Unterminated => ExprKind::Error,
+            }
+            .map_with(|kind, e| node(kind, e.span()));
+            let strings = select! { Tok::Str(text) => text }
                 .repeated()
-                .collect::<Vec<_>>(),
-        )
-        .validate(|((dollar, glued), fields), e, emitter| {
-            refs::reference(span(dollar), glued, fields, span(e.span()), |problem| {
-                emitter.emit(custom(problem))
-            })
-        });
+                .at_least(1)
+                .collect::<Vec<String>>()
+                .map_with(|parts, e| node(ExprKind::Str(parts.concat()), e.span()));
 
-    // Reported by the lexer: parse enough to skip them as one operand.
-    let closers = [Tok::RParen, Tok::RBracket, Tok::RBrace, Tok::Comma];
-    let lambda = just(Tok::Lambda)
-        .then(
-            any()
-                .and_is(none_of([
-                    Tok::Colon,
+            let reference = just(Tok::Dollar)
+                .to_span()
+                .then(field.or_not())
+                .then(
+                    just(Tok::Dot)
+                        .ignore_then(field)
+                        // A name followed by `(` is a method call on the reference, not a field.
+                        .then_ignore(just(Tok::LParen).not())
+                        .repeated()
+                        .collect::<Vec<_>>(),
+                )
+                .validate(|((dollar, glued), fields), e, emitter| {
+                    refs::reference(span(dollar), glued, fields, span(e.span()), |problem| {
+                        emitter.emit(custom(problem))
+                    })
+                });
+
+            // Reported by the lexer: parse enough to skip them as one operand.
+            let closers = [Tok::RParen, Tok::RBracket, Tok::RBrace, Tok::Comma];
+            let lambda = just(Tok::Lambda)
+                .then(
+                    any()
+                        .and_is(none_of([
+                            Tok::Colon,
+                            Tok::RParen,
+                            Tok::RBracket,
+                            Tok::RBrace,
+                        ]))
+                        .repeated(),
+                )
+                .then(just(Tok::Colon).then(expr.clone()).or_not())
+                .map_with(|_, e| error_node(e.span()));
+            let yield_ = just(Tok::Yield)
+                .then(expr.clone().or_not())
+                .map_with(|_, e| error_node(e.span()));
+            let statement = just(Tok::Statement)
+                .then(any().and_is(none_of(closers)).repeated())
+                .map_with(|_, e| error_node(e.span()));
+
+            let atom = choice((
+                literal,
+                strings,
+                ident.map(|ident| {
+                    let at = ident.span;
+                    Expr::new(ExprKind::Name(ident), at)
+                }),
+                reference,
+                paren,
+                list,
+                braces,
+                lambda,
+                yield_,
+                statement,
+            ))
+            .labelled(EXPRESSION);
+
+            let call_args = argument_items
+                .delimited_by(just(Tok::LParen), just(Tok::RParen))
+                .map(arguments)
+                .recover_with(via_parser(nested_delimiters(
+                    Tok::LParen,
                     Tok::RParen,
-                    Tok::RBracket,
-                    Tok::RBrace,
-                ]))
-                .repeated(),
-        )
-        .then(just(Tok::Colon).then(expr.clone()).or_not())
-        .map_with(|_, e| error_node(e.span()));
-    let yield_ = just(Tok::Yield)
-        .then(expr.clone().or_not())
-        .map_with(|_, e| error_node(e.span()));
-    let statement = just(Tok::Statement)
-        .then(any().and_is(none_of(closers)).repeated())
-        .map_with(|_, e| error_node(e.span()));
+                    others,
+                    |s| vec![error_node(s)],
+                )));
 
-    let atom = choice((
-        literal,
-        strings,
-        ident.map(|ident| {
-            let at = ident.span;
-            Expr::new(ExprKind::Name(ident), at)
-        }),
-        reference,
-        paren,
-        list,
-        braces,
-        lambda,
-        yield_,
-        statement,
-    ))
-    .labelled(EXPRESSION);
-
-    let call_args = argument_items
-        .delimited_by(just(Tok::LParen), just(Tok::RParen))
-        .map(arguments)
-        .recover_with(via_parser(nested_delimiters(
-            Tok::LParen,
-            Tok::RParen,
-            others,
-            |s| vec![error_node(s)],
-        )));
-
-    let subscript = subscript(expr.clone());
-    let postfix_op = choice((
-        just(Tok::Dot)
-            .ignore_then(field)
-            .then(call_args.clone().or_not())
-            .map(|(name, args)| match args {
-                Some(args) => Postfix::Method(name, args),
-                None => Postfix::Attr(name),
-            }),
-        subscript,
-        call_args.map(Postfix::Call),
-    ))
-    .labelled(OPERATOR);
-    let postfix = atom.foldl_with(postfix_op.repeated(), |base, op, e| {
-        let at = e.span();
-        match op {
-            Postfix::Attr(name) => node(
-                ExprKind::Attr {
-                    base: Box::new(base),
-                    name,
-                },
-                at,
-            ),
-            Postfix::Method(name, args) => node(
-                ExprKind::Method {
-                    receiver: Box::new(base),
-                    name,
-                    args,
-                },
-                at,
-            ),
-            Postfix::Index(index) => node(
-                ExprKind::Index {
-                    base: Box::new(base),
-                    index: Box::new(index),
-                },
-                at,
-            ),
-            Postfix::BadIndex => error_node(at),
-            Postfix::Call(args) => match base.kind {
-                ExprKind::Name(func) => node(ExprKind::Call { func, args }, at),
-                ExprKind::Error => error_node(at),
-                _ => {
-                    e.emit(custom(
+            let subscript = subscript(expr.clone());
+            let postfix_op = choice((
+                just(Tok::Dot)
+                    .ignore_then(field)
+                    .then(call_args.clone().or_not())
+                    .map(|(name, args)| match args {
+                        Some(args) => Postfix::Method(name, args),
+                        None => Postfix::Attr(name),
+                    }),
+                subscript,
+                call_args.map(Postfix::Call),
+            ))
+            .labelled(OPERATOR);
+            let postfix = atom.foldl_with(postfix_op.repeated(), |base, op, e| {
+                let at = e.span();
+                match op {
+                    Postfix::Attr(name) => node(
+                        ExprKind::Attr {
+                            base: Box::new(base),
+                            name,
+                        },
+                        at,
+                    ),
+                    Postfix::Method(name, args) => node(
+                        ExprKind::Method {
+                            receiver: Box::new(base),
+                            name,
+                            args,
+                        },
+                        at,
+                    ),
+                    Postfix::Index(index) => node(
+                        ExprKind::Index {
+                            base: Box::new(base),
+                            index: Box::new(index),
+                        },
+                        at,
+                    ),
+                    Postfix::BadIndex => error_node(at),
+                    Postfix::Call(args) => match base.kind {
+                        ExprKind::Name(func) => node(ExprKind::Call { func, args }, at),
+                        ExprKind::Error => error_node(at),
+                        _ => {
+                            e.emit(custom(
                         Problem::new(
                             ProblemKind::Unsupported,
                             "only functions and methods can be called",
@@ -318,195 +319,197 @@ where
                              as in `x.lower()`",
                         ),
                     ));
-                    error_node(at)
+                            error_node(at)
+                        }
+                    },
                 }
-            },
-        }
-    });
+            });
 
-    let power = postfix
-        .then(
-            just(Tok::Pow)
-                .to_span()
-                .then(required(unary.clone()))
-                .or_not(),
-        )
-        .validate(|(base, power), e, emitter| match power {
-            None => base,
-            Some((op, _)) => {
-                emitter.emit(custom(
-                    Problem::new(
-                        ProblemKind::Unsupported,
-                        "the power operator `**` is not supported",
-                        span(op),
-                        "power",
+            let unary = recursive(|unary: Handle<'t, 's, I>| {
+                let power = postfix
+                    .then(
+                        just(Tok::Pow)
+                            .to_span()
+                            .then(required(unary.clone()))
+                            .or_not(),
                     )
-                    .help("multiply instead, as in `x * x`"),
-                ));
-                error_node(e.span())
+                    .validate(|(base, power), e, emitter| match power {
+                        None => base,
+                        Some((op, _)) => {
+                            emitter.emit(custom(
+                                Problem::new(
+                                    ProblemKind::Unsupported,
+                                    "the power operator `**` is not supported",
+                                    span(op),
+                                    "power",
+                                )
+                                .help("multiply instead, as in `x * x`"),
+                            ));
+                            error_node(e.span())
+                        }
+                    });
+
+                let prefix_op = select! {
+                    Tok::Minus => Some(UnaryOp::Neg),
+                    Tok::Plus => Some(UnaryOp::Pos),
+                    // `~`, reported by the lexer.
+                    Tok::Tilde => None,
+                };
+                choice((
+                    prefix_op
+                        .then(required(unary.clone()))
+                        .map_with(|(op, operand), e| prefix(op, operand, e.span())),
+                    power,
+                ))
+                .labelled(EXPRESSION)
+            });
+
+            let mul_op = select! {
+                Tok::Star => Some(BinaryOp::Mul),
+                Tok::Slash => Some(BinaryOp::Div),
+                Tok::DoubleSlash => Some(BinaryOp::FloorDiv),
+                Tok::Percent => Some(BinaryOp::Mod),
+                // `@`, reported by the lexer.
+                Tok::At => None,
             }
+            .labelled(OPERATOR);
+            let term = unary.clone().foldl_with(
+                mul_op.then(required(unary.clone())).repeated(),
+                |lhs, (op, rhs), e| binary(op, lhs, rhs, e.span()),
+            );
+            let add_op = select! {
+                Tok::Plus => Some(BinaryOp::Add),
+                Tok::Minus => Some(BinaryOp::Sub),
+            }
+            .labelled(OPERATOR);
+            let arith = term.clone().foldl_with(
+                add_op.then(required(term.clone())).repeated(),
+                |lhs, (op, rhs), e| binary(op, lhs, rhs, e.span()),
+            );
+            // Bitwise operators, reported by the lexer; they bind tighter than comparisons.
+            let bitwise = arith.clone().foldl_with(
+                select! { Tok::BitOp(_) => () }
+                    .labelled(OPERATOR)
+                    .then(required(arith.clone()))
+                    .repeated(),
+                |_, _, e| error_node(e.span()),
+            );
+
+            let compare_op = choice((
+                select! {
+                    Tok::EqEq => CompareOp::Eq,
+                    Tok::NotEq => CompareOp::Ne,
+                    Tok::Lt => CompareOp::Lt,
+                    Tok::Le => CompareOp::Le,
+                    Tok::Gt => CompareOp::Gt,
+                    Tok::Ge => CompareOp::Ge,
+                    Tok::In => CompareOp::In,
+                    // `<>`, reported by the lexer.
+                    Tok::LtGt => CompareOp::Ne,
+                },
+                just(Tok::Not).then(just(Tok::In)).to(CompareOp::NotIn),
+                just(Tok::Is)
+                    .ignore_then(just(Tok::Not).or_not())
+                    .map(|not| match not {
+                        Some(_) => CompareOp::IsNot,
+                        None => CompareOp::Is,
+                    }),
+                just(Tok::Assign).validate(|_, e, emitter| {
+                    let at = span(e.span());
+                    emitter.emit(custom(
+                        Problem::new(
+                            ProblemKind::Unsupported,
+                            "assignment (`=`) is not supported in an expression",
+                            at,
+                            "assignment",
+                        )
+                        .help("use `==` to compare")
+                        .replacement(at, "=="),
+                    ));
+                    CompareOp::Eq
+                }),
+            ))
+            .map_with(|op, e| (op, span(e.span())))
+            .labelled(OPERATOR);
+            let comparison = bitwise
+                .clone()
+                .then(
+                    compare_op
+                        .then(required(bitwise))
+                        .map(|((op, op_span), rhs)| Comparison { op, op_span, rhs })
+                        .repeated()
+                        .collect::<Vec<_>>(),
+                )
+                .map_with(|(first, rest), e| {
+                    if rest.is_empty() {
+                        first
+                    } else {
+                        node(
+                            ExprKind::Compare {
+                                first: Box::new(first),
+                                rest,
+                            },
+                            e.span(),
+                        )
+                    }
+                });
+
+            let not_op = just(Tok::Not).or(just(Tok::Bang));
+            let not_test = recursive(|not_test: Handle<'t, 's, I>| {
+                choice((
+                    not_op
+                        .then(required(not_test.clone()))
+                        .map_with(|(_, operand), e| prefix(Some(UnaryOp::Not), operand, e.span())),
+                    comparison,
+                ))
+                .labelled(EXPRESSION)
+            });
+            let and_op = just(Tok::And).or(just(Tok::AndAnd)).labelled(OPERATOR);
+            let and_test = not_test.clone().foldl_with(
+                and_op.then(required(not_test.clone())).repeated(),
+                |lhs, (_, rhs), e| logical(LogicalOp::And, lhs, rhs, e.span()),
+            );
+            let or_op = just(Tok::Or).or(just(Tok::OrOr)).labelled(OPERATOR);
+            and_test.clone().foldl_with(
+                or_op.then(required(and_test)).repeated(),
+                |lhs, (_, rhs), e| logical(LogicalOp::Or, lhs, rhs, e.span()),
+            )
         });
 
-    let prefix_op = select! {
-        Tok::Minus => Some(UnaryOp::Neg),
-        Tok::Plus => Some(UnaryOp::Pos),
-        // `~`, reported by the lexer.
-        Tok::Tilde => None,
-    };
-    unary.define(
-        choice((
-            prefix_op
-                .then(required(unary.clone()))
-                .map_with(|(op, operand), e| prefix(op, operand, e.span())),
-            power,
-        ))
-        .labelled(EXPRESSION),
-    );
-
-    let mul_op = select! {
-        Tok::Star => Some(BinaryOp::Mul),
-        Tok::Slash => Some(BinaryOp::Div),
-        Tok::DoubleSlash => Some(BinaryOp::FloorDiv),
-        Tok::Percent => Some(BinaryOp::Mod),
-        // `@`, reported by the lexer.
-        Tok::At => None,
-    }
-    .labelled(OPERATOR);
-    let term = unary.clone().foldl_with(
-        mul_op.then(required(unary.clone())).repeated(),
-        |lhs, (op, rhs), e| binary(op, lhs, rhs, e.span()),
-    );
-    let add_op = select! {
-        Tok::Plus => Some(BinaryOp::Add),
-        Tok::Minus => Some(BinaryOp::Sub),
-    }
-    .labelled(OPERATOR);
-    let arith = term.clone().foldl_with(
-        add_op.then(required(term.clone())).repeated(),
-        |lhs, (op, rhs), e| binary(op, lhs, rhs, e.span()),
-    );
-    // Bitwise operators, reported by the lexer; they bind tighter than comparisons.
-    let bitwise = arith.clone().foldl_with(
-        select! { Tok::BitOp(_) => () }
-            .labelled(OPERATOR)
-            .then(required(arith.clone()))
-            .repeated(),
-        |_, _, e| error_node(e.span()),
-    );
-
-    let compare_op = choice((
-        select! {
-            Tok::EqEq => CompareOp::Eq,
-            Tok::NotEq => CompareOp::Ne,
-            Tok::Lt => CompareOp::Lt,
-            Tok::Le => CompareOp::Le,
-            Tok::Gt => CompareOp::Gt,
-            Tok::Ge => CompareOp::Ge,
-            Tok::In => CompareOp::In,
-            // `<>`, reported by the lexer.
-            Tok::LtGt => CompareOp::Ne,
-        },
-        just(Tok::Not).then(just(Tok::In)).to(CompareOp::NotIn),
-        just(Tok::Is)
-            .ignore_then(just(Tok::Not).or_not())
-            .map(|not| match not {
-                Some(_) => CompareOp::IsNot,
-                None => CompareOp::Is,
-            }),
-        just(Tok::Assign).validate(|_, e, emitter| {
-            let at = span(e.span());
-            emitter.emit(custom(
-                Problem::new(
-                    ProblemKind::Unsupported,
-                    "assignment (`=`) is not supported in an expression",
-                    at,
-                    "assignment",
-                )
-                .help("use `==` to compare")
-                .replacement(at, "=="),
-            ));
-            CompareOp::Eq
-        }),
-    ))
-    .map_with(|op, e| (op, span(e.span())))
-    .labelled(OPERATOR);
-    let comparison = bitwise
-        .clone()
-        .then(
-            compare_op
-                .then(required(bitwise))
-                .map(|((op, op_span), rhs)| Comparison { op, op_span, rhs })
-                .repeated()
-                .collect::<Vec<_>>(),
-        )
-        .map_with(|(first, rest), e| {
-            if rest.is_empty() {
-                first
-            } else {
-                node(
-                    ExprKind::Compare {
-                        first: Box::new(first),
-                        rest,
+        let conditional = or_test
+            .clone()
+            .then(
+                just(Tok::If)
+                    .labelled(OPERATOR)
+                    .ignore_then(required(or_test.clone()))
+                    .then_ignore(just(Tok::Else))
+                    .then(required(expr.clone()))
+                    .or_not(),
+            )
+            .map_with(|(then, rest), e| match rest {
+                None => then,
+                Some((condition, otherwise)) => node(
+                    ExprKind::Conditional {
+                        then: Box::new(then),
+                        condition: Box::new(condition),
+                        otherwise: Box::new(otherwise),
                     },
                     e.span(),
-                )
-            }
-        });
-
-    let not_op = just(Tok::Not).or(just(Tok::Bang));
-    not_test.define(
-        choice((
-            not_op
-                .then(required(not_test.clone()))
-                .map_with(|(_, operand), e| prefix(Some(UnaryOp::Not), operand, e.span())),
-            comparison,
-        ))
-        .labelled(EXPRESSION),
-    );
-    let and_op = just(Tok::And).or(just(Tok::AndAnd)).labelled(OPERATOR);
-    let and_test = not_test.clone().foldl_with(
-        and_op.then(required(not_test.clone())).repeated(),
-        |lhs, (_, rhs), e| logical(LogicalOp::And, lhs, rhs, e.span()),
-    );
-    let or_op = just(Tok::Or).or(just(Tok::OrOr)).labelled(OPERATOR);
-    or_test.define(and_test.clone().foldl_with(
-        or_op.then(required(and_test)).repeated(),
-        |lhs, (_, rhs), e| logical(LogicalOp::Or, lhs, rhs, e.span()),
-    ));
-
-    let conditional = or_test
-        .clone()
-        .then(
-            just(Tok::If)
-                .labelled(OPERATOR)
-                .ignore_then(required(or_test.clone()))
-                .then_ignore(just(Tok::Else))
-                .then(required(expr.clone()))
-                .or_not(),
-        )
-        .map_with(|(then, rest), e| match rest {
-            None => then,
-            Some((condition, otherwise)) => node(
-                ExprKind::Conditional {
-                    then: Box::new(then),
-                    condition: Box::new(condition),
-                    otherwise: Box::new(otherwise),
-                },
-                e.span(),
-            ),
-        });
-    // `:=`, reported by the lexer.
-    expr.define(
+                ),
+            });
+        // `:=`, reported by the lexer.
         conditional
             .then(just(Tok::Walrus).then(required(expr.clone())).or_not())
             .map_with(|(value, walrus), e| match walrus {
                 None => value,
                 Some(_) => error_node(e.span()),
             })
-            .labelled(EXPRESSION),
-    );
-    expr
+            .labelled(EXPRESSION)
+    })
 }
+
+/// The weak handle a `recursive` closure receives.
+type Handle<'t, 's, I> = Recursive<Direct<'t, 't, I, Expr, Extra<'t, 's>>>;
 
 /// A statement keyword at the start (`if x: …`, `for x in y: …`), reported as one problem
 /// for the whole text; otherwise the expression.
