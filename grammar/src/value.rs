@@ -377,15 +377,27 @@ fn word4(s: &[u8], at: usize) -> u32 {
 /// for most keys); larger ones use the map's search.
 #[inline]
 pub(crate) fn field_of<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    field_of_inline(map, key)
+}
+
+/// [`field_of`], always inlined (the evaluator's fast path).
+#[inline(always)]
+pub(crate) fn field_of_inline<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     if map.len() <= SCAN_FIELDS {
-        map.iter().find(|(k, _)| str_eq(k, key)).map(|(_, v)| v)
+        for (k, v) in map {
+            if str_eq(k, key) {
+                return Some(v);
+            }
+        }
+        None
     } else {
         map.get(key)
     }
 }
 
-/// Objects up to this many fields are scanned rather than searched.
-const SCAN_FIELDS: usize = 8;
+/// Objects up to this many fields (one B-tree leaf) are scanned rather than searched: the
+/// scan wins even when every key has the target's length.
+const SCAN_FIELDS: usize = 11;
 
 /// Python's exact comparison of an int with a float (no rounding of the int).
 fn cmp_int_float(i: i64, f: f64) -> Option<Ordering> {

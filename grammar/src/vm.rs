@@ -5,6 +5,7 @@
 //! on them, and only what the expression builds is allocated.
 
 use std::borrow::Cow;
+use std::mem::ManuallyDrop;
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -13,6 +14,7 @@ use serde_json::{Map, Value};
 use crate::ast::{BinaryOp, CompareOp, UnaryOp};
 use crate::calls;
 use crate::compile::{Builtin, Op, Program};
+use crate::fast::{self, Fv};
 use crate::span::Span;
 use crate::value::{self, Failure, Fault, Meter, Seq, Val, field_of, str_eq};
 
@@ -25,7 +27,26 @@ pub struct Bindings<'a> {
     inline: [Option<(&'a str, &'a Value)>; INLINE_NAMES],
     input: Option<&'a Value>,
     /// Names with owned keys or past the inline ones, and step outputs.
-    extra: Option<Box<Extra<'a>>>,
+    extra: Spill<'a>,
+}
+
+/// The side table of [`Bindings`], when there is one. Dropping an empty one is one inline
+/// test, not a call to drop glue.
+#[derive(Clone, Debug, Default)]
+struct Spill<'a>(ManuallyDrop<Option<Box<Extra<'a>>>>);
+
+impl Drop for Spill<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.0.is_some() {
+            drop_spill(std::mem::take(&mut *self.0));
+        }
+    }
+}
+
+#[inline(never)]
+fn drop_spill(extra: Option<Box<Extra<'_>>>) {
+    drop(extra);
 }
 
 /// How many names [`Bindings`] holds without allocating.
@@ -35,6 +56,16 @@ const INLINE_NAMES: usize = 3;
 struct Extra<'a> {
     names: Vec<(Cow<'a, str>, &'a Value)>,
     steps: Vec<(Cow<'a, str>, &'a Value)>,
+}
+
+impl<'a> Extra<'a> {
+    #[inline(never)]
+    fn name(&self, name: &str) -> Option<&'a Value> {
+        self.names
+            .iter()
+            .find(|(key, _)| str_eq(key, name))
+            .map(|(_, value)| *value)
+    }
 }
 
 impl<'a> Bindings<'a> {
@@ -58,7 +89,7 @@ impl<'a> Bindings<'a> {
                 return;
             }
         }
-        if let Some(extra) = &mut self.extra
+        if let Some(extra) = &mut *self.extra.0
             && let Some((_, bound)) = extra.names.iter_mut().find(|(key, _)| str_eq(key, &name))
         {
             *bound = value;
@@ -70,7 +101,7 @@ impl<'a> Bindings<'a> {
             *free = Some((key, value));
             return;
         }
-        let extra = self.extra.get_or_insert_with(Box::default);
+        let extra = self.extra.0.get_or_insert_with(Box::default);
         extra.names.push((name, value));
     }
 
@@ -84,7 +115,7 @@ impl<'a> Bindings<'a> {
     /// Binds `$.steps.<id>.output`.
     pub fn step(mut self, id: impl Into<Cow<'a, str>>, output: &'a Value) -> Bindings<'a> {
         let id = id.into();
-        let steps = &mut self.extra.get_or_insert_with(Box::default).steps;
+        let steps = &mut self.extra.0.get_or_insert_with(Box::default).steps;
         match steps.iter_mut().find(|(key, _)| *key == id) {
             Some((_, slot)) => *slot = output,
             None => steps.push((id, output)),
@@ -100,12 +131,7 @@ impl<'a> Bindings<'a> {
                 return Some(*value);
             }
         }
-        self.extra
-            .as_ref()?
-            .names
-            .iter()
-            .find(|(key, _)| str_eq(key, name))
-            .map(|(_, value)| *value)
+        self.extra.0.as_ref()?.name(name)
     }
 
     #[inline]
@@ -115,6 +141,7 @@ impl<'a> Bindings<'a> {
 
     pub fn get_step(&self, id: &str) -> Option<&'a Value> {
         self.extra
+            .0
             .as_ref()?
             .steps
             .iter()
@@ -199,6 +226,9 @@ pub struct EvalError {
 impl Program {
     /// Evaluates the program over `bindings`.
     pub fn evaluate(&self, bindings: &Bindings<'_>, limits: &Limits) -> Result<Value, EvalError> {
+        if let Some(value) = fast::run(self, bindings, limits).and_then(Fv::to_json) {
+            return Ok(value);
+        }
         let (result, _) = run_from(self, 0, bindings, limits, &mut NoTrace);
         let value = result?;
         value
@@ -213,6 +243,9 @@ impl Program {
         bindings: &Bindings<'_>,
         limits: &Limits,
     ) -> Result<bool, EvalError> {
+        if let Some(value) = fast::run(self, bindings, limits) {
+            return Ok(value.truthy());
+        }
         let (result, _) = run_from(self, 0, bindings, limits, &mut NoTrace);
         Ok(result?.truthy())
     }
@@ -867,7 +900,12 @@ fn compare_const<'a>(
     Ok(result)
 }
 
-fn binary<'a>(op: BinaryOp, a: &Val<'a>, b: &Val<'a>, meter: &mut Meter) -> Result<Val<'a>, Fault> {
+pub(crate) fn binary<'a>(
+    op: BinaryOp,
+    a: &Val<'a>,
+    b: &Val<'a>,
+    meter: &mut Meter,
+) -> Result<Val<'a>, Fault> {
     match op {
         BinaryOp::Add => value::add(a, b, meter),
         BinaryOp::Sub => value::sub(a, b),
@@ -904,7 +942,12 @@ fn fast_compare(op: CompareOp, a: &Val<'_>, b: &Val<'_>) -> Option<bool> {
     }
 }
 
-fn compare_op(op: CompareOp, a: &Val<'_>, b: &Val<'_>, meter: &mut Meter) -> Result<bool, Fault> {
+pub(crate) fn compare_op(
+    op: CompareOp,
+    a: &Val<'_>,
+    b: &Val<'_>,
+    meter: &mut Meter,
+) -> Result<bool, Fault> {
     use std::cmp::Ordering::{Equal, Greater, Less};
     Ok(match op {
         CompareOp::Eq => value::equal(a, b, meter)?,
@@ -1123,7 +1166,7 @@ fn field<'a>(program: &Program, pc: usize, base: &Val<'a>, name: &str) -> Result
 }
 
 /// `base[index]`.
-fn subscript<'a>(
+pub(crate) fn subscript<'a>(
     program: &Program,
     pc: usize,
     base: &Val<'a>,

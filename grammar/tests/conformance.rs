@@ -570,6 +570,53 @@ fn show(value: &Option<Value>) -> String {
     }
 }
 
+/// `evaluate` and `evaluate_bool` take a fast path for programs that only read and compare,
+/// falling back to the general VM; `explain` always runs the general VM. They must agree on
+/// every row, folded and unfolded, with the default budget and with every budget small
+/// enough to run out part-way (the same error, at the same op).
+#[test]
+fn fast_path_agrees_with_the_general_vm() {
+    let root = root();
+    let mut failures = Vec::new();
+    for case in cases(ROWS).iter().chain(&cases(RUST_ONLY)) {
+        let expr = parse(case.expr);
+        let bindings = bindings(&case.bindings);
+        for program in [
+            compile(&expr, case.expr),
+            compile_unfolded(&expr, case.expr),
+        ] {
+            let budgets = (0..=24).chain([Limits::default().instructions]);
+            for budget in budgets {
+                let limits = Limits {
+                    instructions: budget,
+                    ..Limits::default().with_root(&root)
+                };
+                let general = program.explain(&bindings, &limits);
+                let value = program.evaluate(&bindings, &limits);
+                if value != general.outcome {
+                    failures.push(format!(
+                        "`{}` (budget {budget}): evaluate gave {value:?}, the general VM {:?}",
+                        case.expr, general.outcome
+                    ));
+                }
+                let truth = program.evaluate_bool(&bindings, &limits);
+                let same = match (&truth, &general.outcome) {
+                    (Ok(truth), Ok(_)) => *truth == general.held(),
+                    (Err(a), Err(b)) => a == b,
+                    _ => false,
+                };
+                if !same {
+                    failures.push(format!(
+                        "`{}` (budget {budget}): evaluate_bool gave {truth:?}, the general VM {:?}",
+                        case.expr, general.outcome
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn table_has_enough_rows() {
     assert!(ROWS.len() >= 160, "{} rows", ROWS.len());
@@ -762,20 +809,35 @@ mod random_bindings {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
-        /// Every expression of the table over arbitrary values: no panic, and folding does not
-        /// change the outcome.
+        /// Every expression of the table over arbitrary values: no panic, folding does not
+        /// change the outcome, and the fast path of `evaluate` agrees with the general VM
+        /// (`explain`), also when a small budget runs out.
         #[test]
-        fn table_expressions_over_random_values(row in 0..super::ROWS.len(), result in value(), x in value()) {
+        fn table_expressions_over_random_values(
+            row in 0..super::ROWS.len(),
+            result in value(),
+            x in value(),
+            budget in prop_oneof![0u64..24, Just(100_000u64)],
+        ) {
             let source = super::ROWS[row].0;
             let expr = super::parse(source);
             let bindings = Bindings::new().name("result", &result).name("x", &x).name("item", &x).input(&x).step("s1", &result);
             let limits = Limits { instructions: 100_000, ..Limits::default() };
-            let folded = compile(&expr, source).evaluate(&bindings, &limits);
+            let program = compile(&expr, source);
+            let folded = program.evaluate(&bindings, &limits);
             let unfolded = compile_unfolded(&expr, source).evaluate(&bindings, &limits);
             match (&folded, &unfolded) {
                 (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
                 (Err(a), Err(b)) => prop_assert_eq!(a.kind, b.kind),
                 _ => prop_assert!(false, "`{}`: {:?} vs {:?}", source, folded, unfolded),
+            }
+            let limits = Limits { instructions: budget, ..Limits::default() };
+            let general = program.explain(&bindings, &limits);
+            prop_assert_eq!(&program.evaluate(&bindings, &limits), &general.outcome, "`{}`", source);
+            match (program.evaluate_bool(&bindings, &limits), &general.outcome) {
+                (Ok(truth), Ok(_)) => prop_assert_eq!(truth, general.held(), "`{}`", source),
+                (Err(a), Err(b)) => prop_assert_eq!(&a, b, "`{}`", source),
+                (a, b) => prop_assert!(false, "`{}`: {:?} vs {:?}", source, a, b),
             }
         }
     }
