@@ -226,8 +226,15 @@ pub struct EvalError {
 impl Program {
     /// Evaluates the program over `bindings`.
     pub fn evaluate(&self, bindings: &Bindings<'_>, limits: &Limits) -> Result<Value, EvalError> {
-        if let Some(value) = fast::run(self, bindings, limits).and_then(Fv::to_json) {
-            return Ok(value);
+        match fast::run(self, bindings, limits) {
+            // The usual result, built in place.
+            Some(Fv::Bool(b)) => return Ok(Value::Bool(b)),
+            Some(value) => {
+                if let Some(json) = value.to_json() {
+                    return Ok(json);
+                }
+            }
+            None => {}
         }
         let (result, _) = run_from(self, 0, bindings, limits, &mut NoTrace);
         let value = result?;
