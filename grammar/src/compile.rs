@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::ast::{BinaryOp, CompareOp, Expr, ExprKind, Generator, Ident, RefRoot, UnaryOp};
+use crate::fast::FastOps;
 use crate::span::Span;
 use crate::value::{SeqKind, Val};
 use crate::vm::{self, Bindings, Limits, NoTrace};
@@ -261,6 +262,7 @@ pub struct PathField {
 
 /// A compiled expression.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(from = "ProgramData")]
 pub struct Program {
     /// The expression's text; spans index into it.
     pub(crate) source: String,
@@ -279,9 +281,52 @@ pub struct Program {
     pub(crate) leaves: Vec<(u32, Span)>,
     /// The number of generator-variable slots.
     pub(crate) locals: u32,
+    /// The ops as the evaluator's fast path runs them ([`FastOps`]): derived from the fields
+    /// above once the program is complete (by [`compile`], [`compile_unfolded`] and when
+    /// deserialising), never serialised. Whatever changes the ops must derive it again.
+    #[serde(skip)]
+    pub(crate) fast: FastOps,
+}
+
+/// What a serialised [`Program`] holds: all but its [`FastOps`], which are derived again.
+#[derive(Deserialize)]
+struct ProgramData {
+    source: String,
+    ops: Vec<Op>,
+    spans: Vec<Span>,
+    constants: Vec<Value>,
+    strings: Vec<String>,
+    paths: Vec<Vec<PathField>>,
+    bases: Vec<(u32, Span)>,
+    leaves: Vec<(u32, Span)>,
+    locals: u32,
+}
+
+impl From<ProgramData> for Program {
+    fn from(data: ProgramData) -> Program {
+        Program {
+            source: data.source,
+            ops: data.ops,
+            spans: data.spans,
+            constants: data.constants,
+            strings: data.strings,
+            paths: data.paths,
+            bases: data.bases,
+            leaves: data.leaves,
+            locals: data.locals,
+            fast: FastOps::default(),
+        }
+        .planned()
+    }
 }
 
 impl Program {
+    /// The program with its [`FastOps`] derived from its ops: the last step of building one.
+    fn planned(mut self) -> Program {
+        self.fast = FastOps::new(&self);
+        self
+    }
+
     /// The expression's source text.
     pub fn source(&self) -> &str {
         &self.source
@@ -385,13 +430,14 @@ pub fn compile(expr: &Expr, source: &str) -> Program {
             bases: Vec::new(),
             leaves: Vec::new(),
             locals: 0,
+            fast: FastOps::default(),
         },
         scopes: Vec::new(),
         fold_budget: FOLD_BUDGET,
         fold: true,
     };
     compiler.expr(expr, Place::Root);
-    compiler.program
+    compiler.program.planned()
 }
 
 /// Compiles without constant folding (tests compare folded and unfolded evaluation).
@@ -407,13 +453,14 @@ pub fn compile_unfolded(expr: &Expr, source: &str) -> Program {
             bases: Vec::new(),
             leaves: Vec::new(),
             locals: 0,
+            fast: FastOps::default(),
         },
         scopes: Vec::new(),
         fold_budget: 0,
         fold: false,
     };
     compiler.expr(expr, Place::Root);
-    compiler.program
+    compiler.program.planned()
 }
 
 /// Where a sub-expression stands, for choosing the leaves an explanation reports.

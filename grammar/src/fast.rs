@@ -6,19 +6,24 @@
 //! and objects borrowed from the bindings or the constants — on a small inline stack: no
 //! allocation, no reference counting, no drop glue.
 //!
+//! It runs the program's [`FastOps`], derived from its ops once when the program is built:
+//! each load (a name, `name.field`, a `$`-reference) is fused with the `len(…)` and the
+//! comparison with a constant that consume it into one step, scalar constants are converted,
+//! jumps aim at steps. A program that is only such comparisons joined by `and` / `or` is run
+//! without a stack at all. A program with an op this path never runs (a generator, a tuple or
+//! list display, a file built-in) has no fast ops and goes straight to the general VM.
+//!
 //! It computes only what it can without building a value, and only successful evaluations.
-//! For anything else — a generator, a tuple, a string or list that an operation builds, a
-//! file built-in, any error, the budget running out, a stack deeper than [`DEPTH`] — it
-//! returns `None`, and the caller evaluates the program again with the general VM
-//! ([`crate::vm`]) from the start. Evaluation has no effects, so starting again is safe; the
-//! work done here is lost, which is why the unsupported ops are rare in the expressions that
-//! take this path.
+//! For anything else — a string or list that an operation builds, any error, the budget
+//! running out, a stack deeper than [`DEPTH`] — it returns `None`, and the caller evaluates
+//! the program again with the general VM ([`crate::vm`]) from the start. Evaluation has no
+//! effects, so starting again is safe; only the work done here is lost.
 //!
 //! The general VM is the reference. Where this returns a value, the general VM returns the
-//! same value, having charged the budget the same amounts: this path charges one unit per op
-//! and leaves every other charge to the same functions of [`crate::value`], [`crate::calls`]
-//! and [`crate::vm`] that the general VM calls (tests compare the two on the conformance
-//! table and on random programs).
+//! same value, having charged the budget the same amounts: each step charges the ops it
+//! stands for, and every other charge is left to the same functions of [`crate::value`],
+//! [`crate::calls`] and [`crate::vm`] that the general VM calls (tests compare the two on the
+//! conformance table, at every small budget, and on random programs and values).
 
 use serde_json::{Number, Value};
 
@@ -160,6 +165,318 @@ fn metered<T>(fuel: u64, limits: &Limits, f: impl FnOnce(&mut Meter) -> T) -> (T
     (result, meter.remaining)
 }
 
+/// A program's ops as the fast path runs them: every load fused with the `len(…)` and the
+/// comparison with a constant (alone or deciding an `and` / `or`) that consume it, scalar
+/// constants converted, jumps aimed at steps. Derived from the ops once, when the program is
+/// built; empty when the program has an op the fast path never runs (a generator, a tuple or
+/// list display, a file built-in, `Fail`), or is malformed: then evaluation goes straight to
+/// the general VM.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct FastOps {
+    steps: Vec<Step>,
+    /// Every step is a test with a comparison, and every jump goes to the end: the program
+    /// is comparisons joined by `and` / `or` (`a > 0.7 and len(b) > 0`), run without a stack.
+    chain: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Step {
+    /// A load, maybe its `len`, maybe compared with a constant, maybe jumping when the
+    /// comparison is `when` (with the result) and else going on (without it).
+    Test {
+        load: Load,
+        len: bool,
+        compare: Option<(CompareOp, Scalar)>,
+        jump: Option<(bool, u32)>,
+        /// The ops it stands for (what it charges).
+        ops: u8,
+    },
+    /// A comparison with a constant that decides an `and` / `or`, of a computed value.
+    CompareJump {
+        op: CompareOp,
+        rhs: Scalar,
+        when: bool,
+        to: u32,
+    },
+    Jump(u32),
+    JumpIfFalseOrPop(u32),
+    JumpIfTrueOrPop(u32),
+    PopJumpIfFalse(u32),
+    /// Any other op this path runs (none of them jumps).
+    Op(Op),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Load {
+    Name(u32),
+    /// `name.field`, the usual path: `strings[field]` without the `paths` table.
+    Field {
+        name: u32,
+        field: u32,
+    },
+    Path {
+        name: u32,
+        path: u32,
+    },
+    Input(u32),
+    Step {
+        step: u32,
+        path: u32,
+    },
+}
+
+/// A constant: a scalar converted once, or a string, list or object borrowed at run time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Scalar {
+    None,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Const(u32),
+}
+
+impl Scalar {
+    fn new(program: &Program, index: u32) -> Option<Scalar> {
+        Some(
+            match Fv::from_json(program.constants.get(index as usize)?) {
+                Fv::None => Scalar::None,
+                Fv::Bool(b) => Scalar::Bool(b),
+                Fv::Int(i) => Scalar::Int(i),
+                Fv::Float(f) => Scalar::Float(f),
+                Fv::Str(_) | Fv::Json(_) => Scalar::Const(index),
+            },
+        )
+    }
+
+    #[inline(always)]
+    fn fv(self, program: &Program) -> Option<Fv<'_>> {
+        Some(match self {
+            Scalar::None => Fv::None,
+            Scalar::Bool(b) => Fv::Bool(b),
+            Scalar::Int(i) => Fv::Int(i),
+            Scalar::Float(f) => Fv::Float(f),
+            Scalar::Const(i) => Fv::from_json(program.constants.get(i as usize)?),
+        })
+    }
+}
+
+impl FastOps {
+    /// The fast path's form of `program`'s ops (empty if it cannot run them).
+    pub(crate) fn new(program: &Program) -> FastOps {
+        FastOps::build(program).unwrap_or_default()
+    }
+
+    fn build(program: &Program) -> Option<FastOps> {
+        let ops = program.ops.as_slice();
+        // Where jumps land: a fused group must not be entered in its middle.
+        let mut target = vec![false; ops.len() + 1];
+        for (pc, op) in ops.iter().enumerate() {
+            if !runs(op) {
+                return None;
+            }
+            if let Some(offset) = jump_offset(op) {
+                *target.get_mut(jump(pc, offset)?)? = true;
+            }
+        }
+        let lands = |pc: usize| target.get(pc).copied().unwrap_or(true);
+        // Each step, and the op index its jump aims at (re-aimed at steps below).
+        let mut steps: Vec<(Step, Option<usize>)> = Vec::with_capacity(ops.len());
+        // The step each op index starts (for the ops that start one, and the end).
+        let mut step_at = vec![u32::MAX; ops.len() + 1];
+        let mut pc = 0;
+        while let Some(op) = ops.get(pc) {
+            *step_at.get_mut(pc)? = u32::try_from(steps.len()).ok()?;
+            let load = match *op {
+                Op::Name(i) => Some(Load::Name(i)),
+                Op::Path { name, path } => {
+                    Some(match program.paths.get(path as usize)?.as_slice() {
+                        [field] => Load::Field {
+                            name,
+                            field: field.name,
+                        },
+                        _ => Load::Path { name, path },
+                    })
+                }
+                Op::Input(path) => Some(Load::Input(path)),
+                Op::Step { step, path } => Some(Load::Step { step, path }),
+                _ => None,
+            };
+            let Some(load) = load else {
+                let to = jump_offset(op).and_then(|offset| jump(pc, offset));
+                let step = match *op {
+                    Op::CompareConstJump {
+                        op, constant, when, ..
+                    } => Step::CompareJump {
+                        op,
+                        rhs: Scalar::new(program, constant)?,
+                        when,
+                        to: 0,
+                    },
+                    Op::Jump(_) => Step::Jump(0),
+                    Op::JumpIfFalseOrPop(_) => Step::JumpIfFalseOrPop(0),
+                    Op::JumpIfTrueOrPop(_) => Step::JumpIfTrueOrPop(0),
+                    Op::PopJumpIfFalse(_) => Step::PopJumpIfFalse(0),
+                    other => Step::Op(other),
+                };
+                steps.push((step, to));
+                pc += 1;
+                continue;
+            };
+            let mut end = pc + 1;
+            let mut len = false;
+            if let Some(Op::Call(Builtin::Len, 1)) = ops.get(end)
+                && !lands(end)
+            {
+                len = true;
+                end += 1;
+            }
+            let mut compare = None;
+            let mut to = None;
+            let mut when = false;
+            if !lands(end) {
+                match ops.get(end) {
+                    Some(&Op::CompareConst(op, constant)) => {
+                        compare = Some((op, Scalar::new(program, constant)?));
+                        end += 1;
+                    }
+                    Some(&Op::CompareConstJump {
+                        op,
+                        constant,
+                        when: on,
+                        offset,
+                    }) => {
+                        compare = Some((op, Scalar::new(program, constant)?));
+                        to = Some(jump(end, offset)?);
+                        when = on;
+                        end += 1;
+                    }
+                    _ => {}
+                }
+            }
+            let step = Step::Test {
+                load,
+                len,
+                compare,
+                jump: to.map(|_| (when, 0)),
+                ops: u8::try_from(end - pc).ok()?,
+            };
+            steps.push((step, to));
+            pc = end;
+        }
+        *step_at.get_mut(ops.len())? = u32::try_from(steps.len()).ok()?;
+        let steps = steps
+            .into_iter()
+            .map(|(step, to)| {
+                let Some(to) = to else {
+                    return Some(step);
+                };
+                let to = *step_at.get(to)?;
+                if to == u32::MAX {
+                    return None;
+                }
+                Some(match step {
+                    Step::Test {
+                        load,
+                        len,
+                        compare,
+                        jump: Some((when, _)),
+                        ops,
+                    } => Step::Test {
+                        load,
+                        len,
+                        compare,
+                        jump: Some((when, to)),
+                        ops,
+                    },
+                    Step::CompareJump { op, rhs, when, .. } => {
+                        Step::CompareJump { op, rhs, when, to }
+                    }
+                    Step::Jump(_) => Step::Jump(to),
+                    Step::JumpIfFalseOrPop(_) => Step::JumpIfFalseOrPop(to),
+                    Step::JumpIfTrueOrPop(_) => Step::JumpIfTrueOrPop(to),
+                    Step::PopJumpIfFalse(_) => Step::PopJumpIfFalse(to),
+                    other => other,
+                })
+            })
+            .collect::<Option<Vec<Step>>>()?;
+        let end = steps.len();
+        let chain = steps.iter().enumerate().all(|(i, step)| match step {
+            Step::Test {
+                compare: Some(_),
+                jump,
+                ..
+            } => match jump {
+                Some((_, to)) => *to as usize == end,
+                None => i + 1 == end,
+            },
+            _ => false,
+        });
+        Some(FastOps { steps, chain })
+    }
+}
+
+/// Whether the fast path runs `op` (given values it can hold).
+fn runs(op: &Op) -> bool {
+    match op {
+        Op::Const(_)
+        | Op::Name(_)
+        | Op::Path { .. }
+        | Op::Input(_)
+        | Op::Step { .. }
+        | Op::Attr(_)
+        | Op::Index
+        | Op::CompareConst(..)
+        | Op::CompareConstJump { .. }
+        | Op::Compare(_)
+        | Op::CompareKeep(_)
+        | Op::SwapPop
+        | Op::Jump(_)
+        | Op::JumpIfFalseOrPop(_)
+        | Op::JumpIfTrueOrPop(_)
+        | Op::PopJumpIfFalse(_)
+        | Op::Unary(_)
+        | Op::Binary(_) => true,
+        Op::Call(builtin, argc) => !builtin.reads_files() && (1..=2).contains(argc),
+        Op::Method(_, argc) => *argc <= 1,
+        Op::ConstTuple(_)
+        | Op::Local(_)
+        | Op::Store(_)
+        | Op::LocalPath { .. }
+        | Op::BuildList(_)
+        | Op::BuildTuple(_)
+        | Op::IterStart
+        | Op::IterNext(_)
+        | Op::IterEnd
+        | Op::ListAppend
+        | Op::MakeGen
+        | Op::AnyStep(_)
+        | Op::AllStep(_)
+        | Op::AnyEnd
+        | Op::AllEnd
+        | Op::Fail(_) => false,
+    }
+}
+
+/// The offset of a jumping op.
+fn jump_offset(op: &Op) -> Option<i32> {
+    match *op {
+        Op::Jump(offset)
+        | Op::JumpIfFalseOrPop(offset)
+        | Op::JumpIfTrueOrPop(offset)
+        | Op::PopJumpIfFalse(offset)
+        | Op::IterNext(offset)
+        | Op::AnyStep(offset)
+        | Op::AllStep(offset)
+        | Op::CompareConstJump { offset, .. } => Some(offset),
+        _ => None,
+    }
+}
+
+/// `pc + offset`.
+fn jump(pc: usize, offset: i32) -> Option<usize> {
+    usize::try_from(pc as i64 + i64::from(offset)).ok()
+}
+
 /// Evaluates `program` if it only reads and compares and succeeds; `None` means "ask the
 /// general VM".
 #[inline(always)]
@@ -168,8 +485,15 @@ pub(crate) fn run<'a>(
     bindings: &Bindings<'a>,
     limits: &Limits,
 ) -> Option<Fv<'a>> {
-    let ops = program.ops.as_slice();
-    // The instruction budget left; one unit per op, as the general VM charges.
+    let steps = program.fast.steps.as_slice();
+    if program.fast.chain {
+        return run_chain(program, bindings, limits, steps);
+    }
+    if steps.is_empty() {
+        return None;
+    }
+    // The instruction budget left: each step charges the ops it stands for, as the general
+    // VM charges them.
     let mut fuel = limits.instructions;
     let mut stack = Stack {
         items: [Fv::None; DEPTH],
@@ -177,183 +501,217 @@ pub(crate) fn run<'a>(
     };
     // The last free name read, resolved.
     let mut resolved: Option<(u32, &'a Value)> = None;
-    let mut pc = 0usize;
-    while let Some(op) = ops.get(pc) {
-        fuel = fuel.checked_sub(1)?;
-        let mut next = pc + 1;
-        // A load's value, which the ops after it may consume directly (below); other ops
-        // work on the stack.
-        let loaded = match *op {
-            Op::Name(i) => Fv::from_json(resolve(program, bindings, &mut resolved, i)?),
-            Op::Path { name, path } => {
-                let root = resolve(program, bindings, &mut resolved, name)?;
-                walk(program, root, path)?
-            }
-            Op::Attr(i) => {
-                let Fv::Json(Value::Object(map)) = stack.pop()? else {
-                    return None;
-                };
-                let name = program.strings.get(i as usize)?;
-                Fv::from_json(field_of_inline(map, name)?)
-            }
-            Op::Const(i) => {
-                stack.push(Fv::from_json(program.constants.get(i as usize)?))?;
-                pc = next;
-                continue;
-            }
-            Op::CompareConst(op, i) => {
-                let a = stack.pop()?;
-                let b = Fv::from_json(program.constants.get(i as usize)?);
-                let result;
-                (result, fuel) = compare(op, a, b, fuel, limits)?;
-                stack.push(Fv::Bool(result))?;
-                pc = next;
-                continue;
-            }
-            Op::CompareConstJump {
-                op,
-                constant,
-                when,
-                offset,
+    let mut at = 0usize;
+    while let Some(step) = steps.get(at) {
+        at += 1;
+        // Matched by reference: each field is read where it is used, not copied first.
+        match step {
+            Step::Test {
+                load,
+                len,
+                compare,
+                jump,
+                ops,
             } => {
-                let a = stack.pop()?;
-                let b = Fv::from_json(program.constants.get(constant as usize)?);
+                fuel = fuel.checked_sub(u64::from(*ops))?;
+                let mut value = Fv::from_json(load_value(program, bindings, &mut resolved, *load)?);
+                if *len {
+                    let n;
+                    (n, fuel) = length(value, fuel, limits)?;
+                    value = Fv::Int(n);
+                }
+                let Some((op, rhs)) = *compare else {
+                    stack.push(value)?;
+                    continue;
+                };
                 let result;
-                (result, fuel) = compare(op, a, b, fuel, limits)?;
+                (result, fuel) = compare_values(op, value, rhs.fv(program)?, fuel, limits)?;
+                match *jump {
+                    Some((when, to)) => {
+                        if result == when {
+                            stack.push(Fv::Bool(result))?;
+                            at = to as usize;
+                        }
+                    }
+                    None => stack.push(Fv::Bool(result))?,
+                }
+            }
+            &Step::CompareJump { op, rhs, when, to } => {
+                fuel = fuel.checked_sub(1)?;
+                let a = stack.pop()?;
+                let result;
+                (result, fuel) = compare_values(op, a, rhs.fv(program)?, fuel, limits)?;
                 if result == when {
                     stack.push(Fv::Bool(result))?;
-                    next = jump(pc, offset)?;
+                    at = to as usize;
                 }
-                pc = next;
-                continue;
             }
-            Op::Compare(op) => {
-                let b = stack.pop()?;
-                let a = stack.pop()?;
-                let result;
-                (result, fuel) = compare(op, a, b, fuel, limits)?;
-                stack.push(Fv::Bool(result))?;
-                pc = next;
-                continue;
+            &Step::Jump(to) => {
+                fuel = fuel.checked_sub(1)?;
+                at = to as usize;
             }
-            Op::Jump(offset) => {
-                pc = jump(pc, offset)?;
-                continue;
-            }
-            Op::JumpIfFalseOrPop(offset) => {
+            &Step::JumpIfFalseOrPop(to) => {
+                fuel = fuel.checked_sub(1)?;
                 if stack.last()?.truthy() {
                     stack.pop()?;
                 } else {
-                    next = jump(pc, offset)?;
+                    at = to as usize;
                 }
-                pc = next;
-                continue;
             }
-            Op::JumpIfTrueOrPop(offset) => {
+            &Step::JumpIfTrueOrPop(to) => {
+                fuel = fuel.checked_sub(1)?;
                 if stack.last()?.truthy() {
-                    next = jump(pc, offset)?;
+                    at = to as usize;
                 } else {
                     stack.pop()?;
                 }
-                pc = next;
-                continue;
             }
-            Op::PopJumpIfFalse(offset) => {
+            &Step::PopJumpIfFalse(to) => {
+                fuel = fuel.checked_sub(1)?;
                 if !stack.pop()?.truthy() {
-                    next = jump(pc, offset)?;
-                }
-                pc = next;
-                continue;
-            }
-            Op::Unary(UnaryOp::Not) => {
-                let value = stack.pop()?;
-                stack.push(Fv::Bool(!value.truthy()))?;
-                pc = next;
-                continue;
-            }
-            other => {
-                (pc, fuel) = rare(program, bindings, limits, other, pc, &mut stack, fuel)?;
-                continue;
-            }
-        };
-        // `len(…)` of borrowed JSON, then a comparison with a constant, run as one step with
-        // the load: each op charged as if run alone, none past the budget.
-        let mut value = loaded;
-        if let (Some(Op::Call(Builtin::Len, 1)), Fv::Json(json)) = (ops.get(next), value)
-            && fuel > 0
-        {
-            let n = match json {
-                Value::Array(items) => items.len(),
-                Value::Object(map) => map.len(),
-                _ => return None,
-            };
-            fuel -= 1;
-            next += 1;
-            value = Fv::Int(i64::try_from(n).ok()?);
-        }
-        match ops.get(next) {
-            Some(&Op::CompareConst(op, constant)) if fuel > 0 => {
-                let b = Fv::from_json(program.constants.get(constant as usize)?);
-                let result;
-                (result, fuel) = compare(op, value, b, fuel - 1, limits)?;
-                stack.push(Fv::Bool(result))?;
-                next += 1;
-            }
-            Some(&Op::CompareConstJump {
-                op,
-                constant,
-                when,
-                offset,
-            }) if fuel > 0 => {
-                let b = Fv::from_json(program.constants.get(constant as usize)?);
-                let result;
-                (result, fuel) = compare(op, value, b, fuel - 1, limits)?;
-                if result == when {
-                    stack.push(Fv::Bool(result))?;
-                    next = jump(next, offset)?;
-                } else {
-                    next += 1;
+                    at = to as usize;
                 }
             }
-            _ => stack.push(value)?,
+            &Step::Op(op) => {
+                fuel = fuel.checked_sub(1)?;
+                fuel = other(program, limits, op, &mut stack, fuel)?;
+            }
         }
-        pc = next;
     }
-    if pc != ops.len() || stack.len != 1 {
+    if at != steps.len() || stack.len != 1 {
         return None;
     }
     stack.pop()
 }
 
-/// The ops that are rarer in the expressions this path serves, out of its loop: runs the op
-/// at `pc` and returns the next op's index and the fuel left.
-#[inline(never)]
-fn rare<'a>(
+/// [`run`] for a chain of comparisons joined by `and` / `or`: each decides the result or
+/// lets the next one decide it.
+#[inline(always)]
+fn run_chain<'a>(
     program: &'a Program,
     bindings: &Bindings<'a>,
     limits: &Limits,
+    steps: &[Step],
+) -> Option<Fv<'a>> {
+    let mut fuel = limits.instructions;
+    let mut resolved: Option<(u32, &'a Value)> = None;
+    for step in steps {
+        let Step::Test {
+            load,
+            len,
+            compare: Some((op, rhs)),
+            jump,
+            ops,
+        } = step
+        else {
+            return None;
+        };
+        fuel = fuel.checked_sub(u64::from(*ops))?;
+        let mut value = Fv::from_json(load_value(program, bindings, &mut resolved, *load)?);
+        if *len {
+            let n;
+            (n, fuel) = length(value, fuel, limits)?;
+            value = Fv::Int(n);
+        }
+        let result;
+        (result, fuel) = compare_values(*op, value, rhs.fv(program)?, fuel, limits)?;
+        match *jump {
+            Some((when, _)) if result != when => {}
+            _ => return Some(Fv::Bool(result)),
+        }
+    }
+    None
+}
+
+/// The value a [`Load`] reads.
+#[inline(always)]
+fn load_value<'a>(
+    program: &'a Program,
+    bindings: &Bindings<'a>,
+    resolved: &mut Option<(u32, &'a Value)>,
+    load: Load,
+) -> Option<&'a Value> {
+    match load {
+        Load::Field { name, field } => {
+            let Value::Object(map) = resolve(program, bindings, resolved, name)? else {
+                return None;
+            };
+            field_of_inline(map, program.strings.get(field as usize)?)
+        }
+        Load::Path { name, path } => {
+            walk(program, resolve(program, bindings, resolved, name)?, path)
+        }
+        Load::Name(name) => resolve(program, bindings, resolved, name),
+        Load::Input(path) => walk(program, bindings.get_input()?, path),
+        Load::Step { step, path } => {
+            let id = program.strings.get(step as usize)?;
+            walk(program, bindings.get_step(id)?, path)
+        }
+    }
+}
+
+/// `len(value)`, as the general VM computes it (borrowed JSON inline, a string by
+/// `calls::call`'s rule: charged per 64 bytes), and the fuel left.
+#[inline(always)]
+fn length(value: Fv<'_>, fuel: u64, limits: &Limits) -> Option<(i64, u64)> {
+    let (n, fuel) = match value {
+        Fv::Json(Value::Array(items)) => (items.len(), fuel),
+        Fv::Json(Value::Object(map)) => (map.len(), fuel),
+        Fv::Str(text) => {
+            let (charged, fuel) = metered(fuel, limits, |meter| meter.charge_bytes(text.len()));
+            charged.ok()?;
+            (text.chars().count(), fuel)
+        }
+        _ => return None,
+    };
+    Some((i64::try_from(n).ok()?, fuel))
+}
+
+/// The ops other than loads, comparisons with a constant and jumps, out of the loop: runs
+/// `op` and returns the fuel left.
+#[inline(never)]
+fn other<'a>(
+    program: &'a Program,
+    limits: &Limits,
     op: Op,
-    pc: usize,
     stack: &mut Stack<'a>,
     fuel: u64,
-) -> Option<(usize, u64)> {
+) -> Option<u64> {
     let mut fuel = fuel;
     match op {
-        Op::Input(path) => stack.push(walk(program, bindings.get_input()?, path)?)?,
-        Op::Step { step, path } => {
-            let id = program.strings.get(step as usize)?;
-            stack.push(walk(program, bindings.get_step(id)?, path)?)?;
+        Op::Const(i) => stack.push(Fv::from_json(program.constants.get(i as usize)?))?,
+        Op::Attr(i) => {
+            let Fv::Json(Value::Object(map)) = stack.pop()? else {
+                return None;
+            };
+            let name = program.strings.get(i as usize)?;
+            stack.push(Fv::from_json(field_of_inline(map, name)?))?;
         }
         Op::Index => {
             let index = stack.pop()?.val();
             let base = stack.pop()?.val();
             let result;
+            // The pc is only for error messages, and an error leaves this path.
             (result, fuel) = metered(fuel, limits, |meter| {
-                vm::subscript(program, pc, &base, &index, meter)
+                vm::subscript(program, 0, &base, &index, meter)
             });
             discard(base);
             discard(index);
             stack.push(owned_nothing(result.ok()?)?)?;
+        }
+        Op::CompareConst(op, i) => {
+            let a = stack.pop()?;
+            let b = Fv::from_json(program.constants.get(i as usize)?);
+            let result;
+            (result, fuel) = compare_values(op, a, b, fuel, limits)?;
+            stack.push(Fv::Bool(result))?;
+        }
+        Op::Compare(op) => {
+            let b = stack.pop()?;
+            let a = stack.pop()?;
+            let result;
+            (result, fuel) = compare_values(op, a, b, fuel, limits)?;
+            stack.push(Fv::Bool(result))?;
         }
         Op::CompareKeep(op) => {
             let b = stack.pop()?;
@@ -369,19 +727,10 @@ fn rare<'a>(
             stack.pop()?;
             stack.push(top)?;
         }
-        Op::Call(Builtin::Len, 1) => {
-            let n = match stack.pop()? {
-                Fv::Json(Value::Array(items)) => items.len(),
-                Fv::Json(Value::Object(map)) => map.len(),
-                Fv::Str(text) => {
-                    let charged;
-                    (charged, fuel) = metered(fuel, limits, |meter| meter.charge_bytes(text.len()));
-                    charged.ok()?;
-                    text.chars().count()
-                }
-                _ => return None,
-            };
-            stack.push(Fv::Int(i64::try_from(n).ok()?))?;
+        Op::Call(Builtin::Len, 1) if matches!(stack.last()?, Fv::Json(_) | Fv::Str(_)) => {
+            let n;
+            (n, fuel) = length(stack.pop()?, fuel, limits)?;
+            stack.push(Fv::Int(n))?;
         }
         Op::Call(builtin, argc) if !builtin.reads_files() => {
             let value;
@@ -402,7 +751,11 @@ fn rare<'a>(
             });
             stack.push(value?)?;
         }
-        Op::Unary(op @ (UnaryOp::Neg | UnaryOp::Pos)) => {
+        Op::Unary(UnaryOp::Not) => {
+            let value = stack.pop()?;
+            stack.push(Fv::Bool(!value.truthy()))?;
+        }
+        Op::Unary(op) => {
             let value = stack.pop()?.val();
             let result = if op == UnaryOp::Neg {
                 value::neg(&value)
@@ -421,11 +774,9 @@ fn rare<'a>(
             discard(b);
             stack.push(owned_nothing(result.ok()?)?)?;
         }
-        // Values this path cannot hold (tuples, lists, generators), generator variables,
-        // file built-ins, `Fail`.
         _ => return None,
     }
-    Some((pc + 1, fuel))
+    Some(fuel)
 }
 
 /// The free name `strings[name]`, through the one-entry cache `resolved`.
@@ -454,7 +805,7 @@ fn lookup<'a>(program: &Program, bindings: &Bindings<'a>, name: u32) -> Option<&
 
 /// Reads the fields of `paths[path]` from `root`.
 #[inline(always)]
-fn walk<'a>(program: &'a Program, root: &'a Value, path: u32) -> Option<Fv<'a>> {
+fn walk<'a>(program: &'a Program, root: &'a Value, path: u32) -> Option<&'a Value> {
     let mut current = root;
     for field in program.paths.get(path as usize)? {
         let Value::Object(map) = current else {
@@ -462,19 +813,13 @@ fn walk<'a>(program: &'a Program, root: &'a Value, path: u32) -> Option<Fv<'a>> 
         };
         current = field_of_inline(map, program.strings.get(field.name as usize)?)?;
     }
-    Some(Fv::from_json(current))
-}
-
-/// `pc + offset`, if it is an op or the end.
-#[inline(always)]
-fn jump(pc: usize, offset: i32) -> Option<usize> {
-    usize::try_from(pc as i64 + i64::from(offset)).ok()
+    Some(current)
 }
 
 /// `a op b`, as the general VM computes it (ints with ints and floats with floats inline,
 /// everything else by [`vm::compare_op`], which charges the budget), and the fuel left.
 #[inline(always)]
-fn compare<'a>(
+fn compare_values<'a>(
     op: CompareOp,
     a: Fv<'a>,
     b: Fv<'a>,
@@ -612,6 +957,24 @@ mod tests {
                 run(&program(source), &bindings, &limits).is_none(),
                 "`{source}` took the fast path"
             );
+        }
+        // Comparisons joined by and / or run without a stack; other shapes with one.
+        for (source, chain) in [
+            ("result.confidence > 0.7 and len(result.items) > 0", true),
+            (
+                "result.score > 1 and (result.flag == True or result.label == 'x')",
+                true,
+            ),
+            (
+                "(result.score > 1 and result.flag == True) or result.label == 'x'",
+                false,
+            ),
+            ("result.flag", false),
+            ("result.score == result.confidence", false),
+        ] {
+            let program = program(source);
+            assert_eq!(program.fast.chain, chain, "{source}");
+            assert!(run(&program, &bindings, &limits).is_some(), "{source}");
         }
         // The budget: one unit per op, and none is run past it.
         let program = program("result.confidence > 0.7 and len(result.items) > 0");
