@@ -738,13 +738,33 @@ impl Compiler {
                 info
             }
             ExprKind::Logical { op, lhs, rhs } => {
+                let lhs_start = self.here();
                 let mut info = self.expr(lhs, operand);
                 let when = matches!(op, crate::ast::LogicalOp::Or);
-                let single_comparison =
-                    matches!(&lhs.kind, ExprKind::Compare { rest, .. } if rest.len() == 1);
-                let jump = match (single_comparison, self.program.ops.last_mut()) {
+                let lhs_end = self.here();
+                // The jumps out of the left side to its end: those that decide this `and` /
+                // `or` too (`a and b` in `a and b and c`: a falsy `a` is the result) go
+                // straight to its end; with any other, the left side's value is not only its
+                // last op's.
+                let mut exits = Vec::new();
+                let mut others = false;
+                for at in lhs_start..lhs_end {
+                    let Some(&op) = self.program.ops.get(at) else {
+                        continue;
+                    };
+                    if jump_target(at, op) != Some(lhs_end) {
+                        continue;
+                    }
+                    match op {
+                        Op::CompareConstJump { when: on, .. } if on == when => exits.push(at),
+                        Op::JumpIfFalseOrPop(_) if !when => exits.push(at),
+                        Op::JumpIfTrueOrPop(_) if when => exits.push(at),
+                        _ => others = true,
+                    }
+                }
+                let jump = match (others, self.program.ops.last_mut()) {
                     // `x > 0.7 and …`: the comparison decides or falls through.
-                    (true, Some(last @ Op::CompareConst(..))) => {
+                    (false, Some(last @ Op::CompareConst(..))) => {
                         if let Op::CompareConst(op, constant) = *last {
                             *last = Op::CompareConstJump {
                                 op,
@@ -767,6 +787,9 @@ impl Compiler {
                 info.join(self.expr(rhs, operand));
                 let end = self.here();
                 self.patch(jump, end);
+                for at in exits {
+                    self.patch(at, end);
+                }
                 info
             }
             ExprKind::Compare { first, rest } => {
@@ -1024,6 +1047,22 @@ impl Compiler {
             span,
         );
     }
+}
+
+/// Where the jump at `at` goes, if `op` jumps.
+fn jump_target(at: usize, op: Op) -> Option<usize> {
+    let offset = match op {
+        Op::Jump(offset)
+        | Op::JumpIfFalseOrPop(offset)
+        | Op::JumpIfTrueOrPop(offset)
+        | Op::PopJumpIfFalse(offset)
+        | Op::IterNext(offset)
+        | Op::AnyStep(offset)
+        | Op::AllStep(offset)
+        | Op::CompareConstJump { offset, .. } => offset,
+        _ => return None,
+    };
+    usize::try_from(at as i64 + i64::from(offset)).ok()
 }
 
 fn argc(n: usize) -> u8 {

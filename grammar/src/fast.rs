@@ -962,6 +962,10 @@ mod tests {
         for (source, chain) in [
             ("result.confidence > 0.7 and len(result.items) > 0", true),
             (
+                "result.score >= 3 or result.flag == False or len(result.label) < 3",
+                true,
+            ),
+            (
                 "result.score > 1 and (result.flag == True or result.label == 'x')",
                 true,
             ),

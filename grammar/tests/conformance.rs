@@ -197,6 +197,63 @@ const ROWS: &[(&str, &str, &str)] = &[
     ),
     ("true and not false", "", "true"),
     ("null == None", "", "true"),
+    // Chains of `and` / `or` whose comparisons decide the whole chain.
+    (
+        "result.score > 1 and result.label == 'positive' and result.zero",
+        "",
+        "0",
+    ),
+    (
+        "result.score > 1 and result.label == 'x' and 1 / 0",
+        "",
+        "false",
+    ),
+    (
+        "result.score < 1 or result.label == 'x' or result.items",
+        "",
+        "[\"a\", \"b\", \"c\"]",
+    ),
+    ("result.score > 1 or 1 / 0 or result.zero", "", "true"),
+    ("result.none or result.zero < 0 or result.empty", "", "\"\""),
+    (
+        "(result.score > 1 and result.zero) or 'fallback'",
+        "",
+        "\"fallback\"",
+    ),
+    ("(result.score > 1 and result.f > 2) or 1 / 0", "", "true"),
+    (
+        "result.score > 1 and (result.zero or result.flag == True)",
+        "",
+        "true",
+    ),
+    ("result.score > 9 and (result.zero or 1 / 0)", "", "false"),
+    ("result.score < 9 or (result.zero and 1 / 0)", "", "true"),
+    (
+        "not (result.score > 1 and result.label == 'x') and result.f > 2",
+        "",
+        "true",
+    ),
+    (
+        "result.score > 1 and result.f < 2 or result.label == 'positive'",
+        "",
+        "true",
+    ),
+    ("result.score > 1 or result.f < 2 and 1 / 0", "", "true"),
+    (
+        "result.zero == 0 and result.neg < 0 and result.f > 2 and result.flag == True",
+        "",
+        "true",
+    ),
+    (
+        "result.zero == 1 or result.neg > 0 or result.f < 2 or result.flag == False",
+        "",
+        "false",
+    ),
+    (
+        "(result.score if result.flag else 0) > 1 and result.zero == 0",
+        "",
+        "true",
+    ),
     // Conditional expressions.
     ("'yes' if result.score > 5 else 'no'", "", "\"yes\""),
     ("'yes' if result.zero else 'no'", "", "\"no\""),
