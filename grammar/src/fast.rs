@@ -525,7 +525,7 @@ pub(crate) fn run<'a>(
                     continue;
                 };
                 let result;
-                (result, fuel) = compare_values(op, value, rhs.fv(program)?, fuel, limits)?;
+                (result, fuel) = compare_scalar(op, value, rhs, program, fuel, limits)?;
                 match *jump {
                     Some((when, to)) => {
                         if result == when {
@@ -540,7 +540,7 @@ pub(crate) fn run<'a>(
                 fuel = fuel.checked_sub(1)?;
                 let a = stack.pop()?;
                 let result;
-                (result, fuel) = compare_values(op, a, rhs.fv(program)?, fuel, limits)?;
+                (result, fuel) = compare_scalar(op, a, rhs, program, fuel, limits)?;
                 if result == when {
                     stack.push(Fv::Bool(result))?;
                     at = to as usize;
@@ -614,7 +614,7 @@ fn run_chain<'a>(
             value = Fv::Int(n);
         }
         let result;
-        (result, fuel) = compare_values(*op, value, rhs.fv(program)?, fuel, limits)?;
+        (result, fuel) = compare_scalar(*op, value, *rhs, program, fuel, limits)?;
         match *jump {
             Some((when, _)) if result != when => {}
             _ => return Some(Fv::Bool(result)),
@@ -797,10 +797,23 @@ fn resolve<'a>(
     Some(value)
 }
 
-/// Out of line: the loop stays small (once per name and evaluation).
-#[inline(never)]
+/// The value bound to `strings[name]`: the first name bound inline (the usual `result`),
+/// the others out of line, which keeps the loop small (this runs once per name and
+/// evaluation).
+#[inline(always)]
 fn lookup<'a>(program: &Program, bindings: &Bindings<'a>, name: u32) -> Option<&'a Value> {
-    bindings.get_name(program.strings.get(name as usize)?)
+    let text = program.strings.get(name as usize)?;
+    if let Some((key, value)) = bindings.first_name()
+        && value::str_eq(key, text)
+    {
+        return Some(value);
+    }
+    lookup_rest(bindings, text)
+}
+
+#[inline(never)]
+fn lookup_rest<'a>(bindings: &Bindings<'a>, name: &str) -> Option<&'a Value> {
+    bindings.get_name(name)
 }
 
 /// Reads the fields of `paths[path]` from `root`.
@@ -846,6 +859,41 @@ fn compare_values<'a>(
             _ => return compare_general(op, a, b, fuel, limits),
         },
         _ => return compare_general(op, a, b, fuel, limits),
+    };
+    Some((result, fuel))
+}
+
+/// `a op rhs`, as [`compare_values`], with the usual pairs (an int with an int constant, a
+/// float with a float constant) decided without converting the constant.
+#[inline(always)]
+fn compare_scalar<'a>(
+    op: CompareOp,
+    a: Fv<'a>,
+    rhs: Scalar,
+    program: &'a Program,
+    fuel: u64,
+    limits: &Limits,
+) -> Option<(bool, u64)> {
+    let result = match (a, rhs) {
+        (Fv::Int(x), Scalar::Int(y)) => match op {
+            CompareOp::Eq => x == y,
+            CompareOp::Ne => x != y,
+            CompareOp::Lt => x < y,
+            CompareOp::Le => x <= y,
+            CompareOp::Gt => x > y,
+            CompareOp::Ge => x >= y,
+            _ => return compare_values(op, a, rhs.fv(program)?, fuel, limits),
+        },
+        (Fv::Float(x), Scalar::Float(y)) => match op {
+            CompareOp::Eq => x == y,
+            CompareOp::Ne => x != y,
+            CompareOp::Lt => x < y,
+            CompareOp::Le => x <= y,
+            CompareOp::Gt => x > y,
+            CompareOp::Ge => x >= y,
+            _ => return compare_values(op, a, rhs.fv(program)?, fuel, limits),
+        },
+        _ => return compare_values(op, a, rhs.fv(program)?, fuel, limits),
     };
     Some((result, fuel))
 }

@@ -134,6 +134,12 @@ impl<'a> Bindings<'a> {
         self.extra.0.as_ref()?.name(name)
     }
 
+    /// The first name bound, and its value.
+    #[inline(always)]
+    pub(crate) fn first_name(&self) -> Option<(&'a str, &'a Value)> {
+        self.inline.first().copied().flatten()
+    }
+
     #[inline]
     pub fn get_input(&self) -> Option<&'a Value> {
         self.input
