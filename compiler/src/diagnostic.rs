@@ -9,6 +9,7 @@
 
 use crate::source::Span;
 use std::fmt;
+use stratum_grammar::suggest::distance as edit_distance;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
@@ -88,7 +89,20 @@ codes! {
     E0022 Error "invalid-workflow-name" "a workflow name that is not lowercase words joined by hyphens";
     E0023 Error "version-0.3-feature" "a key of spec version 0.3, which is not supported yet";
     E0024 Error "unsupported-tag" "a YAML tag other than the core schema's";
+    E0025 Error "expression-syntax" "an expression is not well-formed";
+    E0026 Error "unsupported-expression" "an expression uses Python syntax outside the expression language";
+    E0027 Error "dunder-name" "an expression contains `__`";
+    E0028 Error "unknown-name" "an expression uses a name that is not defined where it stands";
+    E0029 Error "unknown-field" "an expression reads a field that its record type does not have";
+    E0030 Error "operand-types" "an operator or access applied to values of types it does not accept";
+    E0031 Error "unknown-function" "an expression calls a function that is not a built-in";
+    E0032 Error "call-arguments" "a built-in called with the wrong number or types of arguments";
+    E0033 Error "unknown-method" "a method that the value's type does not have";
+    E0034 Error "evaluation-failed" "an expression failed while it was evaluated";
     W0001 Warning "unknown-contract-field-key" "a key in a contract field definition that nothing reads";
+    W0002 Warning "enum-literal-never-matches" "a comparison with a literal that is not among an enum's values";
+    W0003 Warning "none-comparison-never-true" "a comparison with `None` of a value that is never `None`";
+    W0004 Warning "constant-expression" "an expression whose value does not depend on its inputs";
 }
 
 impl Code {
@@ -256,43 +270,6 @@ pub fn did_you_mean<'a>(
         let first = related.next()?;
         related.next().is_none().then_some(first)
     })
-}
-
-/// Optimal string alignment distance: insertions, deletions, substitutions and adjacent
-/// transpositions each cost one, so `tpye` is one edit from `type`.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    // Three rolling rows: two back (for transpositions), previous, current.
-    let mut before: Vec<usize> = vec![0; b.len() + 1];
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    let mut current: Vec<usize> = vec![0; b.len() + 1];
-    for (i, &ca) in a.iter().enumerate() {
-        current.fill(0);
-        if let Some(first) = current.first_mut() {
-            *first = i + 1;
-        }
-        for (j, &cb) in b.iter().enumerate() {
-            let substitution = previous.get(j).copied().unwrap_or(0) + usize::from(ca != cb);
-            let deletion = previous.get(j + 1).copied().unwrap_or(0) + 1;
-            let insertion = current.get(j).copied().unwrap_or(0) + 1;
-            let mut best = substitution.min(deletion).min(insertion);
-            let transposed = i > 0
-                && j > 0
-                && a.get(i - 1) == Some(&cb)
-                && b.get(j - 1) == Some(&ca)
-                && ca != cb;
-            if transposed {
-                best = best.min(before.get(j - 1).copied().unwrap_or(0) + 1);
-            }
-            if let Some(cell) = current.get_mut(j + 1) {
-                *cell = best;
-            }
-        }
-        std::mem::swap(&mut before, &mut previous);
-        std::mem::swap(&mut previous, &mut current);
-    }
-    previous.last().copied().unwrap_or(0)
 }
 
 /// `a`, `b` and `c` — names in backticks for a help line.

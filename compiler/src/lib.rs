@@ -1,11 +1,13 @@
 //! `stratum-compiler`: checks Stratum workflow specs (`.stratum.yaml`).
 //!
 //! The pipeline, top to bottom: [`check_bytes`] decodes and bounds the input, [`syntax::parse`]
-//! turns the text into a spanned [`syntax::ast::Ast`] with every structural diagnostic, and
+//! turns the text into a spanned [`syntax::ast::Ast`] with every structural diagnostic,
+//! [`expression::check_syntax`] parses every expression string with `stratum-grammar`, and
 //! [`render`] turns diagnostics into human, one-line, JSON, GitHub and SARIF output. The
 //! library does no IO; the `stratumc` binary reads files and writes reports.
 
 pub mod diagnostic;
+pub mod expression;
 pub mod input;
 pub mod render;
 pub mod source;
@@ -33,7 +35,11 @@ impl Compilation {
 pub fn check(src: &SourceFile) -> Compilation {
     let (ast, mut diagnostics) = match input::forbidden_character(src) {
         Some(diagnostic) => (Ast::default(), vec![diagnostic]),
-        None => syntax::parse(src),
+        None => {
+            let (ast, mut diagnostics) = syntax::parse(src);
+            expression::check_syntax(&ast, &mut diagnostics);
+            (ast, diagnostics)
+        }
     };
     diagnostic::sort(&mut diagnostics);
     Compilation {

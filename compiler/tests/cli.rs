@@ -261,3 +261,128 @@ fn explain_prints_every_code_and_refuses_unknown_ones() {
     assert_eq!(unknown.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("did you mean E0007?"));
 }
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The command, its exit status, stdout and stderr, for a snapshot.
+fn transcript(args: &[&str], output: &Output) -> String {
+    format!(
+        "$ stratumc {}\nexit: {:?}\n--- stdout\n{}--- stderr\n{}",
+        args.join(" "),
+        output.status.code(),
+        stdout(output),
+        stderr(output)
+    )
+}
+
+#[test]
+fn eval_prints_the_value_as_json() {
+    let args = [
+        "eval",
+        "[result.a.b, result.a['b'], len($.steps.s1.output.items), $.input.x + 1, null]",
+        "--result",
+        r#"{"a": {"b": 2}}"#,
+        "--steps",
+        r#"{"s1": {"items": [1, 2, 3]}}"#,
+        "--input",
+        r#"{"x": 1.5}"#,
+    ];
+    let output = stratumc(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "[2,2,3,2.5,null]\n");
+}
+
+#[test]
+fn eval_ensure_exits_by_truthiness_and_explains_a_failure() {
+    let passing = [
+        "eval",
+        "result.confidence > 0.7 and len(result.items) > 0",
+        "--ensure",
+        "--result",
+        r#"{"confidence": 0.9, "items": ["a"]}"#,
+    ];
+    let output = stratumc(&passing);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "true\n");
+
+    let failing = [
+        "eval",
+        "result.confidence > 0.7 and len(result.items) > 0",
+        "--ensure",
+        "--result",
+        r#"{"confidence": 0.42, "items": []}"#,
+    ];
+    let output = stratumc(&failing);
+    assert_eq!(output.status.code(), Some(1));
+    insta::assert_snapshot!(transcript(&failing, &output));
+}
+
+#[test]
+fn eval_reports_syntax_type_and_evaluation_errors_on_the_expression() {
+    let cases: &[&[&str]] = &[
+        &["eval", "result.score >", "--result", "{}"],
+        &["eval", "reslt.score > 1", "--result", r#"{"score": 2}"#],
+        &["eval", "len(3)"],
+        &[
+            "eval",
+            "result.passed / result.total > 0.9",
+            "--result",
+            r#"{"passed": 0, "total": 0}"#,
+        ],
+        &["eval", "result.missing == 1", "--result", r#"{"score": 2}"#],
+    ];
+    let mut transcripts = String::new();
+    for args in cases {
+        let output = stratumc(args);
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert_eq!(stdout(&output), "");
+        transcripts.push_str(&transcript(args, &output));
+        transcripts.push('\n');
+    }
+    insta::assert_snapshot!(transcripts);
+}
+
+#[test]
+fn eval_file_built_ins_stay_inside_the_root() {
+    let dir = scratch("eval-root");
+    std::fs::write(dir.join("notes.txt"), "all tests pass\n").unwrap();
+    let root = dir.to_string_lossy().into_owned();
+    let inside = [
+        "eval",
+        "file_exists('notes.txt') and file_contains('notes.txt', 'pass')",
+        "--root",
+        &root,
+    ];
+    let output = stratumc(&inside);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "true\n");
+
+    let escaping = [
+        "eval",
+        "file_exists('../eval-root/notes.txt')",
+        "--root",
+        &root,
+    ];
+    let output = stratumc(&escaping);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    assert!(stderr(&output).contains("E0034"), "{}", stderr(&output));
+}
+
+#[test]
+fn eval_rejects_bad_bindings() {
+    for args in [
+        &["eval", "1", "--result", "{not json"][..],
+        &["eval", "1", "--var", "no-equals-sign"],
+        &["eval", "1", "--steps", "[1]"],
+    ] {
+        let output = stratumc(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&output).starts_with("error: "),
+            "{}",
+            stderr(&output)
+        );
+    }
+}

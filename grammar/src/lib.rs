@@ -3,16 +3,17 @@
 //!
 //! A small CEL-like library, independent of YAML and of specs. The stages, in order:
 //!
-//! 1. [`parse`]: text → spanned [`ast::Expr`] and syntax [`Problem`]s (several per expression:
+//! 1. [`parse()`]: text → spanned [`ast::Expr`] and syntax [`Problem`]s (several per expression:
 //!    the parser recovers);
-//! 2. [`check`]: the AST against an [`Env`] of typed names → the expression's [`Type`] and type
+//! 2. [`check()`]: the AST against an [`Env`] of typed names → the expression's [`Type`] and type
 //!    [`Problem`]s;
-//! 3. [`compile`]: the AST → a [`Program`] of stack bytecode, constants folded;
+//! 3. [`compile()`]: the AST → a [`Program`] of stack bytecode, constants folded;
 //! 4. [`Program::evaluate`]: the program over JSON values, within an instruction budget.
 //!
-//! [`print`] writes an AST back as canonical source.
+//! [`print()`] writes an AST back as canonical source.
 
 pub mod ast;
+pub mod builtins;
 mod calls;
 pub mod check;
 pub mod compile;
@@ -24,10 +25,12 @@ pub mod parser;
 pub mod print;
 pub mod problem;
 pub mod span;
+pub mod suggest;
 pub mod types;
 mod value;
 pub mod vm;
 
+pub use check::{Checked, check};
 pub use compile::{Program, compile};
 pub use explain::{Explanation, Operand};
 pub use parser::{Parsed, parse};

@@ -5,6 +5,30 @@
 //! `{name: T, ...}` is open: fields it does not list are `any`), an enum of literals
 //! `'low' | 'high'`, and `T?` for optional (`('a' | 'b')?` when the inner type is an enum).
 //! `float` is a number: an `int` is accepted wherever a `float` is.
+//!
+//! The notation in full (whitespace is free between tokens):
+//!
+//! ```text
+//! type     := union
+//! union    := postfix ('|' postfix)*        every alternative an enum: the values are merged
+//! postfix  := primary '?'*
+//! primary  := 'any' | 'null' | 'bool' | 'int' | 'float' | 'string' | 'never'
+//!           | 'list' '<' type '>'
+//!           | '{' [field (',' field)*] [',' '...'] '}'  |  '{' '...' '}'
+//!           | literal                       an enum of one value
+//!           | '(' type ')'
+//! field    := (identifier | string) ':' type
+//! literal  := string | integer | float | 'True' | 'False'
+//! ```
+//!
+//! Strings take single or double quotes and Python's escapes; a field name that is not an
+//! identifier is written quoted (`{'my-field': int}`); `never` is the enum of no values.
+//! [`Display`](fmt::Display) writes this notation and [`FromStr`](std::str::FromStr) reads
+//! back what it writes.
+
+mod notation;
+
+pub use notation::TypeParseError;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -111,7 +135,8 @@ impl fmt::Display for Type {
                     if i > 0 {
                         f.write_str(", ")?;
                     }
-                    write!(f, "{}: {}", field.name, field.ty)?;
+                    write_field_name(f, &field.name)?;
+                    write!(f, ": {}", field.ty)?;
                 }
                 if record.open {
                     f.write_str(if record.fields.is_empty() {
@@ -122,6 +147,7 @@ impl fmt::Display for Type {
                 }
                 f.write_str("}")
             }
+            Type::Enum(values) if values.is_empty() => f.write_str("never"),
             Type::Enum(values) => {
                 for (i, value) in values.iter().enumerate() {
                     if i > 0 {
@@ -135,6 +161,225 @@ impl fmt::Display for Type {
                 Type::Enum(_) => write!(f, "({inner})?"),
                 _ => write!(f, "{inner}?"),
             },
+        }
+    }
+}
+
+/// Writes a record field name: bare when it is an identifier, quoted otherwise.
+fn write_field_name(f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
+    if is_identifier(name) {
+        f.write_str(name)
+    } else {
+        f.write_str(&crate::print::string_literal(name))
+    }
+}
+
+/// `[A-Za-z_][A-Za-z0-9_]*`.
+pub(crate) fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+impl Literal {
+    /// Whether the two literals are equal as Python compares them: numbers by value (`1 ==
+    /// 1.0`, `True == 1`), strings by content, a string never equal to a number.
+    pub fn same_value(&self, other: &Literal) -> bool {
+        match (self, other) {
+            (Literal::Str(a), Literal::Str(b)) => a == b,
+            (Literal::Str(_), _) | (_, Literal::Str(_)) => false,
+            (a, b) => match (a.as_int(), b.as_int()) {
+                (Some(a), Some(b)) => a == b,
+                _ => a.as_f64() == b.as_f64(),
+            },
+        }
+    }
+
+    /// The type of the literal: `string`, `int`, `float` or `bool`.
+    pub fn ty(&self) -> Type {
+        match self {
+            Literal::Str(_) => Type::String,
+            Literal::Int(_) => Type::Int,
+            Literal::Float(_) => Type::Float,
+            Literal::Bool(_) => Type::Bool,
+        }
+    }
+
+    fn as_int(&self) -> Option<i64> {
+        match self {
+            Literal::Int(value) => Some(*value),
+            Literal::Bool(value) => Some(i64::from(*value)),
+            Literal::Str(_) | Literal::Float(_) => None,
+        }
+    }
+
+    fn as_f64(&self) -> Option<f64> {
+        match self {
+            // The precision lost above 2^53 only matters against a float, as in Python.
+            #[allow(clippy::cast_precision_loss)]
+            Literal::Int(value) => Some(*value as f64),
+            Literal::Float(value) => Some(*value),
+            Literal::Bool(value) => Some(f64::from(u8::from(*value))),
+            Literal::Str(_) => None,
+        }
+    }
+}
+
+impl Type {
+    /// `list<item>`.
+    pub fn list(item: Type) -> Type {
+        Type::List(Box::new(item))
+    }
+
+    /// `self?`: the type or `None`. `any`, `null` and optional types are returned unchanged,
+    /// so optionals never nest by accident.
+    pub fn optional(self) -> Type {
+        match self {
+            Type::Any | Type::Null | Type::Optional(_) => self,
+            other => Type::Optional(Box::new(other)),
+        }
+    }
+
+    /// Whether the type is `T?`.
+    pub fn is_optional(&self) -> bool {
+        matches!(self, Type::Optional(_))
+    }
+
+    /// Whether a value of this type may be `None`: `any`, `null` and `T?`.
+    pub fn can_be_none(&self) -> bool {
+        matches!(self, Type::Any | Type::Null | Type::Optional(_))
+    }
+
+    /// The type without its optional wrappers: `T` for `T?` (and `T??`), the type itself
+    /// otherwise.
+    pub fn non_optional(&self) -> &Type {
+        let mut ty = self;
+        while let Type::Optional(inner) = ty {
+            ty = inner;
+        }
+        ty
+    }
+
+    /// The values of an enum type (looking through `?`), `None` for other types.
+    pub fn enum_values(&self) -> Option<&[Literal]> {
+        match self.non_optional() {
+            Type::Enum(values) => Some(values),
+            _ => None,
+        }
+    }
+
+    /// The plain type an enum's values share: `string`, `int`, `bool`, `float` for numbers
+    /// of several kinds, `any` for values of mixed kinds or no values. Other types (and
+    /// optionals) are returned unchanged.
+    pub fn widened(&self) -> Type {
+        match self {
+            Type::Enum(values) => {
+                let mut types = values.iter().map(Literal::ty);
+                let Some(first) = types.next() else {
+                    return Type::Any;
+                };
+                types.fold(first, |joined, ty| match (joined, ty) {
+                    (a, b) if a == b => a,
+                    (
+                        Type::Int | Type::Float | Type::Bool,
+                        Type::Int | Type::Float | Type::Bool,
+                    ) => Type::Float,
+                    _ => Type::Any,
+                })
+            }
+            other => other.clone(),
+        }
+    }
+
+    /// What iterating over a value of this type gives: the items of a list, the characters
+    /// (`string`) of a string, the keys (`string`) of a record, `any` for `any`. An optional
+    /// type gives its inner type's items (that the value is not `None` is checked at run
+    /// time). `None` when the type cannot be iterated.
+    pub fn element_type(&self) -> Option<Type> {
+        match self.non_optional() {
+            Type::Any => Some(Type::Any),
+            Type::List(item) => Some(item.as_ref().clone()),
+            Type::String | Type::Record(_) => Some(Type::String),
+            ty @ Type::Enum(_) => match ty.widened() {
+                Type::String => Some(Type::String),
+                Type::Any => Some(Type::Any),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Whether a value of type `value` may stand where this type is expected. `any` accepts
+    /// and is accepted by everything; `float` accepts `int`; a plain type accepts an enum of
+    /// its values; an enum accepts an enum of a subset of its values; `T?` accepts `T` and
+    /// `null`; lists compare their items; a record accepts a record that has each of its
+    /// fields (or may have it: an open record, or an optional field). Strict about `None`:
+    /// `int` does not accept `int?`.
+    pub fn accepts(&self, value: &Type) -> bool {
+        match (self, value) {
+            (Type::Any, _) | (_, Type::Any) => true,
+            (Type::Optional(_), Type::Null) => true,
+            (Type::Optional(expected), Type::Optional(value)) => expected.accepts(value),
+            (Type::Optional(expected), value) => expected.accepts(value),
+            (Type::Float, Type::Int) => true,
+            (Type::Enum(expected), Type::Enum(values)) => values
+                .iter()
+                .all(|value| expected.iter().any(|allowed| allowed.same_value(value))),
+            (expected, Type::Enum(values)) => {
+                values.iter().all(|value| expected.accepts(&value.ty()))
+            }
+            (Type::List(expected), Type::List(value)) => expected.accepts(value),
+            (Type::Record(expected), Type::Record(value)) => {
+                expected
+                    .fields
+                    .iter()
+                    .all(|field| match value.field(&field.name) {
+                        Some(ty) => field.ty.accepts(ty),
+                        None => value.open || field.ty.can_be_none(),
+                    })
+            }
+            (expected, value) => expected == value,
+        }
+    }
+
+    /// The type of a value that is one of the two: the same type gives itself, `int` and
+    /// `float` give `float`, `T` and `None` give `T?`, two enums give the enum of both
+    /// values, an enum and a type that accepts it give that type, lists join their items;
+    /// anything else gives `any`.
+    pub fn join(&self, other: &Type) -> Type {
+        if self == other {
+            return self.clone();
+        }
+        match (self, other) {
+            (Type::Any, _) | (_, Type::Any) => Type::Any,
+            (Type::Null, ty) | (ty, Type::Null) => ty.clone().optional(),
+            (Type::Optional(inner), ty) | (ty, Type::Optional(inner)) => inner.join(ty).optional(),
+            (Type::Int, Type::Float) | (Type::Float, Type::Int) => Type::Float,
+            (Type::Enum(a), Type::Enum(b)) => {
+                let mut values = a.clone();
+                for value in b {
+                    if !values.iter().any(|known| known.same_value(value)) {
+                        values.push(value.clone());
+                    }
+                }
+                Type::Enum(values)
+            }
+            (Type::Enum(_), ty) | (ty, Type::Enum(_)) => {
+                let enumeration = if matches!(self, Type::Enum(_)) {
+                    self
+                } else {
+                    other
+                };
+                if ty.accepts(enumeration) {
+                    ty.clone()
+                } else {
+                    enumeration.widened().join(ty)
+                }
+            }
+            (Type::List(a), Type::List(b)) => Type::list(a.join(b)),
+            _ => Type::Any,
         }
     }
 }

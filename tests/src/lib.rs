@@ -119,6 +119,10 @@ pub const CODES_TESTED_ELSEWHERE: &[(Code, &str)] = &[
         Code::E0018,
         "needs two files: compiler/tests/cli.rs (with its snapshot)",
     ),
+    (
+        Code::E0034,
+        "needs values to evaluate with: `stratumc eval` in compiler/tests/cli.rs (with its snapshot)",
+    ),
 ];
 
 /// A valid version 0.2 spec with `steps` steps: contracts, functions, a gate, and a flow whose
@@ -195,6 +199,95 @@ pub fn generated_spec(steps: usize) -> String {
         }
     }
     spec
+}
+
+/// An expression fixture (`corpus/expressions/*.expr`): a header of `#` lines, then the
+/// expression. `# expect: E0029 W0002` lists the codes it must report (none: it must be
+/// clean); `# let NAME: TYPE` declares a name, `# let $.input: TYPE` and
+/// `# let $.steps.ID.output: TYPE` the `$`-references, in the type notation of
+/// `stratum_grammar::Type`. Other header lines are prose.
+pub struct ExpressionFixture {
+    pub expect: Vec<String>,
+    pub env: stratum_grammar::Env,
+    pub expression: String,
+}
+
+impl ExpressionFixture {
+    pub fn parse(text: &str) -> Result<ExpressionFixture, String> {
+        let mut expect = Vec::new();
+        let mut env = stratum_grammar::Env::new();
+        let mut lines = text.lines().peekable();
+        while let Some(line) = lines.next_if(|line| line.starts_with('#')) {
+            let line = line.trim_start_matches('#').trim();
+            if let Some(codes) = line.strip_prefix("expect:") {
+                expect.extend(codes.split_whitespace().map(str::to_owned));
+            } else if let Some(declaration) = line.strip_prefix("let ") {
+                let (name, ty) = declaration
+                    .split_once(':')
+                    .ok_or_else(|| format!("`# let {declaration}` needs `NAME: TYPE`"))?;
+                let ty: stratum_grammar::Type = ty
+                    .trim()
+                    .parse()
+                    .map_err(|error| format!("bad type in `# let {declaration}`: {error}"))?;
+                let name = name.trim();
+                if name == "$.input" {
+                    env.input = Some(ty);
+                } else if let Some(step) = name
+                    .strip_prefix("$.steps.")
+                    .and_then(|rest| rest.strip_suffix(".output"))
+                {
+                    env.steps.insert(step.to_owned(), ty);
+                } else {
+                    env.names.insert(name.to_owned(), ty);
+                }
+            }
+        }
+        let expression: Vec<&str> = lines.collect();
+        Ok(ExpressionFixture {
+            expect,
+            env,
+            expression: expression.join("\n"),
+        })
+    }
+
+    /// Parses and (when it parses) type-checks the expression, as diagnostics on a file named
+    /// `name` that holds only the expression.
+    pub fn diagnose(&self, name: &str) -> (SourceMap, Vec<Diagnostic>) {
+        let mut sources = SourceMap::new();
+        // The line break gives a span at the very end of the expression a character to point
+        // at; miette draws no label past the last byte.
+        let file = sources.add(name, format!("{}\n", self.expression));
+        let locate = |span: stratum_grammar::Span| file.span(span.range());
+        let parsed = stratum_grammar::parse(&self.expression);
+        let mut problems = parsed.problems;
+        if let (Some(expr), true) = (&parsed.expr, problems.is_empty()) {
+            problems.extend(stratum_grammar::check(expr, &self.env).problems);
+        }
+        let mut diagnostics: Vec<Diagnostic> = problems
+            .iter()
+            .map(|problem| {
+                stratum_compiler::expression::diagnostic(problem, &self.expression, locate)
+            })
+            .collect();
+        stratum_compiler::diagnostic::sort(&mut diagnostics);
+        (sources, diagnostics)
+    }
+}
+
+/// The snapshot of an expression fixture: the expression, then its diagnostics as people see
+/// them (no colour, 80 columns).
+pub fn render_expression_snapshot(sources: &SourceMap, diagnostics: &[Diagnostic]) -> String {
+    let mut out = String::new();
+    let reports: Vec<render::FileReport<'_>> = sources
+        .iter()
+        .map(|file| {
+            let _ = write!(out, "----- EXPRESSION {}\n{}", file.name(), file.text());
+            render::FileReport { file, diagnostics }
+        })
+        .collect();
+    out.push_str("----- DIAGNOSTICS\n");
+    out.push_str(&human::render(sources, &reports, human::Style::PLAIN));
+    visible(&out)
 }
 
 #[cfg(test)]

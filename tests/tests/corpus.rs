@@ -67,9 +67,10 @@ fn invalid_specs_report_what_their_markers_say() {
 
 #[test]
 fn every_code_has_a_fixture_named_after_it() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/invalid");
-    let names: BTreeSet<String> = std::fs::read_dir(dir)
-        .expect("the corpus directory exists")
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let names: BTreeSet<String> = ["invalid", "expressions"]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(root.join(dir)).expect("the corpus directory exists"))
         .filter_map(Result::ok)
         .map(|e| corpus_name(&e.path()))
         .collect();
@@ -80,7 +81,8 @@ fn every_code_has_a_fixture_named_after_it() {
             .any(|name| name.starts_with(&format!("{code}_")));
         assert!(
             has_fixture || elsewhere,
-            "{code} has no fixture tests/corpus/invalid/{code}_<name>.stratum.yaml"
+            "{code} has no fixture tests/corpus/invalid/{code}_<name>.stratum.yaml \
+             or tests/corpus/expressions/{code}_<name>.expr"
         );
     }
 }

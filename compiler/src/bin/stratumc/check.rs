@@ -1,91 +1,18 @@
-//! `stratumc`: the command line. Reads specs, runs the compiler, renders its diagnostics and
-//! sets the exit code: 0 when no spec has errors, 1 when one has (or has warnings under
-//! `--deny-warnings`), 2 on a usage or I/O error.
+//! `stratumc check`: reads specs, checks them, renders their diagnostics.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
-use stratum_compiler::diagnostic::{Code, Severity, did_you_mean};
+use stratum_compiler::diagnostic::Severity;
 use stratum_compiler::input::MAX_FILE_SIZE;
 use stratum_compiler::render::{self, human};
 use stratum_compiler::source::SourceMap;
 use stratum_compiler::{Compilation, check_bytes, check_workflow_names};
 
-#[derive(Parser)]
-#[command(
-    name = "stratumc",
-    version,
-    about = "Checks Stratum workflow specs (.stratum.yaml) and reports every problem with its exact place",
-    after_help = "Examples:\n  stratumc check examples/sentiment.stratum.yaml\n  stratumc check specs/ --format short\n  cat spec.stratum.yaml | stratumc check - --format json\n  stratumc explain E0007"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
+use crate::{CheckArgs, Format, USAGE_OR_IO_ERROR, human_style};
 
-#[derive(Subcommand)]
-enum Command {
-    /// Check specs: files, directories (every *.stratum.yaml below them) or `-` for stdin
-    #[command(
-        after_help = "Exit status: 0 when no spec has errors, 1 when one has (or has warnings, with --deny-warnings), 2 on a usage or I/O error."
-    )]
-    Check(CheckArgs),
-    /// Print the long explanation of a diagnostic code (all codes when none is given)
-    Explain {
-        /// A code such as E0007, or its name such as duplicate-key
-        code: Option<String>,
-    },
-}
-
-#[derive(clap::Args)]
-struct CheckArgs {
-    /// Spec files, directories to search for *.stratum.yaml, or `-` for stdin [default: .]
-    paths: Vec<PathBuf>,
-    /// How to print diagnostics
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    format: Format,
-    /// Exit with status 1 when there are warnings, too
-    #[arg(long)]
-    deny_warnings: bool,
-    /// When to colour human output (`auto`: on a terminal, unless NO_COLOR is set)
-    #[arg(long, value_enum, default_value_t = Color::Auto)]
-    color: Color,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Format {
-    /// Graphical reports with the source underlined
-    Human,
-    /// One line each: path:line:col: severity[code]: message
-    Short,
-    /// A JSON document (schema: compiler/schemas/check-output.schema.json)
-    Json,
-    /// GitHub Actions annotations
-    Github,
-    /// SARIF 2.1.0
-    Sarif,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Color {
-    Auto,
-    Always,
-    Never,
-}
-
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Check(args) => check(&args),
-        Command::Explain { code } => explain(code.as_deref()),
-    }
-}
-
-const USAGE_OR_IO_ERROR: u8 = 2;
-
-fn check(args: &CheckArgs) -> ExitCode {
+pub(crate) fn check(args: &CheckArgs) -> ExitCode {
     let mut io_failed = false;
     let inputs = match collect_inputs(&args.paths) {
         Ok(inputs) => inputs,
@@ -155,20 +82,6 @@ fn summary(files: usize, errors: usize, warnings: usize) -> String {
             plural(warnings, "warning")
         ),
     }
-}
-
-fn human_style(color: Color) -> human::Style {
-    let terminal = std::io::stdout().is_terminal();
-    let color = match color {
-        Color::Always => true,
-        Color::Never => false,
-        Color::Auto => terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-    };
-    let width = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|columns| columns.parse().ok())
-        .unwrap_or(100);
-    human::Style { color, width }
 }
 
 enum Input {
@@ -255,29 +168,4 @@ fn read_input(input: &Input) -> std::io::Result<Vec<u8>> {
         }
     }
     Ok(bytes)
-}
-
-fn explain(code: Option<&str>) -> ExitCode {
-    let Some(text) = code else {
-        for code in Code::ALL {
-            println!("{code}  {:<30} {}", code.slug(), code.summary());
-        }
-        return ExitCode::SUCCESS;
-    };
-    match Code::parse(text) {
-        Some(code) => {
-            print!("{}", code.explanation());
-            ExitCode::SUCCESS
-        }
-        None => {
-            let names: Vec<&str> = Code::ALL.iter().map(|code| code.as_str()).collect();
-            let suggestion = did_you_mean(&text.to_uppercase(), names.iter().copied())
-                .map(|best| format!("; did you mean {best}?"))
-                .unwrap_or_default();
-            eprintln!(
-                "error: unknown diagnostic code `{text}`{suggestion} (`stratumc explain` lists them all)"
-            );
-            ExitCode::from(USAGE_OR_IO_ERROR)
-        }
-    }
 }
