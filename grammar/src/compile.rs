@@ -811,6 +811,20 @@ impl Compiler {
                         self.program.ops.pop();
                         self.program.spans.pop();
                         self.emit(Op::CompareConst(comparison.op, c), pair);
+                    } else if let (
+                        Some(Op::ConstTuple(c)),
+                        true,
+                        CompareOp::In | CompareOp::NotIn,
+                    ) = (
+                        self.program.ops.last().copied(),
+                        self.here() == rhs_start + 1,
+                        comparison.op,
+                    ) {
+                        // `x in ('a', 'b')`: membership is the same in a tuple and in the list
+                        // that `CompareConst` pushes, without building the tuple.
+                        self.program.ops.pop();
+                        self.program.spans.pop();
+                        self.emit(Op::CompareConst(comparison.op, c), pair);
                     } else {
                         self.emit(Op::Compare(comparison.op), pair);
                     }

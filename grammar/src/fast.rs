@@ -11,7 +11,8 @@
 //! comparison with a constant that consume it into one step, scalar constants are converted,
 //! jumps aim at steps. A program that is only such comparisons joined by `and` / `or` is run
 //! without a stack at all. A program with an op this path never runs (a generator, a tuple or
-//! list display, a file built-in) has no fast ops and goes straight to the general VM.
+//! list display, a method or `str(…)` that builds a string, a file built-in) has no fast ops
+//! and goes straight to the general VM.
 //!
 //! It computes only what it can without building a value, and only successful evaluations.
 //! For anything else — a string or list that an operation builds, any error, the budget
@@ -29,7 +30,7 @@ use serde_json::{Number, Value};
 
 use crate::ast::{CompareOp, UnaryOp};
 use crate::calls;
-use crate::compile::{Builtin, Op, Program};
+use crate::compile::{Builtin, Method, Op, Program};
 use crate::value::{self, Meter, Val, field_of_inline};
 use crate::vm::{self, Bindings, Limits, discard};
 
@@ -169,8 +170,8 @@ fn metered<T>(fuel: u64, limits: &Limits, f: impl FnOnce(&mut Meter) -> T) -> (T
 /// comparison with a constant (alone or deciding an `and` / `or`) that consume it, scalar
 /// constants converted, jumps aimed at steps. Derived from the ops once, when the program is
 /// built; empty when the program has an op the fast path never runs (a generator, a tuple or
-/// list display, a file built-in, `Fail`), or is malformed: then evaluation goes straight to
-/// the general VM.
+/// list display, a method or `str(…)` that builds a string, a file built-in, `Fail`), or is
+/// malformed: then evaluation goes straight to the general VM.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct FastOps {
     steps: Vec<Step>,
@@ -436,8 +437,33 @@ fn runs(op: &Op) -> bool {
         | Op::PopJumpIfFalse(_)
         | Op::Unary(_)
         | Op::Binary(_) => true,
-        Op::Call(builtin, argc) => !builtin.reads_files() && (1..=2).contains(argc),
-        Op::Method(_, argc) => *argc <= 1,
+        // Not `str(…)`, which always builds a string (the work would be lost), nor the file
+        // built-ins.
+        Op::Call(builtin, argc) => {
+            !matches!(
+                builtin,
+                Builtin::Str | Builtin::FileExists | Builtin::FileContains
+            ) && (1..=2).contains(argc)
+        }
+        // The methods whose result is a number, a bool or borrowed; not those that build a
+        // string or a list.
+        Op::Method(method, argc) => {
+            *argc <= 1
+                && matches!(
+                    method,
+                    Method::Startswith
+                        | Method::Endswith
+                        | Method::Count
+                        | Method::Find
+                        | Method::Index
+                        | Method::Isdigit
+                        | Method::Isalpha
+                        | Method::Isspace
+                        | Method::Isupper
+                        | Method::Islower
+                        | Method::Get
+                )
+        }
         Op::ConstTuple(_)
         | Op::Local(_)
         | Op::Store(_)
@@ -996,6 +1022,7 @@ mod tests {
         for source in [
             "all(x != '' for x in result.items)",
             "result.label.upper() == 'POSITIVE'",
+            "str(result.score) == '7'",
             "result.missing > 1",
             "result.label > 1",
             "(result.score, 1)",
