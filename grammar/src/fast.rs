@@ -175,15 +175,16 @@ fn metered<T>(fuel: u64, limits: &Limits, f: impl FnOnce(&mut Meter) -> T) -> (T
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct FastOps {
     steps: Vec<Step>,
-    /// Every step is a test with a comparison, and every jump goes to the end: the program
-    /// is comparisons joined by `and` / `or` (`a > 0.7 and len(b) > 0`), run without a stack.
+    /// Every step is a test, and every jump goes to the end: the program is comparisons and
+    /// values joined by `and` / `or` (`a > 0.7 and len(b) > 0`), run without a stack.
     chain: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Step {
-    /// A load, maybe its `len`, maybe compared with a constant, maybe jumping when the
-    /// comparison is `when` (with the result) and else going on (without it).
+    /// A load, maybe its `len`, maybe compared with a constant (giving a bool); then maybe
+    /// jumping, with that value, when its truthiness is `when`, and else going on without it
+    /// (the and / or it decides).
     Test {
         load: Load,
         len: bool,
@@ -354,6 +355,18 @@ impl FastOps {
                     _ => {}
                 }
             }
+            // `result.flag and …`, `len(…) > 0 and … or …`: the and / or after the value
+            // decides on its truthiness (for a comparison, on the comparison).
+            if to.is_none() && !lands(end) {
+                match ops.get(end) {
+                    Some(&Op::JumpIfFalseOrPop(offset)) | Some(&Op::JumpIfTrueOrPop(offset)) => {
+                        when = matches!(ops.get(end), Some(Op::JumpIfTrueOrPop(_)));
+                        to = Some(jump(end, offset)?);
+                        end += 1;
+                    }
+                    _ => {}
+                }
+            }
             let step = Step::Test {
                 load,
                 len,
@@ -402,11 +415,7 @@ impl FastOps {
             .collect::<Option<Vec<Step>>>()?;
         let end = steps.len();
         let chain = steps.iter().enumerate().all(|(i, step)| match step {
-            Step::Test {
-                compare: Some(_),
-                jump,
-                ..
-            } => match jump {
+            Step::Test { jump, .. } => match jump {
                 Some((_, to)) => *to as usize == end,
                 None => i + 1 == end,
             },
@@ -546,20 +555,19 @@ pub(crate) fn run<'a>(
                     (n, fuel) = length(value, fuel, limits)?;
                     value = Fv::Int(n);
                 }
-                let Some((op, rhs)) = *compare else {
-                    stack.push(value)?;
-                    continue;
-                };
-                let result;
-                (result, fuel) = compare_scalar(op, value, rhs, program, fuel, limits)?;
+                if let Some((op, rhs)) = *compare {
+                    let result;
+                    (result, fuel) = compare_scalar(op, value, rhs, program, fuel, limits)?;
+                    value = Fv::Bool(result);
+                }
                 match *jump {
                     Some((when, to)) => {
-                        if result == when {
-                            stack.push(Fv::Bool(result))?;
+                        if value.truthy() == when {
+                            stack.push(value)?;
                             at = to as usize;
                         }
                     }
-                    None => stack.push(Fv::Bool(result))?,
+                    None => stack.push(value)?,
                 }
             }
             &Step::CompareJump { op, rhs, when, to } => {
@@ -625,7 +633,7 @@ fn run_chain<'a>(
         let Step::Test {
             load,
             len,
-            compare: Some((op, rhs)),
+            compare,
             jump,
             ops,
         } = step
@@ -639,11 +647,17 @@ fn run_chain<'a>(
             (n, fuel) = length(value, fuel, limits)?;
             value = Fv::Int(n);
         }
-        let result;
-        (result, fuel) = compare_scalar(*op, value, *rhs, program, fuel, limits)?;
+        if let Some((op, rhs)) = *compare {
+            let result;
+            (result, fuel) = compare_scalar(op, value, rhs, program, fuel, limits)?;
+            match *jump {
+                Some((when, _)) if result != when => continue,
+                _ => return Some(Fv::Bool(result)),
+            }
+        }
         match *jump {
-            Some((when, _)) if result != when => {}
-            _ => return Some(Fv::Bool(result)),
+            Some((when, _)) if value.truthy() != when => {}
+            _ => return Some(value),
         }
     }
     None
@@ -1048,7 +1062,13 @@ mod tests {
                 "(result.score > 1 and result.flag == True) or result.label == 'x'",
                 false,
             ),
-            ("result.flag", false),
+            ("result.flag", true),
+            ("result.flag and result.score > 3", true),
+            (
+                "not result.flag or len(result.items) and result.label",
+                false,
+            ),
+            ("result.items and result.label or result.score", false),
             ("result.score == result.confidence", false),
         ] {
             let program = program(source);
