@@ -208,6 +208,24 @@ enum Step {
     Op(Op),
 }
 
+impl Step {
+    /// Where the step jumps: an op index while the steps are built, then a step index.
+    fn target_mut(&mut self) -> Option<&mut u32> {
+        match self {
+            Step::Test {
+                jump: Some((_, to)),
+                ..
+            }
+            | Step::CompareJump { to, .. }
+            | Step::Jump(to)
+            | Step::JumpIfFalseOrPop(to)
+            | Step::JumpIfTrueOrPop(to)
+            | Step::PopJumpIfFalse(to) => Some(to),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Load {
     Name(u32),
@@ -281,8 +299,7 @@ impl FastOps {
             }
         }
         let lands = |pc: usize| target.get(pc).copied().unwrap_or(true);
-        // Each step, and the op index its jump aims at (re-aimed at steps below).
-        let mut steps: Vec<(Step, Option<usize>)> = Vec::with_capacity(ops.len());
+        let mut steps: Vec<Step> = Vec::with_capacity(ops.len());
         // The step each op index starts (for the ops that start one, and the end).
         let mut step_at = vec![u32::MAX; ops.len() + 1];
         let mut pc = 0;
@@ -304,23 +321,26 @@ impl FastOps {
                 _ => None,
             };
             let Some(load) = load else {
-                let to = jump_offset(op).and_then(|offset| jump(pc, offset));
-                let step = match *op {
+                // Jumps aim at op indices for now.
+                let to = match jump_offset(op) {
+                    Some(offset) => u32::try_from(jump(pc, offset)?).ok()?,
+                    None => 0,
+                };
+                steps.push(match *op {
                     Op::CompareConstJump {
                         op, constant, when, ..
                     } => Step::CompareJump {
                         op,
                         rhs: Scalar::new(program, constant)?,
                         when,
-                        to: 0,
+                        to,
                     },
-                    Op::Jump(_) => Step::Jump(0),
-                    Op::JumpIfFalseOrPop(_) => Step::JumpIfFalseOrPop(0),
-                    Op::JumpIfTrueOrPop(_) => Step::JumpIfTrueOrPop(0),
-                    Op::PopJumpIfFalse(_) => Step::PopJumpIfFalse(0),
+                    Op::Jump(_) => Step::Jump(to),
+                    Op::JumpIfFalseOrPop(_) => Step::JumpIfFalseOrPop(to),
+                    Op::JumpIfTrueOrPop(_) => Step::JumpIfTrueOrPop(to),
+                    Op::PopJumpIfFalse(_) => Step::PopJumpIfFalse(to),
                     other => Step::Op(other),
-                };
-                steps.push((step, to));
+                });
                 pc += 1;
                 continue;
             };
@@ -367,52 +387,29 @@ impl FastOps {
                     _ => {}
                 }
             }
-            let step = Step::Test {
+            let jump = match to {
+                Some(to) => Some((when, u32::try_from(to).ok()?)),
+                None => None,
+            };
+            steps.push(Step::Test {
                 load,
                 len,
                 compare,
-                jump: to.map(|_| (when, 0)),
+                jump,
                 ops: u8::try_from(end - pc).ok()?,
-            };
-            steps.push((step, to));
+            });
             pc = end;
         }
         *step_at.get_mut(ops.len())? = u32::try_from(steps.len()).ok()?;
-        let steps = steps
-            .into_iter()
-            .map(|(step, to)| {
-                let Some(to) = to else {
-                    return Some(step);
-                };
-                let to = *step_at.get(to)?;
-                if to == u32::MAX {
+        // Aim the jumps at steps.
+        for step in &mut steps {
+            if let Some(to) = step.target_mut() {
+                *to = *step_at.get(*to as usize)?;
+                if *to == u32::MAX {
                     return None;
                 }
-                Some(match step {
-                    Step::Test {
-                        load,
-                        len,
-                        compare,
-                        jump: Some((when, _)),
-                        ops,
-                    } => Step::Test {
-                        load,
-                        len,
-                        compare,
-                        jump: Some((when, to)),
-                        ops,
-                    },
-                    Step::CompareJump { op, rhs, when, .. } => {
-                        Step::CompareJump { op, rhs, when, to }
-                    }
-                    Step::Jump(_) => Step::Jump(to),
-                    Step::JumpIfFalseOrPop(_) => Step::JumpIfFalseOrPop(to),
-                    Step::JumpIfTrueOrPop(_) => Step::JumpIfTrueOrPop(to),
-                    Step::PopJumpIfFalse(_) => Step::PopJumpIfFalse(to),
-                    other => other,
-                })
-            })
-            .collect::<Option<Vec<Step>>>()?;
+            }
+        }
         let end = steps.len();
         let chain = steps.iter().enumerate().all(|(i, step)| match step {
             Step::Test { jump, .. } => match jump {
