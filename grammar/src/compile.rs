@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::ast::{BinaryOp, CompareOp, Expr, ExprKind, Generator, Ident, RefRoot, UnaryOp};
+use crate::fast::FastOps;
 use crate::span::Span;
 use crate::value::{SeqKind, Val};
 use crate::vm::{self, Bindings, Limits, NoTrace};
@@ -261,6 +262,7 @@ pub struct PathField {
 
 /// A compiled expression.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(from = "ProgramData")]
 pub struct Program {
     /// The expression's text; spans index into it.
     pub(crate) source: String,
@@ -279,9 +281,52 @@ pub struct Program {
     pub(crate) leaves: Vec<(u32, Span)>,
     /// The number of generator-variable slots.
     pub(crate) locals: u32,
+    /// The ops as the evaluator's fast path runs them ([`FastOps`]): derived from the fields
+    /// above once the program is complete (by [`compile`], [`compile_unfolded`] and when
+    /// deserialising), never serialised. Whatever changes the ops must derive it again.
+    #[serde(skip)]
+    pub(crate) fast: FastOps,
+}
+
+/// What a serialised [`Program`] holds: all but its [`FastOps`], which are derived again.
+#[derive(Deserialize)]
+struct ProgramData {
+    source: String,
+    ops: Vec<Op>,
+    spans: Vec<Span>,
+    constants: Vec<Value>,
+    strings: Vec<String>,
+    paths: Vec<Vec<PathField>>,
+    bases: Vec<(u32, Span)>,
+    leaves: Vec<(u32, Span)>,
+    locals: u32,
+}
+
+impl From<ProgramData> for Program {
+    fn from(data: ProgramData) -> Program {
+        Program {
+            source: data.source,
+            ops: data.ops,
+            spans: data.spans,
+            constants: data.constants,
+            strings: data.strings,
+            paths: data.paths,
+            bases: data.bases,
+            leaves: data.leaves,
+            locals: data.locals,
+            fast: FastOps::default(),
+        }
+        .planned()
+    }
 }
 
 impl Program {
+    /// The program with its [`FastOps`] derived from its ops: the last step of building one.
+    fn planned(mut self) -> Program {
+        self.fast = FastOps::new(&self);
+        self
+    }
+
     /// The expression's source text.
     pub fn source(&self) -> &str {
         &self.source
@@ -385,13 +430,14 @@ pub fn compile(expr: &Expr, source: &str) -> Program {
             bases: Vec::new(),
             leaves: Vec::new(),
             locals: 0,
+            fast: FastOps::default(),
         },
         scopes: Vec::new(),
         fold_budget: FOLD_BUDGET,
         fold: true,
     };
     compiler.expr(expr, Place::Root);
-    compiler.program
+    compiler.program.planned()
 }
 
 /// Compiles without constant folding (tests compare folded and unfolded evaluation).
@@ -407,13 +453,14 @@ pub fn compile_unfolded(expr: &Expr, source: &str) -> Program {
             bases: Vec::new(),
             leaves: Vec::new(),
             locals: 0,
+            fast: FastOps::default(),
         },
         scopes: Vec::new(),
         fold_budget: 0,
         fold: false,
     };
     compiler.expr(expr, Place::Root);
-    compiler.program
+    compiler.program.planned()
 }
 
 /// Where a sub-expression stands, for choosing the leaves an explanation reports.
@@ -691,13 +738,33 @@ impl Compiler {
                 info
             }
             ExprKind::Logical { op, lhs, rhs } => {
+                let lhs_start = self.here();
                 let mut info = self.expr(lhs, operand);
                 let when = matches!(op, crate::ast::LogicalOp::Or);
-                let single_comparison =
-                    matches!(&lhs.kind, ExprKind::Compare { rest, .. } if rest.len() == 1);
-                let jump = match (single_comparison, self.program.ops.last_mut()) {
+                let lhs_end = self.here();
+                // The jumps out of the left side to its end: those that decide this `and` /
+                // `or` too (`a and b` in `a and b and c`: a falsy `a` is the result) go
+                // straight to its end; with any other, the left side's value is not only its
+                // last op's.
+                let mut exits = Vec::new();
+                let mut others = false;
+                for at in lhs_start..lhs_end {
+                    let Some(&op) = self.program.ops.get(at) else {
+                        continue;
+                    };
+                    if jump_target(at, op) != Some(lhs_end) {
+                        continue;
+                    }
+                    match op {
+                        Op::CompareConstJump { when: on, .. } if on == when => exits.push(at),
+                        Op::JumpIfFalseOrPop(_) if !when => exits.push(at),
+                        Op::JumpIfTrueOrPop(_) if when => exits.push(at),
+                        _ => others = true,
+                    }
+                }
+                let jump = match (others, self.program.ops.last_mut()) {
                     // `x > 0.7 and …`: the comparison decides or falls through.
-                    (true, Some(last @ Op::CompareConst(..))) => {
+                    (false, Some(last @ Op::CompareConst(..))) => {
                         if let Op::CompareConst(op, constant) = *last {
                             *last = Op::CompareConstJump {
                                 op,
@@ -720,6 +787,9 @@ impl Compiler {
                 info.join(self.expr(rhs, operand));
                 let end = self.here();
                 self.patch(jump, end);
+                for at in exits {
+                    self.patch(at, end);
+                }
                 info
             }
             ExprKind::Compare { first, rest } => {
@@ -738,6 +808,20 @@ impl Compiler {
                         self.here() == rhs_start + 1,
                     ) {
                         // `x > 0.7`: one op for the constant and the comparison.
+                        self.program.ops.pop();
+                        self.program.spans.pop();
+                        self.emit(Op::CompareConst(comparison.op, c), pair);
+                    } else if let (
+                        Some(Op::ConstTuple(c)),
+                        true,
+                        CompareOp::In | CompareOp::NotIn,
+                    ) = (
+                        self.program.ops.last().copied(),
+                        self.here() == rhs_start + 1,
+                        comparison.op,
+                    ) {
+                        // `x in ('a', 'b')`: membership is the same in a tuple and in the list
+                        // that `CompareConst` pushes, without building the tuple.
                         self.program.ops.pop();
                         self.program.spans.pop();
                         self.emit(Op::CompareConst(comparison.op, c), pair);
@@ -977,6 +1061,22 @@ impl Compiler {
             span,
         );
     }
+}
+
+/// Where the jump at `at` goes, if `op` jumps.
+fn jump_target(at: usize, op: Op) -> Option<usize> {
+    let offset = match op {
+        Op::Jump(offset)
+        | Op::JumpIfFalseOrPop(offset)
+        | Op::JumpIfTrueOrPop(offset)
+        | Op::PopJumpIfFalse(offset)
+        | Op::IterNext(offset)
+        | Op::AnyStep(offset)
+        | Op::AllStep(offset)
+        | Op::CompareConstJump { offset, .. } => offset,
+        _ => return None,
+    };
+    usize::try_from(at as i64 + i64::from(offset)).ok()
 }
 
 fn argc(n: usize) -> u8 {

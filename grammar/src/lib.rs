@@ -18,6 +18,7 @@ mod calls;
 pub mod check;
 pub mod compile;
 pub mod explain;
+mod fast;
 mod files;
 pub mod lexer;
 pub mod parser;

@@ -337,6 +337,68 @@ fn number<'a>(n: &Number) -> Val<'a> {
     }
 }
 
+/// String equality, inline: lengths first, then at most two overlapping word compares for
+/// strings of up to 16 bytes (names and field names), instead of a call to `memcmp`.
+#[inline(always)]
+pub(crate) fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n >= 8 {
+        if n > 16 {
+            return a == b;
+        }
+        word8(a, 0) == word8(b, 0) && word8(a, n - 8) == word8(b, n - 8)
+    } else if n >= 4 {
+        word4(a, 0) == word4(b, 0) && word4(a, n - 4) == word4(b, n - 4)
+    } else {
+        // 0 to 3 bytes: the first, middle and last cover them all.
+        a.first() == b.first() && a.get(n / 2) == b.get(n / 2) && a.last() == b.last()
+    }
+}
+
+#[inline(always)]
+fn word8(s: &[u8], at: usize) -> u64 {
+    s.get(at..at + 8)
+        .and_then(|w| <[u8; 8]>::try_from(w).ok())
+        .map_or(0, u64::from_ne_bytes)
+}
+
+#[inline(always)]
+fn word4(s: &[u8], at: usize) -> u32 {
+    s.get(at..at + 4)
+        .and_then(|w| <[u8; 4]>::try_from(w).ok())
+        .map_or(0, u32::from_ne_bytes)
+}
+
+/// The field `key` of an object. Small objects are scanned with [`str_eq`] (one length compare
+/// for most keys); larger ones use the map's search.
+#[inline]
+pub(crate) fn field_of<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    field_of_inline(map, key)
+}
+
+/// [`field_of`], always inlined (the evaluator's fast path).
+#[inline(always)]
+pub(crate) fn field_of_inline<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if map.len() <= SCAN_FIELDS {
+        for (k, v) in map {
+            if str_eq(k, key) {
+                return Some(v);
+            }
+        }
+        None
+    } else {
+        map.get(key)
+    }
+}
+
+/// Objects up to this many fields (one B-tree leaf) are scanned rather than searched: the
+/// scan wins even when every key has the target's length.
+const SCAN_FIELDS: usize = 11;
+
 /// Python's exact comparison of an int with a float (no rounding of the int).
 fn cmp_int_float(i: i64, f: f64) -> Option<Ordering> {
     if f.is_nan() {

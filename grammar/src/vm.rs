@@ -5,6 +5,7 @@
 //! on them, and only what the expression builds is allocated.
 
 use std::borrow::Cow;
+use std::mem::ManuallyDrop;
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -13,51 +14,99 @@ use serde_json::{Map, Value};
 use crate::ast::{BinaryOp, CompareOp, UnaryOp};
 use crate::calls;
 use crate::compile::{Builtin, Op, Program};
+use crate::fast::{self, Fv};
 use crate::span::Span;
-use crate::value::{self, Failure, Fault, Meter, Seq, Val};
+use crate::value::{self, Failure, Fault, Meter, Seq, Val, field_of, str_eq};
 
 /// What an evaluation reads: free names, `$.input` and step outputs, all borrowed. Binding a
-/// name (or step) again replaces its value. Up to two names with `&'a str` keys are held
-/// without allocating.
+/// name (or step) again replaces its value. Up to [`INLINE_NAMES`] names with `&'a str` keys
+/// are held inline: building, reading and dropping such bindings allocates nothing and runs no
+/// drop glue.
 #[derive(Clone, Debug, Default)]
 pub struct Bindings<'a> {
-    inline: [Option<(&'a str, &'a Value)>; 2],
-    more: Vec<(Cow<'a, str>, &'a Value)>,
+    inline: [Option<(&'a str, &'a Value)>; INLINE_NAMES],
     input: Option<&'a Value>,
+    /// Names with owned keys or past the inline ones, and step outputs.
+    extra: Spill<'a>,
+}
+
+/// The side table of [`Bindings`], when there is one. Dropping an empty one is one inline
+/// test, not a call to drop glue.
+#[derive(Clone, Debug, Default)]
+struct Spill<'a>(ManuallyDrop<Option<Box<Extra<'a>>>>);
+
+impl Drop for Spill<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.0.is_some() {
+            drop_spill(std::mem::take(&mut *self.0));
+        }
+    }
+}
+
+#[inline(never)]
+fn drop_spill(extra: Option<Box<Extra<'_>>>) {
+    drop(extra);
+}
+
+/// How many names [`Bindings`] holds without allocating.
+const INLINE_NAMES: usize = 3;
+
+#[derive(Clone, Debug, Default)]
+struct Extra<'a> {
+    names: Vec<(Cow<'a, str>, &'a Value)>,
     steps: Vec<(Cow<'a, str>, &'a Value)>,
 }
 
+impl<'a> Extra<'a> {
+    #[inline(never)]
+    fn name(&self, name: &str) -> Option<&'a Value> {
+        self.names
+            .iter()
+            .find(|(key, _)| str_eq(key, name))
+            .map(|(_, value)| *value)
+    }
+}
+
 impl<'a> Bindings<'a> {
+    #[inline]
     pub fn new() -> Bindings<'a> {
         Bindings::default()
     }
 
     /// Binds a free name (`result`, `item`, `accumulator`, …).
+    #[inline]
     pub fn name(mut self, name: impl Into<Cow<'a, str>>, value: &'a Value) -> Bindings<'a> {
-        let name = name.into();
-        for (key, slot) in self.inline.iter_mut().flatten() {
-            if *key == name.as_ref() {
-                *slot = value;
-                return self;
+        self.bind_name(name.into(), value);
+        self
+    }
+
+    #[inline]
+    fn bind_name(&mut self, name: Cow<'a, str>, value: &'a Value) {
+        for (key, bound) in self.inline.iter_mut().flatten() {
+            if str_eq(key, &name) {
+                *bound = value;
+                return;
             }
         }
-        for (key, slot) in &mut self.more {
-            if key.as_ref() == name.as_ref() {
-                *slot = value;
-                return self;
-            }
+        if let Some(extra) = &mut *self.extra.0
+            && let Some((_, bound)) = extra.names.iter_mut().find(|(key, _)| str_eq(key, &name))
+        {
+            *bound = value;
+            return;
         }
         if let Cow::Borrowed(key) = name
             && let Some(free) = self.inline.iter_mut().find(|slot| slot.is_none())
         {
             *free = Some((key, value));
-            return self;
+            return;
         }
-        self.more.push((name, value));
-        self
+        let extra = self.extra.0.get_or_insert_with(Box::default);
+        extra.names.push((name, value));
     }
 
     /// Binds `$.input`.
+    #[inline]
     pub fn input(mut self, value: &'a Value) -> Bindings<'a> {
         self.input = Some(value);
         self
@@ -66,9 +115,10 @@ impl<'a> Bindings<'a> {
     /// Binds `$.steps.<id>.output`.
     pub fn step(mut self, id: impl Into<Cow<'a, str>>, output: &'a Value) -> Bindings<'a> {
         let id = id.into();
-        match self.steps.iter_mut().find(|(key, _)| *key == id) {
+        let steps = &mut self.extra.0.get_or_insert_with(Box::default).steps;
+        match steps.iter_mut().find(|(key, _)| *key == id) {
             Some((_, slot)) => *slot = output,
-            None => self.steps.push((id, output)),
+            None => steps.push((id, output)),
         }
         self
     }
@@ -77,22 +127,29 @@ impl<'a> Bindings<'a> {
     #[inline]
     pub fn get_name(&self, name: &str) -> Option<&'a Value> {
         for (key, value) in self.inline.iter().flatten() {
-            if *key == name {
+            if str_eq(key, name) {
                 return Some(*value);
             }
         }
-        self.more
-            .iter()
-            .find(|(key, _)| key.as_ref() == name)
-            .map(|(_, value)| *value)
+        self.extra.0.as_ref()?.name(name)
     }
 
+    /// The first name bound, and its value.
+    #[inline(always)]
+    pub(crate) fn first_name(&self) -> Option<(&'a str, &'a Value)> {
+        self.inline.first().copied().flatten()
+    }
+
+    #[inline]
     pub fn get_input(&self) -> Option<&'a Value> {
         self.input
     }
 
     pub fn get_step(&self, id: &str) -> Option<&'a Value> {
-        self.steps
+        self.extra
+            .0
+            .as_ref()?
+            .steps
             .iter()
             .find(|(key, _)| key.as_ref() == id)
             .map(|(_, value)| *value)
@@ -175,6 +232,16 @@ pub struct EvalError {
 impl Program {
     /// Evaluates the program over `bindings`.
     pub fn evaluate(&self, bindings: &Bindings<'_>, limits: &Limits) -> Result<Value, EvalError> {
+        match fast::run(self, bindings, limits) {
+            // The usual result, built in place.
+            Some(Fv::Bool(b)) => return Ok(Value::Bool(b)),
+            Some(value) => {
+                if let Some(json) = value.to_json() {
+                    return Ok(json);
+                }
+            }
+            None => {}
+        }
         let (result, _) = run_from(self, 0, bindings, limits, &mut NoTrace);
         let value = result?;
         value
@@ -189,6 +256,9 @@ impl Program {
         bindings: &Bindings<'_>,
         limits: &Limits,
     ) -> Result<bool, EvalError> {
+        if let Some(value) = fast::run(self, bindings, limits) {
+            return Ok(value.truthy());
+        }
         let (result, _) = run_from(self, 0, bindings, limits, &mut NoTrace);
         Ok(result?.truthy())
     }
@@ -454,6 +524,8 @@ fn execute<'a, T: Tracer<'a>>(
     } else {
         vec![Val::None; program.locals as usize]
     };
+    // The last free name read, resolved: names are read by string compare once, not per op.
+    let mut resolved: Option<(u32, &'a Value)> = None;
     let mut pc = *pc_out;
     while let Some(op) = ops.get(pc) {
         *pc_out = pc;
@@ -477,44 +549,44 @@ fn execute<'a, T: Tracer<'a>>(
                 )));
             }
             Op::Name(i) => {
-                let name = program.strings.get(i as usize).ok_or_else(malformed)?;
-                match bindings.get_name(name) {
-                    Some(value) => stack.push(Val::from_json(value)),
-                    None => return Err(unbound(name)),
-                }
+                let value = resolve(program, bindings, &mut resolved, i)?;
+                next = push_then::<T>(
+                    ops,
+                    pc,
+                    Val::from_json(value),
+                    &mut stack,
+                    program,
+                    meter,
+                    pc_out,
+                )?;
             }
             Op::Local(slot) => {
-                stack.push(locals.get(slot as usize).ok_or_else(malformed)?.clone());
+                let value = locals.get(slot as usize).ok_or_else(malformed)?.clone();
+                next = push_then::<T>(ops, pc, value, &mut stack, program, meter, pc_out)?;
             }
             Op::Store(slot) => {
                 let value = pop!(stack);
                 *locals.get_mut(slot as usize).ok_or_else(malformed)? = value;
             }
             Op::Path { name, path } => {
-                let name = program.strings.get(name as usize).ok_or_else(malformed)?;
-                let Some(root) = bindings.get_name(name) else {
-                    return Err(unbound(name));
-                };
-                stack.push(walk_path(program, pc, root, path)?);
+                let root = resolve(program, bindings, &mut resolved, name)?;
+                let value = walk_path(program, pc, root, path)?;
+                next = push_then::<T>(ops, pc, value, &mut stack, program, meter, pc_out)?;
             }
             Op::LocalPath { slot, path } => {
-                match locals.get(slot as usize).ok_or_else(malformed)? {
-                    Val::Json(root) => stack.push(walk_path(program, pc, root, path)?),
+                let value = match locals.get(slot as usize).ok_or_else(malformed)? {
+                    Val::Json(root) => walk_path(program, pc, root, path)?,
                     other => {
                         // Not an object (objects are only ever borrowed JSON).
                         let other = other.clone();
-                        stack.push(walk_val(program, pc, other, path)?);
+                        walk_val(program, pc, other, path)?
                     }
-                }
+                };
+                next = push_then::<T>(ops, pc, value, &mut stack, program, meter, pc_out)?;
             }
             Op::CompareConst(op, i) => {
-                let b = Val::from_json(program.constants.get(i as usize).ok_or_else(malformed)?);
                 let a = pop!(stack);
-                let result = match fast_compare(op, &a, &b) {
-                    Some(result) => result,
-                    None => compare_op(op, &a, &b, meter)?,
-                };
-                discard(a);
+                let result = compare_const(program, op, i, a, meter)?;
                 stack.push(Val::Bool(result));
             }
             Op::CompareConstJump {
@@ -523,18 +595,8 @@ fn execute<'a, T: Tracer<'a>>(
                 when,
                 offset,
             } => {
-                let b = Val::from_json(
-                    program
-                        .constants
-                        .get(constant as usize)
-                        .ok_or_else(malformed)?,
-                );
                 let a = pop!(stack);
-                let result = match fast_compare(op, &a, &b) {
-                    Some(result) => result,
-                    None => compare_op(op, &a, &b, meter)?,
-                };
-                discard(a);
+                let result = compare_const(program, op, constant, a, meter)?;
                 if result == when {
                     stack.push(Val::Bool(result));
                     next = jump(pc, offset);
@@ -547,7 +609,8 @@ fn execute<'a, T: Tracer<'a>>(
                         "`$.input` is not bound here".to_owned(),
                     )
                 })?;
-                stack.push(walk_path(program, pc, root, path)?);
+                let value = walk_path(program, pc, root, path)?;
+                next = push_then::<T>(ops, pc, value, &mut stack, program, meter, pc_out)?;
             }
             Op::Step { step, path } => {
                 let id = program.strings.get(step as usize).ok_or_else(malformed)?;
@@ -559,13 +622,14 @@ fn execute<'a, T: Tracer<'a>>(
                         ),
                     )
                 })?;
-                stack.push(walk_path(program, pc, root, path)?);
+                let value = walk_path(program, pc, root, path)?;
+                next = push_then::<T>(ops, pc, value, &mut stack, program, meter, pc_out)?;
             }
             Op::Attr(i) => {
                 let name = program.strings.get(i as usize).ok_or_else(malformed)?;
                 let base = pop!(stack);
                 if let Val::Json(Value::Object(map)) = base
-                    && let Some(value) = map.get(name.as_str())
+                    && let Some(value) = field_of(map, name)
                 {
                     stack.push(Val::from_json(value));
                 } else {
@@ -741,7 +805,120 @@ fn execute<'a, T: Tracer<'a>>(
     stack.pop().ok_or_else(malformed)
 }
 
-fn binary<'a>(op: BinaryOp, a: &Val<'a>, b: &Val<'a>, meter: &mut Meter) -> Result<Val<'a>, Fault> {
+/// The free name `strings[name]`, through the one-entry cache `resolved`.
+#[inline(always)]
+fn resolve<'a>(
+    program: &Program,
+    bindings: &Bindings<'a>,
+    resolved: &mut Option<(u32, &'a Value)>,
+    name: u32,
+) -> Result<&'a Value, Fault> {
+    if let Some((cached, value)) = *resolved
+        && cached == name
+    {
+        return Ok(value);
+    }
+    let text = program.strings.get(name as usize).ok_or_else(malformed)?;
+    let value = bindings.get_name(text).ok_or_else(|| unbound(text))?;
+    *resolved = Some((name, value));
+    Ok(value)
+}
+
+/// Pushes `value`, produced by the op at `pc`, and returns the next op's index; without a
+/// tracer, first runs the ops that follow and consume it directly, as one step: `len(…)`
+/// (of borrowed JSON) and a comparison with a constant, alone or deciding an `and` / `or`.
+/// Each op fused this way is charged to the budget as if run alone (none is fused past the
+/// budget), and a failing one reports its own index in `pc_out`.
+#[inline(always)]
+fn push_then<'a, T: Tracer<'a>>(
+    ops: &[Op],
+    pc: usize,
+    value: Val<'a>,
+    stack: &mut Stack<'a>,
+    program: &'a Program,
+    meter: &mut Meter,
+    pc_out: &mut usize,
+) -> Result<usize, Fault> {
+    if T::ON {
+        stack.push(value);
+        return Ok(pc + 1);
+    }
+    let mut pc = pc;
+    let mut value = value;
+    if let (Some(Op::Call(Builtin::Len, 1)), Val::Json(json)) = (ops.get(pc + 1), &value)
+        && meter.remaining > 0
+    {
+        let n = match json {
+            Value::Array(items) => items.len(),
+            Value::Object(map) => map.len(),
+            _ => return Err(malformed()),
+        };
+        meter.remaining -= 1;
+        pc += 1;
+        value = Val::Int(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+    match ops.get(pc + 1) {
+        Some(&Op::CompareConst(op, constant)) if meter.remaining > 0 => {
+            meter.remaining -= 1;
+            pc += 1;
+            *pc_out = pc;
+            let result = compare_const(program, op, constant, value, meter)?;
+            stack.push(Val::Bool(result));
+            Ok(pc + 1)
+        }
+        Some(&Op::CompareConstJump {
+            op,
+            constant,
+            when,
+            offset,
+        }) if meter.remaining > 0 => {
+            meter.remaining -= 1;
+            pc += 1;
+            *pc_out = pc;
+            let result = compare_const(program, op, constant, value, meter)?;
+            if result == when {
+                stack.push(Val::Bool(result));
+                Ok(jump(pc, offset))
+            } else {
+                Ok(pc + 1)
+            }
+        }
+        _ => {
+            stack.push(value);
+            Ok(pc + 1)
+        }
+    }
+}
+
+/// `a op constants[constant]`.
+#[inline(always)]
+fn compare_const<'a>(
+    program: &'a Program,
+    op: CompareOp,
+    constant: u32,
+    a: Val<'a>,
+    meter: &mut Meter,
+) -> Result<bool, Fault> {
+    let b = Val::from_json(
+        program
+            .constants
+            .get(constant as usize)
+            .ok_or_else(malformed)?,
+    );
+    let result = match fast_compare(op, &a, &b) {
+        Some(result) => result,
+        None => compare_op(op, &a, &b, meter)?,
+    };
+    discard(a);
+    Ok(result)
+}
+
+pub(crate) fn binary<'a>(
+    op: BinaryOp,
+    a: &Val<'a>,
+    b: &Val<'a>,
+    meter: &mut Meter,
+) -> Result<Val<'a>, Fault> {
     match op {
         BinaryOp::Add => value::add(a, b, meter),
         BinaryOp::Sub => value::sub(a, b),
@@ -778,7 +955,12 @@ fn fast_compare(op: CompareOp, a: &Val<'_>, b: &Val<'_>) -> Option<bool> {
     }
 }
 
-fn compare_op(op: CompareOp, a: &Val<'_>, b: &Val<'_>, meter: &mut Meter) -> Result<bool, Fault> {
+pub(crate) fn compare_op(
+    op: CompareOp,
+    a: &Val<'_>,
+    b: &Val<'_>,
+    meter: &mut Meter,
+) -> Result<bool, Fault> {
     use std::cmp::Ordering::{Equal, Greater, Less};
     Ok(match op {
         CompareOp::Eq => value::equal(a, b, meter)?,
@@ -867,7 +1049,7 @@ fn walk_path<'a>(
             .get(field.name as usize)
             .ok_or_else(malformed)?;
         current = match current {
-            Value::Object(map) => match map.get(name.as_str()) {
+            Value::Object(map) => match field_of(map, name) {
                 Some(value) => value,
                 None => return Err(path_fault(program, pc, field, name, current)),
             },
@@ -978,7 +1160,7 @@ fn not_an_object(text: &str, base: &str, value: &Val<'_>) -> Fault {
 /// `base.name`.
 fn field<'a>(program: &Program, pc: usize, base: &Val<'a>, name: &str) -> Result<Val<'a>, Fault> {
     match base.as_object() {
-        Some(map) => match map.get(name) {
+        Some(map) => match field_of(map, name) {
             Some(value) => Ok(Val::from_json(value)),
             None => {
                 let span = program.spans.get(pc).copied().unwrap_or_default();
@@ -997,7 +1179,7 @@ fn field<'a>(program: &Program, pc: usize, base: &Val<'a>, name: &str) -> Result
 }
 
 /// `base[index]`.
-fn subscript<'a>(
+pub(crate) fn subscript<'a>(
     program: &Program,
     pc: usize,
     base: &Val<'a>,
@@ -1008,7 +1190,7 @@ fn subscript<'a>(
     let text = program.text(span);
     if let Some(map) = base.as_object() {
         return match index.as_str() {
-            Some(key) => match map.get(key) {
+            Some(key) => match field_of(map, key) {
                 Some(value) => Ok(Val::from_json(value)),
                 None => Err(missing_field(text, key, map)),
             },

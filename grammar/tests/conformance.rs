@@ -197,6 +197,63 @@ const ROWS: &[(&str, &str, &str)] = &[
     ),
     ("true and not false", "", "true"),
     ("null == None", "", "true"),
+    // Chains of `and` / `or` whose comparisons decide the whole chain.
+    (
+        "result.score > 1 and result.label == 'positive' and result.zero",
+        "",
+        "0",
+    ),
+    (
+        "result.score > 1 and result.label == 'x' and 1 / 0",
+        "",
+        "false",
+    ),
+    (
+        "result.score < 1 or result.label == 'x' or result.items",
+        "",
+        "[\"a\", \"b\", \"c\"]",
+    ),
+    ("result.score > 1 or 1 / 0 or result.zero", "", "true"),
+    ("result.none or result.zero < 0 or result.empty", "", "\"\""),
+    (
+        "(result.score > 1 and result.zero) or 'fallback'",
+        "",
+        "\"fallback\"",
+    ),
+    ("(result.score > 1 and result.f > 2) or 1 / 0", "", "true"),
+    (
+        "result.score > 1 and (result.zero or result.flag == True)",
+        "",
+        "true",
+    ),
+    ("result.score > 9 and (result.zero or 1 / 0)", "", "false"),
+    ("result.score < 9 or (result.zero and 1 / 0)", "", "true"),
+    (
+        "not (result.score > 1 and result.label == 'x') and result.f > 2",
+        "",
+        "true",
+    ),
+    (
+        "result.score > 1 and result.f < 2 or result.label == 'positive'",
+        "",
+        "true",
+    ),
+    ("result.score > 1 or result.f < 2 and 1 / 0", "", "true"),
+    (
+        "result.zero == 0 and result.neg < 0 and result.f > 2 and result.flag == True",
+        "",
+        "true",
+    ),
+    (
+        "result.zero == 1 or result.neg > 0 or result.f < 2 or result.flag == False",
+        "",
+        "false",
+    ),
+    (
+        "(result.score if result.flag else 0) > 1 and result.zero == 0",
+        "",
+        "true",
+    ),
     // Conditional expressions.
     ("'yes' if result.score > 5 else 'no'", "", "\"yes\""),
     ("'yes' if result.zero else 'no'", "", "\"no\""),
@@ -570,6 +627,53 @@ fn show(value: &Option<Value>) -> String {
     }
 }
 
+/// `evaluate` and `evaluate_bool` take a fast path for programs that only read and compare,
+/// falling back to the general VM; `explain` always runs the general VM. They must agree on
+/// every row, folded and unfolded, with the default budget and with every budget small
+/// enough to run out part-way (the same error, at the same op).
+#[test]
+fn fast_path_agrees_with_the_general_vm() {
+    let root = root();
+    let mut failures = Vec::new();
+    for case in cases(ROWS).iter().chain(&cases(RUST_ONLY)) {
+        let expr = parse(case.expr);
+        let bindings = bindings(&case.bindings);
+        for program in [
+            compile(&expr, case.expr),
+            compile_unfolded(&expr, case.expr),
+        ] {
+            let budgets = (0..=24).chain([Limits::default().instructions]);
+            for budget in budgets {
+                let limits = Limits {
+                    instructions: budget,
+                    ..Limits::default().with_root(&root)
+                };
+                let general = program.explain(&bindings, &limits);
+                let value = program.evaluate(&bindings, &limits);
+                if value != general.outcome {
+                    failures.push(format!(
+                        "`{}` (budget {budget}): evaluate gave {value:?}, the general VM {:?}",
+                        case.expr, general.outcome
+                    ));
+                }
+                let truth = program.evaluate_bool(&bindings, &limits);
+                let same = match (&truth, &general.outcome) {
+                    (Ok(truth), Ok(_)) => *truth == general.held(),
+                    (Err(a), Err(b)) => a == b,
+                    _ => false,
+                };
+                if !same {
+                    failures.push(format!(
+                        "`{}` (budget {budget}): evaluate_bool gave {truth:?}, the general VM {:?}",
+                        case.expr, general.outcome
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn table_has_enough_rows() {
     assert!(ROWS.len() >= 160, "{} rows", ROWS.len());
@@ -762,20 +866,35 @@ mod random_bindings {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
-        /// Every expression of the table over arbitrary values: no panic, and folding does not
-        /// change the outcome.
+        /// Every expression of the table over arbitrary values: no panic, folding does not
+        /// change the outcome, and the fast path of `evaluate` agrees with the general VM
+        /// (`explain`), also when a small budget runs out.
         #[test]
-        fn table_expressions_over_random_values(row in 0..super::ROWS.len(), result in value(), x in value()) {
+        fn table_expressions_over_random_values(
+            row in 0..super::ROWS.len(),
+            result in value(),
+            x in value(),
+            budget in prop_oneof![0u64..24, Just(100_000u64)],
+        ) {
             let source = super::ROWS[row].0;
             let expr = super::parse(source);
             let bindings = Bindings::new().name("result", &result).name("x", &x).name("item", &x).input(&x).step("s1", &result);
             let limits = Limits { instructions: 100_000, ..Limits::default() };
-            let folded = compile(&expr, source).evaluate(&bindings, &limits);
+            let program = compile(&expr, source);
+            let folded = program.evaluate(&bindings, &limits);
             let unfolded = compile_unfolded(&expr, source).evaluate(&bindings, &limits);
             match (&folded, &unfolded) {
                 (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
                 (Err(a), Err(b)) => prop_assert_eq!(a.kind, b.kind),
                 _ => prop_assert!(false, "`{}`: {:?} vs {:?}", source, folded, unfolded),
+            }
+            let limits = Limits { instructions: budget, ..Limits::default() };
+            let general = program.explain(&bindings, &limits);
+            prop_assert_eq!(&program.evaluate(&bindings, &limits), &general.outcome, "`{}`", source);
+            match (program.evaluate_bool(&bindings, &limits), &general.outcome) {
+                (Ok(truth), Ok(_)) => prop_assert_eq!(truth, general.held(), "`{}`", source),
+                (Err(a), Err(b)) => prop_assert_eq!(&a, b, "`{}`", source),
+                (a, b) => prop_assert!(false, "`{}`: {:?} vs {:?}", source, a, b),
             }
         }
     }

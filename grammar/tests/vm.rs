@@ -581,13 +581,146 @@ mod hostile {
                 let folded = compile(&expr, &source);
                 let a = folded.evaluate(&bindings, &limits);
                 let b = compile_unfolded(&expr, &source).evaluate(&bindings, &limits);
-                let _ = folded.explain(&bindings, &limits).to_string();
+                // `explain` runs the general VM; `evaluate` may take the fast path.
+                let explained = folded.explain(&bindings, &limits);
+                prop_assert_eq!(&a, &explained.outcome, "{}", source);
+                let _ = explained.to_string();
                 if parsed.problems.is_empty() {
                     prop_assert_eq!(a.is_ok(), b.is_ok(), "{}", source);
                     if let (Err(a), Err(b)) = (&a, &b) {
                         prop_assert!(a.span.end as usize <= source.len());
                         prop_assert_eq!(a.kind, b.kind, "{}", source);
                     }
+                }
+            }
+        }
+    }
+}
+
+/// The fast path of `evaluate` / `evaluate_bool` (programs that read and compare) against the
+/// general VM (`explain`), on generated comparisons joined by `and` / `or`, over random values
+/// and budgets.
+mod fast_path {
+    use proptest::prelude::*;
+    use serde_json::json;
+    use stratum_grammar::{Bindings, Limits, compile, compile::compile_unfolded};
+
+    const OPERANDS: &[&str] = &[
+        "result.a",
+        "result.a.b",
+        "result.items",
+        "result.name",
+        "len(result.items)",
+        "len(result.name)",
+        "len(result.a)",
+        "result.items[0]",
+        "result.items[-1]",
+        "result['a']",
+        "result.a + 1",
+        "-result.a",
+        "x",
+        "item.a",
+        "$.input",
+        "$.input.a",
+        "$.steps.s1.output.items",
+        "0",
+        "1",
+        "-1",
+        "2.5",
+        "9223372036854775807",
+        "'s'",
+        "''",
+        "None",
+        "True",
+        "False",
+        "[1, 's']",
+        "(1, 2)",
+        "result.name.lower()",
+        "min(result.a, 1)",
+    ];
+    const OPS: &[&str] = &[
+        "<", "<=", ">", ">=", "==", "!=", "in", "not in", "is", "is not",
+    ];
+
+    fn value() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(json!(null)),
+            any::<bool>().prop_map(|b| json!(b)),
+            prop_oneof![Just(0i64), Just(1), Just(-1), Just(i64::MAX), any::<i64>()]
+                .prop_map(|i| json!(i)),
+            prop_oneof![Just(0.5f64), Just(1.0), Just(2.5), -1e6f64..1e6].prop_map(|f| json!(f)),
+            "[a-c]{0,3}".prop_map(|s| json!(s)),
+        ];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+                prop::collection::btree_map("a|b|items|name", inner, 0..4).prop_map(|m| json!(m)),
+            ]
+        })
+    }
+
+    /// `operand [op operand [op operand]]`, maybe negated.
+    fn clause() -> impl Strategy<Value = String> {
+        let operand = prop::sample::select(OPERANDS);
+        let op = prop::sample::select(OPS);
+        (
+            any::<bool>(),
+            operand.clone(),
+            prop::collection::vec((op, operand), 0..3),
+        )
+            .prop_map(|(not, first, rest)| {
+                let mut text = String::new();
+                if not {
+                    text.push_str("not ");
+                }
+                text.push_str(first);
+                for (op, operand) in rest {
+                    text.push_str(&format!(" {op} {operand}"));
+                }
+                text
+            })
+    }
+
+    fn expression() -> impl Strategy<Value = String> {
+        (
+            clause(),
+            prop::collection::vec((prop::sample::select(&["and", "or"][..]), clause()), 0..4),
+        )
+            .prop_map(|(first, rest)| {
+                let mut text = first;
+                for (joint, clause) in rest {
+                    text.push_str(&format!(" {joint} {clause}"));
+                }
+                text
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+        #[test]
+        fn agrees_with_the_general_vm(
+            source in expression(),
+            result in value(),
+            x in value(),
+            budget in prop_oneof![0u64..16, Just(1_000_000u64)],
+        ) {
+            let parsed = stratum_grammar::parse(&source);
+            prop_assert!(parsed.is_ok(), "`{}`: {:?}", source, parsed.problems);
+            let expr = parsed.expr.expect("a tree");
+            let bindings = Bindings::new()
+                .name("result", &result)
+                .name("x", &x)
+                .name("item", &x)
+                .input(&x)
+                .step("s1", &result);
+            let limits = Limits { instructions: budget, ..Limits::default() };
+            for program in [compile(&expr, &source), compile_unfolded(&expr, &source)] {
+                let general = program.explain(&bindings, &limits);
+                prop_assert_eq!(&program.evaluate(&bindings, &limits), &general.outcome, "`{}`", source);
+                match (program.evaluate_bool(&bindings, &limits), &general.outcome) {
+                    (Ok(truth), Ok(_)) => prop_assert_eq!(truth, general.held(), "`{}`", source),
+                    (Err(a), Err(b)) => prop_assert_eq!(&a, b, "`{}`", source),
+                    (a, b) => prop_assert!(false, "`{}`: {:?} vs {:?}", source, a, b),
                 }
             }
         }
