@@ -934,6 +934,26 @@ mod tests {
     }
 
     #[test]
+    fn str_eq_sees_every_byte() {
+        for len in 0..40 {
+            let a: String = (0..len)
+                .map(|i| char::from(b'a' + (i % 26) as u8))
+                .collect();
+            assert!(str_eq(&a, &a.clone()), "{len}");
+            for at in 0..len {
+                let mut b = a.clone().into_bytes();
+                if let Some(byte) = b.get_mut(at) {
+                    *byte = b'Z';
+                }
+                let b = String::from_utf8(b).unwrap();
+                assert!(!str_eq(&a, &b), "{len} {at}");
+            }
+            assert!(!str_eq(&a, &format!("{a}a")), "{len}");
+        }
+        assert!(str_eq("é", "é") && !str_eq("é", "e"));
+    }
+
+    #[test]
     fn int_float_comparison_is_exact() {
         assert_eq!(cmp_int_float(1, 1.0), Some(Ordering::Equal));
         assert_eq!(cmp_int_float(1, 1.5), Some(Ordering::Less));

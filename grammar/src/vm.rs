@@ -19,9 +19,9 @@ use crate::span::Span;
 use crate::value::{self, Failure, Fault, Meter, Seq, Val, field_of, str_eq};
 
 /// What an evaluation reads: free names, `$.input` and step outputs, all borrowed. Binding a
-/// name (or step) again replaces its value. Up to [`INLINE_NAMES`] names with `&'a str` keys
-/// are held inline: building, reading and dropping such bindings allocates nothing and runs no
-/// drop glue.
+/// name (or step) again replaces its value. Up to three names with `&'a str` keys are held
+/// inline: building, reading and dropping such bindings allocates nothing and runs no drop
+/// glue.
 #[derive(Clone, Debug, Default)]
 pub struct Bindings<'a> {
     inline: [Option<(&'a str, &'a Value)>; INLINE_NAMES],
@@ -1276,6 +1276,25 @@ mod tests {
         assert_eq!(bindings.get_name("x"), Some(&b));
         assert_eq!(bindings.get_name("e"), Some(&b));
         assert_eq!(bindings.get_name("d"), Some(&a));
+        // Inline names, names past them, owned names and steps, in any order.
+        let c = json!(3);
+        let bindings = Bindings::new()
+            .step("s", &a)
+            .name("p", &a)
+            .name(String::from("q"), &a)
+            .name("r", &a)
+            .name("s", &b)
+            .name("t", &b)
+            .name("q", &c)
+            .name("p", &c)
+            .step("s", &c);
+        for (name, value) in [("p", &c), ("q", &c), ("r", &a), ("s", &b), ("t", &b)] {
+            assert_eq!(bindings.get_name(name), Some(value), "{name}");
+        }
+        assert_eq!(bindings.get_name("u"), None);
+        assert_eq!(bindings.get_step("s"), Some(&c));
+        assert_eq!(bindings.get_step("p"), None);
+        assert_eq!(bindings.clone().get_name("t"), Some(&b));
         assert_eq!(std::mem::size_of::<Val<'static>>(), 16);
     }
 }
