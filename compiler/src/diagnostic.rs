@@ -99,10 +99,20 @@ codes! {
     E0032 Error "call-arguments" "a built-in called with the wrong number or types of arguments";
     E0033 Error "unknown-method" "a method that the value's type does not have";
     E0034 Error "evaluation-failed" "an expression failed while it was evaluated";
+    // Middle end: names, references, the DAG and flow composition (E0035–E0049).
+
+    // Middle end: format rules of steps, functions, gates, routing and workflows (E0050–E0069).
+
+    // Middle end: contract types and JSON Schemas (E0070–E0079).
+
     W0001 Warning "unknown-contract-field-key" "a key in a contract field definition that nothing reads";
     W0002 Warning "enum-literal-never-matches" "a comparison with a literal that is not among an enum's values";
     W0003 Warning "none-comparison-never-true" "a comparison with `None` of a value that is never `None`";
     W0004 Warning "constant-expression" "an expression whose value does not depend on its inputs";
+    // Middle end: format rules (W0005–W0009).
+
+    // Middle end: unused definitions, unreachable steps, unproduced outputs (W0010–W0019).
+
 }
 
 impl Code {

@@ -2,26 +2,31 @@
 //!
 //! The pipeline, top to bottom: [`check_bytes`] decodes and bounds the input, [`syntax::parse`]
 //! turns the text into a spanned [`syntax::ast::Ast`] with every structural diagnostic,
-//! [`expression::check_syntax`] parses every expression string with `stratum-grammar`, and
-//! [`render`] turns diagnostics into human, one-line, JSON, GitHub and SARIF output. The
+//! [`expression::check_syntax`] parses every expression string with `stratum-grammar`,
+//! [`sema::analyze`] resolves names, builds each flow's DAG and checks types and format rules,
+//! and [`render`] turns diagnostics into human, one-line, JSON, GitHub and SARIF output. The
 //! library does no IO; the `stratumc` binary reads files and writes reports.
 
 pub mod diagnostic;
 pub mod expression;
 pub mod input;
 pub mod render;
+pub mod sema;
 pub mod source;
 pub mod syntax;
 
 use diagnostic::Diagnostic;
+use sema::Model;
 use source::{FileId, SourceFile, SourceMap};
 use syntax::ast::Ast;
 
-/// What checking one file gives: its AST (empty when unusable) and its diagnostics, sorted.
+/// What checking one file gives: its AST (empty when unusable), what the middle end resolved,
+/// and its diagnostics, sorted.
 #[derive(Debug)]
 pub struct Compilation {
     pub file: FileId,
     pub ast: Ast,
+    pub model: Model,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -33,18 +38,20 @@ impl Compilation {
 
 /// Checks a spec's text.
 pub fn check(src: &SourceFile) -> Compilation {
-    let (ast, mut diagnostics) = match input::forbidden_character(src) {
-        Some(diagnostic) => (Ast::default(), vec![diagnostic]),
+    let (ast, model, mut diagnostics) = match input::forbidden_character(src) {
+        Some(diagnostic) => (Ast::default(), Model::default(), vec![diagnostic]),
         None => {
             let (ast, mut diagnostics) = syntax::parse(src);
             expression::check_syntax(&ast, &mut diagnostics);
-            (ast, diagnostics)
+            let model = sema::analyze(&ast, &mut diagnostics);
+            (ast, model, diagnostics)
         }
     };
     diagnostic::sort(&mut diagnostics);
     Compilation {
         file: src.id(),
         ast,
+        model,
         diagnostics,
     }
 }
@@ -61,6 +68,7 @@ pub fn check_bytes(sources: &mut SourceMap, name: &str, bytes: &[u8]) -> Compila
             Compilation {
                 file: file.id(),
                 ast: Ast::default(),
+                model: Model::default(),
                 diagnostics: vec![diagnostic],
             }
         }
