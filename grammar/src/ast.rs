@@ -158,6 +158,23 @@ pub enum CompareOp {
     IsNot,
 }
 
+impl CompareOp {
+    /// `x op y` for the six ordering operators on one type; `None` for `in`, `not in`, `is`
+    /// and `is not`, which the caller decides on its own.
+    #[inline(always)]
+    pub fn order<T: PartialOrd>(self, x: T, y: T) -> Option<bool> {
+        Some(match self {
+            CompareOp::Eq => x == y,
+            CompareOp::Ne => x != y,
+            CompareOp::Lt => x < y,
+            CompareOp::Le => x <= y,
+            CompareOp::Gt => x > y,
+            CompareOp::Ge => x >= y,
+            CompareOp::In | CompareOp::NotIn | CompareOp::Is | CompareOp::IsNot => return None,
+        })
+    }
+}
+
 impl UnaryOp {
     pub fn as_str(self) -> &'static str {
         match self {

@@ -455,18 +455,7 @@ fn string_method<'a>(
                     }
                 },
             };
-            let max_split = match args.get(1) {
-                None => None,
-                Some(Val::Int(n)) if *n < 0 => None,
-                Some(Val::Int(n)) => Some(usize::try_from(*n).unwrap_or(usize::MAX)),
-                Some(Val::Bool(b)) => Some(usize::from(*b)),
-                Some(other) => {
-                    return Err(Fault::type_error(format!(
-                        "`split` needs an `int` maximum, not `{}`",
-                        other.type_name()
-                    )));
-                }
-            };
+            let max_split = optional_count(args.get(1), "`split` needs an `int` maximum")?;
             meter.charge_bytes(text.len())?;
             let parts: Vec<&str> = match separator {
                 Some(sep) => match max_split {
@@ -515,18 +504,7 @@ fn string_method<'a>(
             arity(name, args.len(), 2, 3)?;
             let old = str_arg(method, args, 0)?;
             let new = str_arg(method, args, 1)?;
-            let limit = match args.get(2) {
-                None => None,
-                Some(Val::Int(n)) if *n < 0 => None,
-                Some(Val::Int(n)) => Some(usize::try_from(*n).unwrap_or(usize::MAX)),
-                Some(Val::Bool(b)) => Some(usize::from(*b)),
-                Some(other) => {
-                    return Err(Fault::type_error(format!(
-                        "`replace` needs an `int` count, not `{}`",
-                        other.type_name()
-                    )));
-                }
-            };
+            let limit = optional_count(args.get(2), "`replace` needs an `int` count")?;
             meter.charge_bytes(text.len())?;
             let found = if old.is_empty() {
                 text.chars().count() + 1
@@ -623,6 +601,20 @@ fn split_whitespace(text: &str, max_split: Option<usize>) -> Vec<&str> {
         }
     }
     parts
+}
+
+/// An optional count argument as Python reads it: absent or negative means no limit.
+fn optional_count(arg: Option<&Val<'_>>, needs: &str) -> Result<Option<usize>, Fault> {
+    match arg {
+        None => Ok(None),
+        Some(Val::Int(n)) if *n < 0 => Ok(None),
+        Some(Val::Int(n)) => Ok(Some(usize::try_from(*n).unwrap_or(usize::MAX))),
+        Some(Val::Bool(b)) => Ok(Some(usize::from(*b))),
+        Some(other) => Err(Fault::type_error(format!(
+            "{needs}, not `{}`",
+            other.type_name()
+        ))),
+    }
 }
 
 #[cfg(test)]

@@ -419,29 +419,15 @@ impl Program {
 
 /// Compiles `expr`, parsed from `source`, to a program, folding constant sub-expressions.
 pub fn compile(expr: &Expr, source: &str) -> Program {
-    let mut compiler = Compiler {
-        program: Program {
-            source: source.to_owned(),
-            ops: Vec::new(),
-            spans: Vec::new(),
-            constants: Vec::new(),
-            strings: Vec::new(),
-            paths: Vec::new(),
-            bases: Vec::new(),
-            leaves: Vec::new(),
-            locals: 0,
-            fast: FastOps::default(),
-        },
-        scopes: Vec::new(),
-        fold_budget: FOLD_BUDGET,
-        fold: true,
-    };
-    compiler.expr(expr, Place::Root);
-    compiler.program.planned()
+    compile_with(expr, source, true)
 }
 
 /// Compiles without constant folding (tests compare folded and unfolded evaluation).
 pub fn compile_unfolded(expr: &Expr, source: &str) -> Program {
+    compile_with(expr, source, false)
+}
+
+fn compile_with(expr: &Expr, source: &str, fold: bool) -> Program {
     let mut compiler = Compiler {
         program: Program {
             source: source.to_owned(),
@@ -456,8 +442,8 @@ pub fn compile_unfolded(expr: &Expr, source: &str) -> Program {
             fast: FastOps::default(),
         },
         scopes: Vec::new(),
-        fold_budget: 0,
-        fold: false,
+        fold_budget: if fold { FOLD_BUDGET } else { 0 },
+        fold,
     };
     compiler.expr(expr, Place::Root);
     compiler.program.planned()

@@ -876,28 +876,15 @@ fn compare_values<'a>(
     fuel: u64,
     limits: &Limits,
 ) -> Option<(bool, u64)> {
-    let result = match (a, b) {
-        (Fv::Int(x), Fv::Int(y)) => match op {
-            CompareOp::Eq => x == y,
-            CompareOp::Ne => x != y,
-            CompareOp::Lt => x < y,
-            CompareOp::Le => x <= y,
-            CompareOp::Gt => x > y,
-            CompareOp::Ge => x >= y,
-            _ => return compare_general(op, a, b, fuel, limits),
-        },
-        (Fv::Float(x), Fv::Float(y)) => match op {
-            CompareOp::Eq => x == y,
-            CompareOp::Ne => x != y,
-            CompareOp::Lt => x < y,
-            CompareOp::Le => x <= y,
-            CompareOp::Gt => x > y,
-            CompareOp::Ge => x >= y,
-            _ => return compare_general(op, a, b, fuel, limits),
-        },
-        _ => return compare_general(op, a, b, fuel, limits),
+    let ordered = match (a, b) {
+        (Fv::Int(x), Fv::Int(y)) => op.order(x, y),
+        (Fv::Float(x), Fv::Float(y)) => op.order(x, y),
+        _ => None,
     };
-    Some((result, fuel))
+    match ordered {
+        Some(result) => Some((result, fuel)),
+        None => compare_general(op, a, b, fuel, limits),
+    }
 }
 
 /// `a op rhs`, as [`compare_values`], with the usual pairs (an int with an int constant, a
@@ -911,28 +898,15 @@ fn compare_scalar<'a>(
     fuel: u64,
     limits: &Limits,
 ) -> Option<(bool, u64)> {
-    let result = match (a, rhs) {
-        (Fv::Int(x), Scalar::Int(y)) => match op {
-            CompareOp::Eq => x == y,
-            CompareOp::Ne => x != y,
-            CompareOp::Lt => x < y,
-            CompareOp::Le => x <= y,
-            CompareOp::Gt => x > y,
-            CompareOp::Ge => x >= y,
-            _ => return compare_values(op, a, rhs.fv(program)?, fuel, limits),
-        },
-        (Fv::Float(x), Scalar::Float(y)) => match op {
-            CompareOp::Eq => x == y,
-            CompareOp::Ne => x != y,
-            CompareOp::Lt => x < y,
-            CompareOp::Le => x <= y,
-            CompareOp::Gt => x > y,
-            CompareOp::Ge => x >= y,
-            _ => return compare_values(op, a, rhs.fv(program)?, fuel, limits),
-        },
-        _ => return compare_values(op, a, rhs.fv(program)?, fuel, limits),
+    let ordered = match (a, rhs) {
+        (Fv::Int(x), Scalar::Int(y)) => op.order(x, y),
+        (Fv::Float(x), Scalar::Float(y)) => op.order(x, y),
+        _ => None,
     };
-    Some((result, fuel))
+    match ordered {
+        Some(result) => Some((result, fuel)),
+        None => compare_values(op, a, rhs.fv(program)?, fuel, limits),
+    }
 }
 
 #[inline(never)]

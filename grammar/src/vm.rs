@@ -933,24 +933,8 @@ pub(crate) fn binary<'a>(
 #[inline(always)]
 fn fast_compare(op: CompareOp, a: &Val<'_>, b: &Val<'_>) -> Option<bool> {
     match (a, b) {
-        (Val::Int(x), Val::Int(y)) => Some(match op {
-            CompareOp::Eq => x == y,
-            CompareOp::Ne => x != y,
-            CompareOp::Lt => x < y,
-            CompareOp::Le => x <= y,
-            CompareOp::Gt => x > y,
-            CompareOp::Ge => x >= y,
-            _ => return None,
-        }),
-        (Val::Float(x), Val::Float(y)) => Some(match op {
-            CompareOp::Eq => x == y,
-            CompareOp::Ne => x != y,
-            CompareOp::Lt => x < y,
-            CompareOp::Le => x <= y,
-            CompareOp::Gt => x > y,
-            CompareOp::Ge => x >= y,
-            _ => return None,
-        }),
+        (Val::Int(x), Val::Int(y)) => op.order(x, y),
+        (Val::Float(x), Val::Float(y)) => op.order(x, y),
         _ => None,
     }
 }
