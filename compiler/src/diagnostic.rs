@@ -100,6 +100,18 @@ codes! {
     E0033 Error "unknown-method" "a method that the value's type does not have";
     E0034 Error "evaluation-failed" "an expression failed while it was evaluated";
     // Middle end: names, references, the DAG and flow composition (E0035–E0049).
+    E0035 Error "unknown-contract" "a contract name that the spec does not declare";
+    E0036 Error "unknown-function" "a step calls a function that the spec does not declare";
+    E0037 Error "unknown-flow" "a step runs a flow that the spec does not declare";
+    E0038 Error "unknown-step" "a step id in `depends_on` or a routing field that the flow does not have";
+    E0039 Error "invalid-input-reference" "a step input that starts with `$` but is not a `$`-reference";
+    E0040 Error "dependency-cycle" "steps of a flow that depend on each other in a cycle";
+    E0041 Error "step-not-an-ancestor" "an expression reads the output of a step that may not have run";
+    E0042 Error "recursive-flow" "a flow that runs itself, directly or through other flows";
+    E0043 Error "unknown-flow-input" "a flow step passes an input that the flow it runs does not declare";
+    E0044 Error "missing-flow-input" "a flow step leaves out an input that the flow it runs requires";
+    E0045 Error "accumulate-not-list" "an `accumulate` expression whose value is not a list";
+    E0046 Error "score-not-number" "a `score_expr` whose value is not a number";
 
     // Middle end: format rules of steps, functions, gates, routing and workflows (E0050–E0069).
 
@@ -112,6 +124,10 @@ codes! {
     // Middle end: format rules (W0005–W0009).
 
     // Middle end: unused definitions, unreachable steps, unproduced outputs (W0010–W0019).
+    W0010 Warning "unused-contract" "a contract that nothing uses";
+    W0011 Warning "unused-function" "a function that no step calls";
+    W0012 Warning "unreachable-step" "a step that no route of its flow reaches";
+    W0013 Warning "flow-output-not-produced" "a flow's declared output contract that none of its steps produces";
 
 }
 

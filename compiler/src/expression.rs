@@ -116,10 +116,30 @@ pub fn expressions(ast: &Ast) -> Vec<(Role, &Text)> {
     found
 }
 
-/// Parses every expression of the spec and reports its syntax problems. Type checks against
-/// contracts need the resolved spec and belong to the middle end.
-pub fn check_syntax(ast: &Ast, diagnostics: &mut Vec<Diagnostic>) {
-    for (_, text) in expressions(ast) {
+/// The parsed expressions of a spec, by the span of the scalar they were written in: every
+/// expression field and every step input that is a `$`-reference. Only expressions without
+/// syntax errors are kept, so that later stages type-check nothing that was already reported.
+#[derive(Clone, Debug, Default)]
+pub struct Expressions {
+    parsed: std::collections::HashMap<Span, stratum_grammar::ast::Expr>,
+}
+
+impl Expressions {
+    /// The expression written in `text`, when it parsed cleanly.
+    pub fn get(&self, text: &Text) -> Option<&stratum_grammar::ast::Expr> {
+        self.parsed.get(&text.span)
+    }
+
+    pub(crate) fn insert(&mut self, text: &Text, expr: stratum_grammar::ast::Expr) {
+        self.parsed.insert(text.span, expr);
+    }
+}
+
+/// Parses every expression of the spec, reports its syntax problems and keeps what parsed.
+/// Type checks against contracts need the resolved spec and belong to the middle end.
+pub fn parse_all(ast: &Ast, diagnostics: &mut Vec<Diagnostic>) -> Expressions {
+    let mut expressions = Expressions::default();
+    for (_, text) in self::expressions(ast) {
         let parsed = stratum_grammar::parse(&text.value);
         diagnostics.extend(
             parsed
@@ -127,5 +147,9 @@ pub fn check_syntax(ast: &Ast, diagnostics: &mut Vec<Diagnostic>) {
                 .iter()
                 .map(|problem| diagnostic(problem, &text.value, |span| text.span_of(span.range()))),
         );
+        if let (Some(expr), true) = (parsed.expr, parsed.problems.is_empty()) {
+            expressions.insert(text, expr);
+        }
     }
+    expressions
 }

@@ -2,7 +2,7 @@
 //!
 //! The pipeline, top to bottom: [`check_bytes`] decodes and bounds the input, [`syntax::parse`]
 //! turns the text into a spanned [`syntax::ast::Ast`] with every structural diagnostic,
-//! [`expression::check_syntax`] parses every expression string with `stratum-grammar`,
+//! [`expression::parse_all`] parses every expression string with `stratum-grammar`,
 //! [`sema::analyze`] resolves names, builds each flow's DAG and checks types and format rules,
 //! and [`render`] turns diagnostics into human, one-line, JSON, GitHub and SARIF output. The
 //! library does no IO; the `stratumc` binary reads files and writes reports.
@@ -42,8 +42,8 @@ pub fn check(src: &SourceFile) -> Compilation {
         Some(diagnostic) => (Ast::default(), Model::default(), vec![diagnostic]),
         None => {
             let (ast, mut diagnostics) = syntax::parse(src);
-            expression::check_syntax(&ast, &mut diagnostics);
-            let model = sema::analyze(&ast, &mut diagnostics);
+            let expressions = expression::parse_all(&ast, &mut diagnostics);
+            let model = sema::analyze(&ast, expressions, &mut diagnostics);
             (ast, model, diagnostics)
         }
     };

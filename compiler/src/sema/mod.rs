@@ -2,52 +2,88 @@
 //! every rule of the format that the front end cannot see on its own.
 //!
 //! The passes, in order: [`symbols`] declares every name; [`types`] gives every contract its
-//! record type.
+//! record type; [`resolve`] resolves every name a spec uses and says what each step is;
+//! [`dag`] builds each flow's dependency graph, reports its cycles and orders its steps;
+//! [`compose`] builds the graph of flows running flows and reports recursion; [`typecheck`]
+//! type-checks every expression in its environment; [`usage`] warns about what is declared
+//! but never used or reached.
 //!
 //! Invariants: the middle end never reports what the front end already reported (a value the
 //! front end rejected is `None` in the AST), and a name that does not resolve is reported once,
 //! at its use; everything that depends on it is treated as unknown (`any`), never as a second
 //! error.
 
+pub mod compose;
+pub mod dag;
+pub mod resolve;
 pub mod symbols;
+pub mod typecheck;
 pub mod types;
+pub mod usage;
 
 use crate::diagnostic::Diagnostic;
+use crate::expression::Expressions;
 use crate::syntax::ast::Ast;
-use symbols::{Symbols, flow_steps};
+use compose::CallGraph;
+use dag::FlowDag;
+use resolve::StepInfo;
+use symbols::Symbols;
 use types::ContractTypes;
 
 /// What the middle end knows about a spec: the input of lowering and of the language server.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct Model {
     pub symbols: Symbols,
     pub contracts: ContractTypes,
+    /// Every expression and `$`-reference that parsed, by the span of its scalar.
+    pub expressions: Expressions,
     /// Per flow, in the order of `Ast::flows`.
     pub flows: Vec<FlowModel>,
+    /// Which flows run which: node `i` is flow `i`.
+    pub calls: CallGraph,
 }
 
 /// One flow, resolved.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct FlowModel {
-    /// Indices into the flow's steps in execution order: topological, ties broken by
-    /// declaration order.
-    pub order: Vec<usize>,
+    /// The flow's index in `Ast::flows`.
+    pub index: usize,
+    /// Per step, in declaration order: what it is and what it produces.
+    pub steps: Vec<StepInfo>,
+    /// The dependencies of its steps, their execution order and levels.
+    pub dag: FlowDag,
 }
 
-/// Analyses `ast`, adding what it finds to `diagnostics`.
-pub fn analyze(ast: &Ast, diagnostics: &mut Vec<Diagnostic>) -> Model {
+/// Analyses `ast`, adding what it finds to `diagnostics`. `expressions` are the expressions
+/// that parsed; the references in step inputs are added to them.
+pub fn analyze(
+    ast: &Ast,
+    mut expressions: Expressions,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Model {
     let symbols = Symbols::build(ast);
+    let no_steps = symbols::Table::default();
     let contracts = ContractTypes::build(ast, &symbols, diagnostics);
-    let flows = ast
+    let steps = resolve::resolve(ast, &symbols, &contracts, diagnostics);
+    let flows: Vec<FlowModel> = ast
         .flows
         .iter()
-        .map(|flow| FlowModel {
-            order: (0..flow_steps(flow).len()).collect(),
+        .zip(steps)
+        .enumerate()
+        .map(|(index, (flow, steps))| {
+            let table = symbols.steps.get(index).unwrap_or(&no_steps);
+            let dag = dag::build(flow, table, &mut expressions, diagnostics);
+            FlowModel { index, steps, dag }
         })
         .collect();
+    let calls = compose::check(ast, &flows, diagnostics);
+    typecheck::check(ast, &symbols, &contracts, &flows, &expressions, diagnostics);
+    usage::check(ast, &symbols, &contracts, &flows, diagnostics);
     Model {
         symbols,
         contracts,
+        expressions,
         flows,
+        calls,
     }
 }

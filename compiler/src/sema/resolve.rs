@@ -1,0 +1,352 @@
+//! Name resolution: every name a spec uses to point at a definition.
+//!
+//! Takes the AST and the symbol tables; reports each name that does not resolve — a function's
+//! or flow's `output`, a step's `function`, `flow`, `output_contract`, `depends_on` and routing
+//! targets (`on_fail`, `next`, `on_approve`, `on_revise`, `on_kill`) — once, at its use, with a
+//! did-you-mean and a secondary label at the closest definition when one is close. Returns what
+//! each step is ([`StepKind`]) and the types of its result and of `$.steps.<id>.output`.
+//!
+//! Invariant: a name that does not resolve makes what depends on it unknown (`any`, or
+//! [`StepKind::Unknown`]), never a second error.
+
+use stratum_grammar::types::Type;
+
+use crate::diagnostic::{Code, Diagnostic, backticked};
+use crate::sema::symbols::{SymbolKind, Symbols, Table, flow_steps};
+use crate::sema::types::ContractTypes;
+use crate::source::Span;
+use crate::syntax::ast::{Ast, Field, Flow, Mode, Step};
+
+/// What a step is, once its `function`, `intent`, `flow` or `judge` is resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepKind {
+    /// Calls an `infer` or `compute` function (the index into `Ast::functions`).
+    Function(usize),
+    /// Calls a `gate` function: waits for approval, revision or a kill.
+    Gate(usize),
+    /// An inline step: `intent` on the step itself.
+    Inline,
+    /// Runs another flow (the index into `Ast::flows`).
+    Flow(usize),
+    /// A judge step (accepted as the reference implementation accepts it, otherwise unchecked).
+    Judge,
+    /// The step's kind could not be determined; an error says why.
+    Unknown,
+}
+
+impl StepKind {
+    pub fn noun(self) -> &'static str {
+        match self {
+            StepKind::Function(_) => "function step",
+            StepKind::Gate(_) => "gate step",
+            StepKind::Inline => "inline step",
+            StepKind::Flow(_) => "flow step",
+            StepKind::Judge => "judge step",
+            StepKind::Unknown => "step",
+        }
+    }
+}
+
+/// One step, resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepInfo {
+    pub kind: StepKind,
+    /// The contract its result must satisfy, when it names one that exists.
+    pub contract: Option<String>,
+    /// The type of `result` in its `ensure`, `exit_criterion`, `score_expr` and `accumulate`.
+    pub result: Type,
+    /// The type of `$.steps.<id>.output` in later steps: `result`, or `None` as well when the
+    /// step has a `skip_if` (a skipped step's output is `None`).
+    pub output: Type,
+}
+
+/// Resolves every name of the spec; per flow (in `Ast::flows` order), per step, what it is.
+pub fn resolve(
+    ast: &Ast,
+    symbols: &Symbols,
+    contracts: &ContractTypes,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<Vec<StepInfo>> {
+    for function in &ast.functions {
+        if let Some(output) = &function.output {
+            resolve_name(
+                SymbolKind::Contract,
+                output,
+                &symbols.contracts,
+                diagnostics,
+            );
+        }
+    }
+    for flow in &ast.flows {
+        if let Some(output) = &flow.output {
+            resolve_name(
+                SymbolKind::Contract,
+                output,
+                &symbols.contracts,
+                diagnostics,
+            );
+        }
+    }
+    ast.flows
+        .iter()
+        .enumerate()
+        .map(|(flow_index, flow)| {
+            let steps = symbols.steps.get(flow_index).cloned().unwrap_or_default();
+            flow_steps(flow)
+                .iter()
+                .map(|step| resolve_step(ast, flow, step, symbols, &steps, contracts, diagnostics))
+                .collect()
+        })
+        .collect()
+}
+
+fn resolve_step(
+    ast: &Ast,
+    flow: &Flow,
+    step: &Step,
+    symbols: &Symbols,
+    steps: &Table,
+    contracts: &ContractTypes,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> StepInfo {
+    let function = step
+        .function
+        .as_ref()
+        .and_then(|name| resolve_name(SymbolKind::Function, name, &symbols.functions, diagnostics));
+    let called_flow = step
+        .flow
+        .as_ref()
+        .and_then(|name| resolve_name(SymbolKind::Flow, name, &symbols.flows, diagnostics));
+    let output_contract = step.output_contract.as_ref().and_then(|name| {
+        resolve_name(SymbolKind::Contract, name, &symbols.contracts, diagnostics)
+            .map(|_| name.value.clone())
+    });
+    for name in step.depends_on.iter().flat_map(|names| &names.value) {
+        if steps.get(&name.value).is_none() {
+            diagnostics.push(unknown_step(
+                &name.value,
+                name_span(&name.value, name.span),
+                steps,
+                flow,
+            ));
+        }
+    }
+    let targets = [&step.on_fail, &step.next]
+        .into_iter()
+        .flatten()
+        .map(|field| (field.value.as_str(), field.span));
+    let gate_targets = [&step.on_approve, &step.on_revise, &step.on_kill]
+        .into_iter()
+        .flatten()
+        .filter_map(|field| field.value.as_deref().map(|target| (target, field.span)));
+    for (target, span) in targets.chain(gate_targets) {
+        if steps.get(target).is_none() {
+            diagnostics.push(unknown_step(target, name_span(target, span), steps, flow));
+        }
+    }
+
+    let kind = step_kind(ast, step, function, called_flow);
+    let contract = match kind {
+        StepKind::Function(index) => ast
+            .functions
+            .get(index)
+            .and_then(|function| function.output.as_ref())
+            .map(|output| output.value.clone()),
+        StepKind::Inline => output_contract,
+        StepKind::Flow(index) => ast
+            .flows
+            .get(index)
+            .and_then(|flow| flow.output.as_ref())
+            .map(|output| output.value.clone()),
+        StepKind::Gate(_) | StepKind::Judge | StepKind::Unknown => None,
+    }
+    .filter(|name| symbols.contracts.get(name).is_some());
+    let result = contract
+        .as_deref()
+        .and_then(|name| contracts.contract(name))
+        .cloned()
+        .unwrap_or(Type::Any);
+    let output = if step.skip_if.is_some() && result != Type::Any {
+        result.clone().optional()
+    } else {
+        result.clone()
+    };
+    StepInfo {
+        kind,
+        contract,
+        result,
+        output,
+    }
+}
+
+/// The step's kind when exactly one of `function`, `intent`, `flow` and `judge` is written and
+/// what it names exists; otherwise `Unknown` (the format rules or resolution report why).
+fn step_kind(
+    ast: &Ast,
+    step: &Step,
+    function: Option<usize>,
+    called_flow: Option<usize>,
+) -> StepKind {
+    let intent = step
+        .intent
+        .as_ref()
+        .is_some_and(|intent| !intent.value.is_empty());
+    let modes = [
+        step.function.is_some(),
+        intent,
+        step.flow.is_some(),
+        step.judge.is_some(),
+    ];
+    if modes.iter().filter(|&&set| set).count() != 1 {
+        return StepKind::Unknown;
+    }
+    if step.function.is_some() {
+        return match function {
+            Some(index) => match ast
+                .functions
+                .get(index)
+                .and_then(|function| function.mode.as_ref())
+            {
+                Some(mode) if mode.value == Mode::Gate => StepKind::Gate(index),
+                _ => StepKind::Function(index),
+            },
+            None => StepKind::Unknown,
+        };
+    }
+    if intent {
+        return StepKind::Inline;
+    }
+    if step.flow.is_some() {
+        return called_flow.map_or(StepKind::Unknown, StepKind::Flow);
+    }
+    StepKind::Judge
+}
+
+/// Looks `name` up in `table`, reporting it when it is not there.
+fn resolve_name(
+    kind: SymbolKind,
+    name: &Field<String>,
+    table: &Table,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<usize> {
+    let found = table.get(&name.value);
+    if found.is_none() && !name.value.is_empty() {
+        diagnostics.push(unknown_definition(
+            kind,
+            &name.value,
+            name_span(&name.value, name.span),
+            table,
+        ));
+    }
+    found
+}
+
+/// The span of a name without the quotes it may be written in: a quoted scalar's span is two
+/// bytes longer than its value when nothing in it was escaped.
+pub(crate) fn name_span(name: &str, span: Span) -> Span {
+    if span.len() == name.len() + 2 {
+        Span {
+            start: span.start + 1,
+            end: span.end - 1,
+            ..span
+        }
+    } else {
+        span
+    }
+}
+
+fn code_of(kind: SymbolKind) -> Code {
+    match kind {
+        SymbolKind::Contract => Code::E0035,
+        SymbolKind::Function => Code::E0036,
+        SymbolKind::Flow => Code::E0037,
+        SymbolKind::Step => Code::E0038,
+    }
+}
+
+/// E0035–E0037: a contract, function or flow name that the spec does not declare.
+fn unknown_definition(kind: SymbolKind, name: &str, span: Span, table: &Table) -> Diagnostic {
+    let noun = kind.noun();
+    let diagnostic = Diagnostic::new(
+        code_of(kind),
+        format!("no {noun} named `{name}`"),
+        span,
+        format!("unknown {noun}"),
+    );
+    let section = match kind {
+        SymbolKind::Contract => "contracts",
+        SymbolKind::Function => "functions",
+        SymbolKind::Flow | SymbolKind::Step => "flows",
+    };
+    suggest(
+        diagnostic,
+        name,
+        span,
+        table,
+        noun,
+        |declared| match declared {
+            None => format!("the spec declares no {section}; declare `{name}` under `{section}:`"),
+            Some(declared) => {
+                format!(
+                    "declare `{name}` under `{section}:`, or name one of the {section} declared: {declared}"
+                )
+            }
+        },
+    )
+}
+
+/// E0038: a step id in `depends_on` or a routing field that the flow does not have.
+fn unknown_step(name: &str, span: Span, steps: &Table, flow: &Flow) -> Diagnostic {
+    let diagnostic = Diagnostic::new(
+        Code::E0038,
+        format!("no step `{name}` in flow `{}`", flow.name.value),
+        span,
+        "unknown step",
+    );
+    suggest(diagnostic, name, span, steps, "step", |declared| {
+        let flow = &flow.name.value;
+        match declared {
+            None => format!("flow `{flow}` has no steps with an `id`"),
+            Some(declared) => {
+                format!("a step is named by its `id`; the steps of flow `{flow}` are {declared}")
+            }
+        }
+    })
+}
+
+/// Adds the did-you-mean (help, fix and a label at the suggestion's definition) or, when no
+/// name is close, a help built by `otherwise` from the declared names (`None` when there are
+/// none).
+fn suggest(
+    diagnostic: Diagnostic,
+    name: &str,
+    span: Span,
+    table: &Table,
+    noun: &str,
+    otherwise: impl FnOnce(Option<String>) -> String,
+) -> Diagnostic {
+    if let Some((best, declared)) = table.closest(name) {
+        return diagnostic
+            .secondary(declared, format!("the {noun} `{best}` is declared here"))
+            .help(format!("did you mean `{best}`?"))
+            .fix(format!("replace `{name}` with `{best}`"), span, best);
+    }
+    if table.is_empty() {
+        return diagnostic.help(otherwise(None));
+    }
+    let names: Vec<&str> = table.names().collect();
+    diagnostic.help(otherwise(Some(listing(&names))))
+}
+
+/// Names in backticks for a help line, at most eight of them.
+pub(crate) fn listing(names: &[&str]) -> String {
+    const SHOWN: usize = 8;
+    match names.get(SHOWN..) {
+        Some(rest) if !rest.is_empty() => format!(
+            "{} and {} more",
+            backticked(names.get(..SHOWN).unwrap_or(names)),
+            rest.len()
+        ),
+        _ => backticked(names),
+    }
+}

@@ -1,0 +1,315 @@
+//! Warnings about what a spec declares but never uses: contracts and functions nothing names
+//! (`W0010`, `W0011`), steps that no route reaches (`W0012`), and a flow whose declared output
+//! contract no step produces (`W0013`).
+//!
+//! Reachability follows the routing the runtime applies, over the execution order: a step goes
+//! on to the next one in order, or to its `next`; on failure to its `on_fail`; when skipped, to
+//! the next one in order; a gate goes to `on_approve` (`~` ends the flow), `on_revise` and
+//! `on_kill` (`~` kills the flow). A routing target that does not resolve is treated as going on
+//! in order, so an error never makes a step look unreachable.
+
+use std::collections::HashSet;
+
+use crate::diagnostic::{Code, Diagnostic, backticked};
+use crate::sema::FlowModel;
+use crate::sema::resolve::StepKind;
+use crate::sema::symbols::{Symbols, Table, flow_steps};
+use crate::sema::types::ContractTypes;
+use crate::syntax::ast::{Ast, Field, Flow, Step};
+
+pub fn check(
+    ast: &Ast,
+    symbols: &Symbols,
+    contracts: &ContractTypes,
+    flows: &[FlowModel],
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    unused_contracts(ast, symbols, contracts, diagnostics);
+    unused_functions(ast, symbols, diagnostics);
+    for (flow, model) in ast.flows.iter().zip(flows) {
+        if let Some(table) = symbols.steps.get(model.index) {
+            unreachable_steps(flow, model, table, diagnostics);
+        }
+        unproduced_output(flow, model, symbols, diagnostics);
+    }
+}
+
+/// Marks as used the definition that a name which does not resolve was probably meant to
+/// name, so that one typo is one error and not also a warning about what it missed.
+fn meant<'a>(used: &mut HashSet<&'a str>, table: &'a Table) {
+    let unresolved: Vec<&str> = used
+        .iter()
+        .copied()
+        .filter(|name| table.get(name).is_none())
+        .collect();
+    for name in unresolved {
+        if let Some((closest, _)) = table.closest(name) {
+            used.insert(closest);
+        }
+    }
+}
+
+fn unused_contracts(
+    ast: &Ast,
+    symbols: &Symbols,
+    contracts: &ContractTypes,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let mut used: HashSet<&str> = HashSet::new();
+    used.extend(
+        ast.functions
+            .iter()
+            .filter_map(|function| named(&function.output)),
+    );
+    for flow in &ast.flows {
+        used.extend(named(&flow.output));
+        used.extend(
+            flow_steps(flow)
+                .iter()
+                .filter_map(|step| named(&step.output_contract)),
+        );
+    }
+    used.extend(contracts.uses().map(|(name, _)| name));
+    meant(&mut used, &symbols.contracts);
+    for contract in &ast.contracts {
+        if !used.contains(contract.name.value.as_str()) {
+            diagnostics.push(
+                Diagnostic::new(
+                    Code::W0010,
+                    format!("contract `{}` is never used", contract.name.value),
+                    contract.name.span,
+                    "declared but never used",
+                )
+                .help(
+                    "name it as a function's `output`, a step's `output_contract`, a flow's \
+                     `output` or another contract's field type, or remove it",
+                ),
+            );
+        }
+    }
+}
+
+fn named(field: &Option<Field<String>>) -> Option<&str> {
+    field.as_ref().map(|name| name.value.as_str())
+}
+
+fn unused_functions(ast: &Ast, symbols: &Symbols, diagnostics: &mut Vec<Diagnostic>) {
+    let mut called: HashSet<&str> = ast
+        .flows
+        .iter()
+        .flat_map(flow_steps)
+        .filter_map(|step| step.function.as_ref().map(|name| name.value.as_str()))
+        .collect();
+    meant(&mut called, &symbols.functions);
+    for function in &ast.functions {
+        if !called.contains(function.name.value.as_str()) {
+            diagnostics.push(
+                Diagnostic::new(
+                    Code::W0011,
+                    format!("function `{}` is never called", function.name.value),
+                    function.name.span,
+                    "no step calls it",
+                )
+                .help(format!(
+                    "call it from a step with `function: {}`, or remove it",
+                    function.name.value
+                )),
+            );
+        }
+    }
+}
+
+/// Where a step may go next: step indices, each with how it gets there.
+fn routes(step: &Step, kind: StepKind, after: Option<usize>, table: &Table) -> Vec<Option<usize>> {
+    let target = |name: &str| Some(table.get(name).or(after));
+    match kind {
+        StepKind::Gate(_) => {
+            let gate = |field: &Option<Field<Option<String>>>| match field {
+                Some(Field {
+                    value: Some(name), ..
+                }) => target(name),
+                Some(Field { value: None, .. }) => None,
+                None => Some(after),
+            };
+            vec![
+                gate(&step.on_approve).flatten(),
+                gate(&step.on_revise).flatten(),
+                gate(&step.on_kill).flatten(),
+            ]
+        }
+        _ => {
+            let mut routes = vec![match &step.next {
+                Some(next) => target(&next.value).flatten(),
+                None => after,
+            }];
+            if let Some(on_fail) = &step.on_fail {
+                routes.push(target(&on_fail.value).flatten());
+            }
+            if step.skip_if.is_some() {
+                routes.push(after);
+            }
+            routes
+        }
+    }
+}
+
+fn unreachable_steps(
+    flow: &Flow,
+    model: &FlowModel,
+    table: &Table,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let steps = flow_steps(flow);
+    let order = &model.dag.order;
+    let mut position = vec![0; steps.len()];
+    for (at, &index) in order.iter().enumerate() {
+        if let Some(slot) = position.get_mut(index) {
+            *slot = at;
+        }
+    }
+    let after = |index: usize| {
+        position
+            .get(index)
+            .and_then(|&at| order.get(at + 1))
+            .copied()
+    };
+    let mut reached = vec![false; steps.len()];
+    let mut pending: Vec<usize> = order.first().copied().into_iter().collect();
+    while let Some(index) = pending.pop() {
+        match reached.get_mut(index) {
+            Some(seen) if !*seen => *seen = true,
+            _ => continue,
+        }
+        let (Some(step), Some(info)) = (steps.get(index), model.steps.get(index)) else {
+            continue;
+        };
+        pending.extend(
+            routes(step, info.kind, after(index), table)
+                .into_iter()
+                .flatten(),
+        );
+    }
+    for &index in order {
+        if reached.get(index).copied().unwrap_or(true) {
+            continue;
+        }
+        let Some(step) = steps.get(index) else {
+            continue;
+        };
+        let span = step.id.as_ref().map_or(step.span, |id| id.span);
+        let id = step.id.as_ref().map_or("?", |id| id.value.as_str());
+        let before = position
+            .get(index)
+            .and_then(|&at| at.checked_sub(1))
+            .and_then(|at| order.get(at))
+            .copied();
+        diagnostics.push(unreachable_step(id, span, before, steps, model, &reached));
+    }
+}
+
+/// W0012: no route of the flow leads to the step.
+fn unreachable_step(
+    id: &str,
+    span: crate::source::Span,
+    before: Option<usize>,
+    steps: &[Step],
+    model: &FlowModel,
+    reached: &[bool],
+) -> Diagnostic {
+    let diagnostic = Diagnostic::new(
+        Code::W0012,
+        format!("step `{id}` is never reached"),
+        span,
+        "no route leads here",
+    );
+    let why = before.and_then(|before| {
+        let step = steps.get(before)?;
+        let name = step.id.as_ref()?.value.as_str();
+        if !reached.get(before).copied().unwrap_or(true) {
+            return Some(format!(
+                "the step before it, `{name}`, is never reached either"
+            ));
+        }
+        let kind = model.steps.get(before)?.kind;
+        Some(match (kind, &step.on_approve, &step.next) {
+            (StepKind::Gate(_), Some(Field { value: None, .. }), _) => format!(
+                "the step before it, gate `{name}`, ends the flow when approved (`on_approve: ~`)"
+            ),
+            (
+                StepKind::Gate(_),
+                Some(Field {
+                    value: Some(to), ..
+                }),
+                _,
+            ) => {
+                format!("the step before it, gate `{name}`, goes on to `{to}` when approved")
+            }
+            (_, _, Some(next)) => format!(
+                "the step before it, `{name}`, always goes on to `{}` (`next`)",
+                next.value
+            ),
+            _ => return None,
+        })
+    });
+    let fix =
+        "route to it with `next`, `on_fail` or a gate's `on_approve` or `on_kill`, or remove it";
+    match why {
+        Some(why) => diagnostic.help(format!("{why}; {fix}")),
+        None => diagnostic.help(fix),
+    }
+}
+
+/// W0013: the flow declares an output contract that none of its steps produces.
+fn unproduced_output(
+    flow: &Flow,
+    model: &FlowModel,
+    symbols: &Symbols,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let Some(output) = &flow.output else {
+        return;
+    };
+    if symbols.contracts.get(&output.value).is_none() {
+        return;
+    }
+    // A step whose kind is unknown may be meant to produce it: stay silent rather than guess.
+    let unknown = model
+        .steps
+        .iter()
+        .any(|info| info.kind == StepKind::Unknown);
+    let produced = model
+        .steps
+        .iter()
+        .any(|info| info.contract.as_deref() == Some(output.value.as_str()));
+    if produced || unknown {
+        return;
+    }
+    let producers: Vec<&str> = model
+        .steps
+        .iter()
+        .filter_map(|info| info.contract.as_deref())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let produced_note = if producers.is_empty() {
+        "no step of it declares an output contract".to_owned()
+    } else {
+        format!("its steps produce {}", backticked(&producers))
+    };
+    diagnostics.push(
+        Diagnostic::new(
+            Code::W0013,
+            format!(
+                "flow `{}` declares the output `{}`, which none of its steps produces",
+                flow.name.value, output.value
+            ),
+            crate::sema::resolve::name_span(&output.value, output.span),
+            "no step produces this",
+        )
+        .help(format!(
+            "{produced_note}; give the step that produces the flow's result `output_contract: {}` \
+             (or call a function whose `output` is `{}`), or change the flow's `output`",
+            output.value, output.value
+        )),
+    );
+}
