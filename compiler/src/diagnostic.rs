@@ -100,10 +100,10 @@ codes! {
     E0033 Error "unknown-method" "a method that the value's type does not have";
     E0034 Error "evaluation-failed" "an expression failed while it was evaluated";
     // Middle end: names, references, the DAG and flow composition (E0035–E0049).
-    E0035 Error "unknown-contract" "a contract name that the spec does not declare";
-    E0036 Error "unknown-function" "a step calls a function that the spec does not declare";
-    E0037 Error "unknown-flow" "a step runs a flow that the spec does not declare";
-    E0038 Error "unknown-step" "a step id in `depends_on` or a routing field that the flow does not have";
+    E0035 Error "undeclared-contract" "a contract name that the spec does not declare";
+    E0036 Error "undeclared-function" "a step calls a function that the spec does not declare";
+    E0037 Error "undeclared-flow" "a step runs a flow that the spec does not declare";
+    E0038 Error "undeclared-step" "a step id in `depends_on` or a routing field that the flow does not have";
     E0039 Error "invalid-input-reference" "a step input that starts with `$` but is not a `$`-reference";
     E0040 Error "dependency-cycle" "steps of a flow that depend on each other in a cycle";
     E0041 Error "step-not-an-ancestor" "an expression reads the output of a step that may not have run";
@@ -242,6 +242,25 @@ impl Diagnostic {
     /// The order of every output: by file, position, then code.
     pub fn sort_key(&self) -> (Span, Code) {
         (self.primary.span, self.code)
+    }
+}
+
+/// What the user asked of particular warnings: `deny` reports them as errors, `allow` drops
+/// them. Errors are never changed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Levels {
+    pub deny: Vec<Code>,
+    pub allow: Vec<Code>,
+}
+
+impl Levels {
+    pub fn apply(&self, diagnostics: &mut Vec<Diagnostic>) {
+        diagnostics.retain(|d| !(d.severity == Severity::Warning && self.allow.contains(&d.code)));
+        for diagnostic in diagnostics.iter_mut() {
+            if diagnostic.severity == Severity::Warning && self.deny.contains(&diagnostic.code) {
+                diagnostic.severity = Severity::Error;
+            }
+        }
     }
 }
 

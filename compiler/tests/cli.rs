@@ -174,6 +174,58 @@ fn warnings_fail_only_when_denied() {
 }
 
 #[test]
+fn single_warnings_can_be_denied_or_allowed() {
+    let spec = "tests/corpus/invalid/W0010_unused_contract.stratum.yaml";
+    let denied = stratumc(&["check", "--format", "short", "--deny", "W0010", spec]);
+    assert_eq!(denied.status.code(), Some(1));
+    assert!(
+        stdout(&denied).contains("error[W0010]"),
+        "{}",
+        stdout(&denied)
+    );
+    let by_name = stratumc(&[
+        "check",
+        "--format",
+        "short",
+        "--deny",
+        "unused-contract",
+        spec,
+    ]);
+    assert_eq!(by_name.status.code(), Some(1));
+    let other = stratumc(&["check", "--format", "short", "--deny", "W0012", spec]);
+    assert_eq!(other.status.code(), Some(0));
+    assert!(stdout(&other).contains("warning[W0010]"));
+    let allowed = stratumc(&["check", "--format", "short", "--allow", "W0010", spec]);
+    assert_eq!(allowed.status.code(), Some(0));
+    assert_eq!(stdout(&allowed), "");
+    let error_code = stratumc(&["check", "--allow", "E0035", spec]);
+    assert_eq!(error_code.status.code(), Some(2));
+    assert!(stderr(&error_code).contains("E0035 is an error, not a warning"));
+}
+
+#[test]
+fn an_ensure_typo_fails_with_the_exact_field_underlined() {
+    let spec = "tests/corpus/invalid/E0029_ensure_unknown_field.stratum.yaml";
+    let output = stratumc(&["check", "--format", "json", spec]);
+    assert_eq!(output.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let diagnostics = report["files"][0]["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 1, "{report:#}");
+    let primary = &diagnostics[0]["primary"];
+    let (start, end) = (
+        primary["start"]["offset"].as_u64().unwrap() as usize,
+        primary["end"]["offset"].as_u64().unwrap() as usize,
+    );
+    let text = std::fs::read_to_string(workspace().join(spec)).unwrap();
+    assert_eq!(&text[start..end], "confdence");
+    assert_eq!(diagnostics[0]["code"], "E0029");
+    assert_eq!(
+        diagnostics[0]["fix"]["edits"][0]["replacement"],
+        "confidence"
+    );
+}
+
+#[test]
 fn directories_are_searched_recursively_for_specs() {
     let dir = scratch("tree");
     std::fs::create_dir_all(dir.join("a/b")).expect("nested directories");

@@ -161,7 +161,12 @@ pub fn generated_spec(steps: usize) -> String {
         let _ = writeln!(spec, "      - id: step_{index}");
         if index > 0 && index % 100 == 0 {
             let _ = writeln!(spec, "        function: approve");
-            let _ = writeln!(spec, "        on_approve: ~");
+            // Approval goes on to the next step: `~` would end the flow there.
+            let approve = match index + 1 < steps {
+                true => format!("step_{}", index + 1),
+                false => "~".to_owned(),
+            };
+            let _ = writeln!(spec, "        on_approve: {approve}");
             let _ = writeln!(spec, "        on_revise: step_{}", index - 1);
             let _ = writeln!(spec, "        on_kill: ~");
             continue;

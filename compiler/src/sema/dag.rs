@@ -18,7 +18,7 @@ use petgraph::Direction;
 use petgraph::algo::tarjan_scc;
 use petgraph::graph::{DiGraph, EdgeIndex, NodeIndex};
 use petgraph::visit::EdgeRef;
-use stratum_grammar::ast::{Expr, ExprKind, Ident, RefRoot};
+use stratum_grammar::ast::{Expr, ExprKind, Ident, RefRoot, Reference};
 
 use crate::diagnostic::{Code, Diagnostic, backticked};
 use crate::expression::{self, Expressions};
@@ -130,6 +130,9 @@ pub fn input_texts(step: &Step) -> impl Iterator<Item = &Text> {
 /// Parses a step input that starts with `$`: it must be exactly one `$`-reference, as the
 /// runtime resolves it whole. Anything else is `E0039`.
 fn input_reference(text: &Text, diagnostics: &mut Vec<Diagnostic>) -> Option<Expr> {
+    if let Some(expr) = plain_reference(&text.value) {
+        return Some(expr);
+    }
     let parsed = stratum_grammar::parse(&text.value);
     if let Some(problem) = parsed.problems.first() {
         let mut diagnostic =
@@ -156,6 +159,44 @@ fn input_reference(text: &Text, diagnostics: &mut Vec<Diagnostic>) -> Option<Exp
         ),
     );
     None
+}
+
+/// A well-formed reference read without the expression parser, which costs far more: nearly
+/// every input is one. `None` for anything else, which the parser then reads and reports.
+fn plain_reference(text: &str) -> Option<Expr> {
+    let rest = text.strip_prefix("$.")?;
+    let mut names = Vec::new();
+    let mut start = 2;
+    for name in rest.split('.') {
+        let mut chars = name.chars();
+        let valid = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid || name.contains("__") {
+            return None;
+        }
+        names.push(Ident {
+            name: name.to_owned(),
+            span: stratum_grammar::Span::new(start, start + name.len()),
+        });
+        start += name.len() + 1;
+    }
+    let mut names = names.into_iter();
+    let root = match names.next()?.name.as_str() {
+        "input" => RefRoot::Input,
+        "steps" => {
+            let step = names.next()?;
+            if names.next()?.name != "output" {
+                return None;
+            }
+            RefRoot::StepOutput { step }
+        }
+        _ => return None,
+    };
+    let span = stratum_grammar::Span::new(0, text.len());
+    let path = names.collect();
+    Some(Expr::new(ExprKind::Ref(Reference { root, path }), span))
 }
 
 /// Every `$.steps.<id>` in `expr`: the step ids, as written.
@@ -408,5 +449,39 @@ impl<'g> Ancestors<'g> {
             reached
         });
         reached.get(ancestor).copied().unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shortcut must read exactly what the parser reads, spans included.
+    #[test]
+    fn plain_references_read_as_the_parser_reads_them() {
+        for text in [
+            "$.input",
+            "$.input.text",
+            "$.input.a.b_c.d9",
+            "$.steps.scan.output",
+            "$.steps.scan.output.summary",
+            "$.steps.s_1.output.a.b",
+        ] {
+            let parsed = stratum_grammar::parse(text).expr;
+            assert_eq!(plain_reference(text), parsed, "{text}");
+        }
+        for text in [
+            "$.inputs.a",
+            "$.steps.scan",
+            "$.steps.scan.result.a",
+            "$.input.a + 1",
+            "$.input..a",
+            "$.input.a.",
+            "$.input.__class__",
+            "$input",
+            "$.input.é",
+        ] {
+            assert_eq!(plain_reference(text), None, "{text}");
+        }
     }
 }

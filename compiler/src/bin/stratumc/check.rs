@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use stratum_compiler::diagnostic::Severity;
+use stratum_compiler::diagnostic::{Levels, Severity};
 use stratum_compiler::input::MAX_FILE_SIZE;
 use stratum_compiler::render::{self, human};
 use stratum_compiler::source::SourceMap;
@@ -33,6 +33,13 @@ pub(crate) fn check(args: &CheckArgs) -> ExitCode {
         }
     }
     check_workflow_names(&mut compilations);
+    let levels = Levels {
+        deny: args.deny.clone(),
+        allow: args.allow.clone(),
+    };
+    for compilation in &mut compilations {
+        levels.apply(&mut compilation.diagnostics);
+    }
 
     let reports = render::reports(&sources, &compilations);
     let output = match args.format {

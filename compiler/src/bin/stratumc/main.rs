@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use stratum_compiler::diagnostic::{Code, did_you_mean};
+use stratum_compiler::diagnostic::{Code, Severity, did_you_mean};
 use stratum_compiler::render::human;
 
 #[derive(Parser)]
@@ -54,9 +54,26 @@ struct CheckArgs {
     /// Exit with status 1 when there are warnings, too
     #[arg(long)]
     deny_warnings: bool,
+    /// Report this warning as an error (a code such as W0010 or its name; repeatable)
+    #[arg(long, value_name = "WARNING", value_parser = parse_warning)]
+    deny: Vec<Code>,
+    /// Do not report this warning at all (a code such as W0012 or its name; repeatable)
+    #[arg(long, value_name = "WARNING", value_parser = parse_warning)]
+    allow: Vec<Code>,
     /// When to colour human output (`auto`: on a terminal, unless NO_COLOR is set)
     #[arg(long, value_enum, default_value_t = Color::Auto)]
     color: Color,
+}
+
+/// A warning code for `--deny` and `--allow`: errors cannot be allowed, and are errors already.
+fn parse_warning(text: &str) -> Result<Code, String> {
+    match Code::parse(text) {
+        Some(code) if code.severity() == Severity::Warning => Ok(code),
+        Some(code) => Err(format!("{code} is an error, not a warning")),
+        None => Err(format!(
+            "unknown code `{text}`; `stratumc explain` lists every code"
+        )),
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
