@@ -41,6 +41,39 @@ fn a_billion_laughs_stops_at_the_alias_budget() {
 }
 
 #[test]
+fn a_cycle_through_twenty_thousand_steps_is_one_short_diagnostic() {
+    let steps = 20_000;
+    let mut spec = String::from("version: \"0.2\"\nflows:\n  ring:\n    input: {}\n    steps:\n");
+    for index in 0..steps {
+        let previous = (index + steps - 1) % steps;
+        spec.push_str(&format!(
+            "      - {{id: s{index}, intent: \"Step {index}\", depends_on: [s{previous}]}}\n"
+        ));
+    }
+    let (_, compilation) = check_one("ring.stratum.yaml", spec.as_bytes());
+    let found: Vec<Code> = compilation.diagnostics.iter().map(|d| d.code).collect();
+    assert_eq!(found, [Code::E0040]);
+    let cycle = &compilation.diagnostics[0];
+    assert!(cycle.secondary.len() < 12, "{}", cycle.secondary.len());
+    assert!(cycle.message.len() < 200, "{}", cycle.message);
+    assert!(cycle.help.as_ref().unwrap().contains("19988 more"));
+}
+
+#[test]
+fn a_chain_of_twenty_thousand_flows_running_each_other_is_one_recursion() {
+    let flows = 20_000;
+    let mut spec = String::from("version: \"0.2\"\nflows:\n");
+    for index in 0..flows {
+        let next = (index + 1) % flows;
+        spec.push_str(&format!(
+            "  f{index}:\n    input: {{}}\n    steps:\n      - {{id: call, flow: f{next}}}\n"
+        ));
+    }
+    let found = codes(spec.as_bytes());
+    assert_eq!(found, [Code::E0042]);
+}
+
+#[test]
 fn ten_thousand_levels_of_nesting_are_cut_off() {
     let flow = format!(
         "version: \"0.2\"\nx: {}{}\n",

@@ -11,12 +11,13 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use petgraph::algo::tarjan_scc;
+use petgraph::algo::kosaraju_scc;
 use petgraph::graph::{DiGraph, EdgeIndex, NodeIndex};
 use petgraph::visit::EdgeRef;
 
 use crate::diagnostic::{Code, Diagnostic, did_you_mean};
 use crate::sema::FlowModel;
+use crate::sema::dag::{MAX_CYCLE_LABELS, cycle_path};
 use crate::sema::resolve::{StepKind, listing, name_span};
 use crate::sema::symbols::flow_steps;
 use crate::source::Span;
@@ -50,7 +51,9 @@ pub fn check(ast: &Ast, flows: &[FlowModel], diagnostics: &mut Vec<Diagnostic>) 
 }
 
 fn report_recursion(ast: &Ast, graph: &CallGraph, diagnostics: &mut Vec<Diagnostic>) {
-    let mut components = tarjan_scc(graph);
+    // kosaraju_scc walks with explicit stacks; petgraph 0.8's tarjan_scc recurses once per step
+    // of a chain and overflows the stack on long ones.
+    let mut components = kosaraju_scc(graph);
     for component in &mut components {
         component.sort();
     }
@@ -118,11 +121,8 @@ fn recursive_flow(ast: &Ast, graph: &CallGraph, path: &[EdgeIndex]) -> Diagnosti
             Some((*graph.edge_weight(call)?, name(from), name(to)))
         })
         .collect();
-    let chain: Vec<String> = calls
-        .iter()
-        .map(|(_, from, _)| format!("`{from}`"))
-        .chain(calls.first().map(|(_, from, _)| format!("`{from}`")))
-        .collect();
+    let flows: Vec<&str> = calls.iter().map(|(_, from, _)| *from).collect();
+    let chain = cycle_path(&flows);
     let Some(((first_span, first, _), rest)) = calls.split_first() else {
         return Diagnostic::new(Code::E0042, "recursive flow", Span::default(), "");
     };
@@ -133,7 +133,7 @@ fn recursive_flow(ast: &Ast, graph: &CallGraph, path: &[EdgeIndex]) -> Diagnosti
         )
     } else {
         (
-            format!("flow `{first}` runs itself through {}", chain.join(" → ")),
+            format!("flow `{first}` runs itself through {chain}"),
             format!(
                 "`{first}` runs `{}` here",
                 calls.first().map_or("?", |c| c.2)
@@ -141,7 +141,7 @@ fn recursive_flow(ast: &Ast, graph: &CallGraph, path: &[EdgeIndex]) -> Diagnosti
         )
     };
     let mut diagnostic = Diagnostic::new(Code::E0042, message, *first_span, label);
-    for (span, from, to) in rest {
+    for (span, from, to) in rest.iter().take(MAX_CYCLE_LABELS - 1) {
         diagnostic = diagnostic.secondary(*span, format!("`{from}` runs `{to}` here"));
     }
     diagnostic.help(

@@ -15,16 +15,20 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use petgraph::Direction;
-use petgraph::algo::tarjan_scc;
+use petgraph::algo::kosaraju_scc;
 use petgraph::graph::{DiGraph, EdgeIndex, NodeIndex};
 use petgraph::visit::EdgeRef;
 use stratum_grammar::ast::{Expr, ExprKind, Ident, RefRoot, Reference};
 
-use crate::diagnostic::{Code, Diagnostic, backticked};
+use crate::diagnostic::{Code, Diagnostic};
 use crate::expression::{self, Expressions};
+use crate::sema::resolve::listing;
 use crate::sema::symbols::{Table, flow_steps};
 use crate::source::Span;
 use crate::syntax::ast::{Flow, InputValue, Step, Text};
+
+/// How many edges of a cycle get a label; a longer cycle is elided in the middle.
+pub(crate) const MAX_CYCLE_LABELS: usize = 12;
 
 /// Why one step must run before another.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -295,7 +299,9 @@ fn topological_order(graph: &Dag) -> (Vec<usize>, Vec<usize>) {
 /// Reports each strongly connected component of more than one step (or a step that needs
 /// itself) once, with the shortest cycle through its first-declared step.
 fn report_cycles(flow: &Flow, graph: &Dag, diagnostics: &mut Vec<Diagnostic>) {
-    let mut components = tarjan_scc(graph);
+    // kosaraju_scc walks with explicit stacks; petgraph 0.8's tarjan_scc recurses once per step
+    // of a chain and overflows the stack on long ones.
+    let mut components = kosaraju_scc(graph);
     for component in &mut components {
         component.sort();
     }
@@ -381,12 +387,10 @@ fn dependency_cycle(flow: &Flow, graph: &Dag, cycle: &[EdgeIndex]) -> Diagnostic
     }
     let message = match names.as_slice() {
         [one] => format!("step `{one}` depends on itself"),
-        _ => format!(
-            "steps {} depend on each other in a cycle",
-            backticked(&names)
-        ),
+        _ => format!("steps {} depend on each other in a cycle", listing(&names)),
     };
-    let mut labels = labelled.into_iter();
+    // A long cycle is shown by its first edges; the message says how many steps it has.
+    let mut labels = labelled.into_iter().take(MAX_CYCLE_LABELS);
     let Some((span, label)) = labels.next() else {
         return Diagnostic::new(Code::E0040, message, flow.name.span, "in this flow");
     };
@@ -400,17 +404,35 @@ fn dependency_cycle(flow: &Flow, graph: &Dag, cycle: &[EdgeIndex]) -> Diagnostic
              itself never starts; remove `{one}` from its own dependencies"
         ));
     }
-    let path: Vec<String> = names
-        .iter()
-        .chain(names.first())
-        .map(|name| format!("`{name}`"))
-        .collect();
     diagnostic.help(format!(
         "a step starts only after every step it depends on ({}), so none of these can ever \
          start; remove one of these dependencies, and loop back with `next`, `on_fail` or a \
          gate's `on_revise` instead",
-        path.join(" → ")
+        cycle_path(&names)
     ))
+}
+
+/// `a` → `b` → `a`; the middle of a long cycle elided.
+pub(crate) fn cycle_path(names: &[&str]) -> String {
+    let shown: Vec<String> = if names.len() > MAX_CYCLE_LABELS {
+        let head = names.iter().take(MAX_CYCLE_LABELS / 2);
+        let tail = names.iter().skip(names.len() - MAX_CYCLE_LABELS / 2);
+        head.map(|name| format!("`{name}`"))
+            .chain(std::iter::once(format!(
+                "… {} more …",
+                names.len() - MAX_CYCLE_LABELS
+            )))
+            .chain(tail.map(|name| format!("`{name}`")))
+            .collect()
+    } else {
+        names.iter().map(|name| format!("`{name}`")).collect()
+    };
+    let back = names.first().map(|name| format!("`{name}`"));
+    shown
+        .into_iter()
+        .chain(back)
+        .collect::<Vec<_>>()
+        .join(" → ")
 }
 
 /// Whether a step may read another's output: it must be an ancestor, so that it has run.
