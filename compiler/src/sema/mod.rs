@@ -1,16 +1,25 @@
 //! The middle end: from the spec's AST to a resolved, typed [`Model`], with a diagnostic for
 //! every rule of the format that the front end cannot see on its own.
 //!
-//! The passes, in order: [`symbols`] declares every name; [`types`] gives every contract its
-//! record type.
+//! The passes, in order: [`symbols`] declares every name; [`types`] gives every contract field
+//! its type ([`contract_type`] parses the `type:` text, [`fields`] resolves one definition) and
+//! every contract its record type, JSON Schema ([`json_schema`]) and content hash; [`schema`]
+//! checks every step's `output_schema` against the JSON Schema meta-schema.
 //!
 //! Invariants: the middle end never reports what the front end already reported (a value the
 //! front end rejected is `None` in the AST), and a name that does not resolve is reported once,
 //! at its use; everything that depends on it is treated as unknown (`any`), never as a second
 //! error.
 
+pub mod contract_type;
+pub mod fields;
+pub mod json_schema;
+pub mod schema;
 pub mod symbols;
 pub mod types;
+
+#[cfg(test)]
+mod type_tests;
 
 use crate::diagnostic::Diagnostic;
 use crate::syntax::ast::Ast;
@@ -38,6 +47,7 @@ pub struct FlowModel {
 pub fn analyze(ast: &Ast, diagnostics: &mut Vec<Diagnostic>) -> Model {
     let symbols = Symbols::build(ast);
     let contracts = ContractTypes::build(ast, &symbols, diagnostics);
+    schema::check_output_schemas(ast, diagnostics);
     let flows = ast
         .flows
         .iter()
