@@ -421,7 +421,7 @@ impl<'a> Resolver<'a> {
                             Code::E0074,
                             format!("a union of literals mixes {}s and {}s", first, kind),
                             spans.at(range.clone()),
-                            format!("a {kind}"),
+                            format!("{} {kind}", article_word(kind)),
                         )
                         .help("make every literal of the union the same kind: quote them all, or none"),
                     );
@@ -975,7 +975,11 @@ impl<'a> Resolver<'a> {
             Code::E0072,
             format!("the {what} is empty: the minimum {minimum} is above the maximum {maximum}"),
             at,
-            "below the minimum",
+            if minimum_at.is_some() {
+                "below the minimum"
+            } else {
+                "empty range"
+            },
         )
         .help("swap the bounds, or correct the one that is wrong");
         if let Some(minimum_at) = minimum_at {

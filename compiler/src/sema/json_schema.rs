@@ -117,6 +117,15 @@ fn literal(literal: &Literal) -> Value {
     }
 }
 
+/// How many JSON values `value` holds, itself included (keys are not values).
+pub fn count_values(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(count_values).sum::<usize>(),
+        Value::Object(map) => 1 + map.values().map(count_values).sum::<usize>(),
+        _ => 1,
+    }
+}
+
 /// The content hash: the first 12 hex digits of the SHA-256 of [`canonical`]`(schema)`.
 pub fn hash(schema: &Value) -> String {
     let digest = Sha256::digest(canonical(schema).as_bytes());

@@ -278,6 +278,11 @@ impl ContractTypes {
                         open: false,
                     });
                     let schema = json_schema::contract(contract_fields, &types.schemas);
+                    debug_assert_eq!(
+                        json_schema::count_values(&schema),
+                        size.0,
+                        "`measure` predicts the size of the schema of `{name}`"
+                    );
                     let hash = json_schema::hash(&schema);
                     types.contracts.insert(name.clone(), ty);
                     types.schemas.insert(name.clone(), schema);
@@ -367,14 +372,17 @@ impl ContractTypes {
     /// The size and depth of a contract's schema, from its fields and the sizes of the
     /// contracts it nests, without building it.
     fn measure(&self, fields: &[ContractField]) -> Measured {
-        // {"type":"object","properties":{…},"required":[…]}: 5 values around the fields.
-        let mut size = 5usize;
+        // {"type":"object","properties":{…},"required":[…]}: 4 values around the fields, and
+        // a name in `required` for each field that is not optional. Keys are not values.
+        let mut size = 4usize;
         let mut depth = 1usize;
         for field in fields {
             let Some((field_size, field_depth)) = self.measure_type(&field.ty) else {
                 return Measured::Unknown;
             };
-            size = size.saturating_add(field_size).saturating_add(1);
+            size = size
+                .saturating_add(field_size)
+                .saturating_add(usize::from(!field.ty.is_optional()));
             depth = depth.max(field_depth.saturating_add(2));
         }
         if size > MAX_SCHEMA_NODES || depth > MAX_SCHEMA_DEPTH {
@@ -387,16 +395,15 @@ impl ContractTypes {
     fn measure_type(&self, ty: &FieldType) -> Option<(usize, usize)> {
         Some(match ty {
             FieldType::Any => (1, 1),
-            FieldType::String(_)
-            | FieldType::Number(_)
-            | FieldType::Integer(_)
-            | FieldType::Boolean
-            | FieldType::Object => (4, 1),
+            FieldType::String(bounds) => (2 + bound_count(bounds), 1),
+            FieldType::Number(bounds) => (2 + bound_count(bounds), 1),
+            FieldType::Integer(bounds) => (2 + bound_count(bounds), 1),
+            FieldType::Boolean | FieldType::Object => (2, 1),
             FieldType::Enum(values) => (values.len().saturating_add(2), 2),
             FieldType::Array(None) => (2, 1),
             FieldType::Array(Some(item)) => {
                 let (size, depth) = self.measure_type(item)?;
-                (size.saturating_add(3), depth.saturating_add(1))
+                (size.saturating_add(2), depth.saturating_add(1))
             }
             FieldType::Optional(inner) => {
                 let (size, depth) = self.measure_type(inner)?;
@@ -405,6 +412,10 @@ impl ContractTypes {
             FieldType::Contract(name) => *self.sizes.get(name)?,
         })
     }
+}
+
+fn bound_count<T>(bounds: &Bounds<T>) -> usize {
+    usize::from(bounds.minimum.is_some()) + usize::from(bounds.maximum.is_some())
 }
 
 enum Measured {
