@@ -17,13 +17,15 @@
 //! literal  := string | number            strings in single or double quotes
 //! ```
 //!
-//! Invariant: parsing is linear in the text and never recurses deeper than the text's
-//! parentheses, which are capped at [`MAX_NESTING`].
+//! Invariant: parsing is linear in the text, and the tree it returns nests at most
+//! [`MAX_NESTING`] levels of parentheses, `?` and `[]` (so neither the parser nor what walks
+//! the tree recurses deeper).
 
 use std::ops::Range;
 
-/// Deepest nesting of parentheses accepted; deeper is a syntax error, not a stack overflow.
-pub const MAX_NESTING: usize = 32;
+/// Deepest nesting of parentheses, `?` and `[]` accepted together; deeper is a syntax error,
+/// not a stack overflow in the stages that walk the type.
+pub const MAX_NESTING: usize = 16;
 
 /// A parsed `type:` text.
 #[derive(Clone, Debug, PartialEq)]
@@ -373,8 +375,21 @@ impl Parser {
 
     fn postfix(&mut self) -> Result<TypeText, SyntaxError> {
         let mut ty = self.primary()?;
+        let mut suffixes = 0;
         loop {
             let start = ty.span().start;
+            if self.depth + suffixes >= MAX_NESTING
+                && self
+                    .peek()
+                    .is_some_and(|(t, _)| matches!(t, Token::Question | Token::OpenBracket))
+            {
+                return Err(SyntaxError {
+                    message: format!("the type nests deeper than {MAX_NESTING} levels"),
+                    span: self.here(),
+                    label: "too deep",
+                });
+            }
+            suffixes += 1;
             if let Some(question) = self.next_if(&Token::Question) {
                 ty = TypeText::Optional(Box::new(ty), start..question.end);
             } else if self.peek().is_some_and(|(t, _)| *t == Token::OpenBracket) {
@@ -418,7 +433,7 @@ impl Parser {
             Token::Open => {
                 if self.depth >= MAX_NESTING {
                     return Err(SyntaxError {
-                        message: format!("parentheses nest deeper than {MAX_NESTING} levels"),
+                        message: format!("the type nests deeper than {MAX_NESTING} levels"),
                         span,
                         label: "too deep",
                     });
@@ -628,11 +643,12 @@ mod tests {
             error("int[99999999999999999999..]"),
             "`99999999999999999999` is too large a number"
         );
+        let too_deep = format!("the type nests deeper than {MAX_NESTING} levels");
         let deep = format!("{}string{}", "(".repeat(40), ")".repeat(40));
-        assert_eq!(
-            error(&deep),
-            format!("parentheses nest deeper than {MAX_NESTING} levels")
-        );
+        assert_eq!(error(&deep), too_deep);
+        assert_eq!(error(&format!("string{}", "?".repeat(100_000))), too_deep);
+        assert_eq!(error(&format!("string{}", "[]".repeat(100_000))), too_deep);
+        assert!(parse(&format!("string{}", "[]?".repeat(5))).is_ok());
         assert_eq!(parse("string!").unwrap_err().span, 6..7);
     }
 }

@@ -350,3 +350,78 @@ fn lowercase_first(text: &str) -> String {
         None => String::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::indexing_slicing)] // tests index what they built
+
+    use crate::diagnostic::Code;
+    use crate::source::{FileId, SourceFile};
+
+    /// The (code, message, underlined text) of each diagnostic of a step with this schema.
+    fn check(schema: &str) -> Vec<(Code, String, String)> {
+        let text = format!(
+            "version: \"0.2\"\nflows:\n  f:\n    input: {{}}\n    steps:\n      - id: s\n        \
+             intent: \"Do it\"\n        output_schema: {schema}\n"
+        );
+        let src = SourceFile::new(FileId::default(), "t.stratum.yaml", text.clone());
+        crate::check(&src)
+            .diagnostics
+            .iter()
+            .map(|d| {
+                let underlined = text.get(d.primary.span.range()).unwrap_or("?").to_owned();
+                (d.code, d.message.clone(), underlined)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn valid_schemas_pass() {
+        assert_eq!(
+            check(
+                "{type: object, required: [a], properties: {a: {type: [string, \"null\"]}, \
+                 b: {type: array, items: {type: integer, minimum: 0}}, c: {$ref: '#/$defs/x'}}, \
+                 $defs: {x: {enum: [1, two]}}, x-unknown-keyword: 1}"
+            ),
+            []
+        );
+    }
+
+    #[test]
+    fn common_mistakes_are_rewritten() {
+        let found = check(
+            "{type: Str, required: [1], properties: {a: {type: 5}, b: {minItems: 1.5}, \
+             c: {items: 3}}}",
+        );
+        let found: Vec<(&str, &str)> = found
+            .iter()
+            .map(|(_, message, underlined)| (message.as_str(), underlined.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("`Str` is not a JSON Schema type", "Str"),
+                ("`required` must be a list of property names", "1"),
+                (
+                    "`type` must be a type name or a list of them, not an integer",
+                    "5"
+                ),
+                ("`minItems` must be an integer, not a number", "1.5"),
+                (
+                    "`items` must be a boolean or a mapping, not an integer",
+                    "3"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn values_json_cannot_hold_are_reported() {
+        let found = check("{type: number, maximum: .inf, [a]: 1}");
+        let codes: Vec<(Code, &str)> = found
+            .iter()
+            .map(|(code, _, underlined)| (*code, underlined.as_str()))
+            .collect();
+        assert_eq!(codes, [(Code::E0071, ".inf"), (Code::E0071, "[a]")]);
+    }
+}
