@@ -538,3 +538,58 @@ fn schemas_that_multiply_are_bounded() {
     let codes: Vec<Code> = diagnostics.iter().map(|d| d.code).collect();
     assert_eq!(codes, [Code::E0075]);
 }
+
+/// Every schema compiled from the valid corpus's catalogue of field forms is itself a valid
+/// draft 2020-12 schema.
+#[test]
+fn compiled_schemas_pass_the_meta_schema() {
+    let text = include_str!("../../../tests/corpus/valid/contract-types.stratum.yaml");
+    let src = SourceFile::new(FileId::default(), "contract-types.stratum.yaml", text);
+    let compilation = crate::check(&src);
+    assert!(
+        compilation.diagnostics.is_empty(),
+        "{:#?}",
+        compilation.diagnostics
+    );
+    let types = &compilation.model.contracts;
+    let validator = jsonschema::draft202012::meta::validator();
+    for name in ["Address", "Review"] {
+        let schema = types.schema(name).unwrap();
+        assert!(validator.is_valid(schema), "{name}: {schema}");
+        assert_eq!(types.hash(name).unwrap().len(), 12);
+    }
+    let review = types.schema("Review").unwrap();
+    assert_eq!(
+        review["properties"]["kind"],
+        json!({"anyOf": [{"enum": ["bug", "feature"]}, {"type": "null"}]})
+    );
+    assert_eq!(
+        review["properties"]["confidence"],
+        json!({"type": "number", "minimum": 0.0, "maximum": 1.0})
+    );
+    assert_eq!(
+        review["properties"]["score"],
+        json!({"type": "number", "minimum": 0.0, "maximum": 100.0})
+    );
+    assert_eq!(
+        review["properties"]["grid"],
+        json!({"type": "array", "items": {"type": "array", "items": {"type": "integer"}}})
+    );
+    assert_eq!(
+        review["properties"]["reviewers"]["items"],
+        *types.schema("Address").unwrap()
+    );
+    assert!(
+        !review["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|name| name == "note" || name == "blocking" || name == "forwarded_to")
+    );
+    let input = &compilation.ast.functions[1].input.as_ref().unwrap().value;
+    assert_eq!(
+        types.record(input).to_string(),
+        "{diff: string, author: {street: string, city: string, country: string, \
+         postal_code: string?}, strictness: ('lenient' | 'strict')?}"
+    );
+}
