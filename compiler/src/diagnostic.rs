@@ -116,6 +116,12 @@ codes! {
     // Middle end: format rules of steps, functions, gates, routing and workflows (E0050–E0069).
 
     // Middle end: contract types and JSON Schemas (E0070–E0079).
+    E0070 Error "unknown-type" "a field's `type` is not a built-in type, a contract or a well-formed type";
+    E0071 Error "invalid-output-schema" "a step's `output_schema` is not a valid JSON Schema (draft 2020-12)";
+    E0072 Error "invalid-range" "a numeric or length range that is empty, misplaced or written twice";
+    E0073 Error "recursive-contract" "a contract contains itself through its fields";
+    E0074 Error "values-items-mismatch" "`values` or `items` that do not fit the field's type";
+    E0075 Error "contract-too-large" "a contract's schema, nested contracts inlined, is larger or deeper than accepted";
 
     W0001 Warning "unknown-contract-field-key" "a key in a contract field definition that nothing reads";
     W0002 Warning "enum-literal-never-matches" "a comparison with a literal that is not among an enum's values";

@@ -309,7 +309,7 @@ fn explain_prints_every_code_and_refuses_unknown_ones() {
     );
     let list = stratumc(&["explain"]);
     assert!(stdout(&list).lines().count() >= 25);
-    let unknown = stratumc(&["explain", "E0070"]);
+    let unknown = stratumc(&["explain", "E0907"]);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("did you mean E0007?"));
 }

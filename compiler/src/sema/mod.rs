@@ -1,12 +1,14 @@
 //! The middle end: from the spec's AST to a resolved, typed [`Model`], with a diagnostic for
 //! every rule of the format that the front end cannot see on its own.
 //!
-//! The passes, in order: [`symbols`] declares every name; [`types`] gives every contract its
-//! record type; [`resolve`] resolves every name a spec uses and says what each step is;
-//! [`dag`] builds each flow's dependency graph, reports its cycles and orders its steps;
-//! [`compose`] builds the graph of flows running flows and reports recursion; [`typecheck`]
-//! type-checks every expression in its environment; [`usage`] warns about what is declared
-//! but never used or reached.
+//! The passes, in order: [`symbols`] declares every name; [`types`] gives every contract field
+//! its type ([`contract_type`] parses the `type:` text, [`fields`] resolves one definition) and
+//! every contract its record type, JSON Schema ([`json_schema`]) and content hash; [`schema`]
+//! checks every step's `output_schema` against the JSON Schema meta-schema; [`resolve`]
+//! resolves every name a spec uses and says what each step is; [`dag`] builds each flow's
+//! dependency graph, reports its cycles and orders its steps; [`compose`] builds the graph of
+//! flows running flows and reports recursion; [`typecheck`] type-checks every expression in
+//! its environment; [`usage`] warns about what is declared but never used or reached.
 //!
 //! Invariants: the middle end never reports what the front end already reported (a value the
 //! front end rejected is `None` in the AST), and a name that does not resolve is reported once,
@@ -14,12 +16,19 @@
 //! error.
 
 pub mod compose;
+pub mod contract_type;
 pub mod dag;
+pub mod fields;
+pub mod json_schema;
 pub mod resolve;
+pub mod schema;
 pub mod symbols;
 pub mod typecheck;
 pub mod types;
 pub mod usage;
+
+#[cfg(test)]
+mod type_tests;
 
 use crate::diagnostic::Diagnostic;
 use crate::expression::Expressions;
@@ -64,6 +73,7 @@ pub fn analyze(
     let symbols = Symbols::build(ast);
     let no_steps = symbols::Table::default();
     let contracts = ContractTypes::build(ast, &symbols, diagnostics);
+    schema::check_output_schemas(ast, diagnostics);
     let steps = resolve::resolve(ast, &symbols, &contracts, diagnostics);
     let flows: Vec<FlowModel> = ast
         .flows

@@ -291,7 +291,7 @@ fn accumulate_not_list(accumulate: &Field<Text>, ty: &Type) -> Diagnostic {
     Diagnostic::new(
         Code::E0045,
         format!("`accumulate` must give a list, but this is {}", shown(ty)),
-        accumulate.value.span,
+        whole(&accumulate.value),
         format!("this is {}", shown(ty)),
     )
     .help("name the list field of the result that holds the round's items, as in `result.findings`")
@@ -302,10 +302,15 @@ fn score_not_number(score: &Field<Text>, ty: &Type) -> Diagnostic {
     Diagnostic::new(
         Code::E0046,
         format!("`score_expr` must give a number, but this is {}", shown(ty)),
-        score.value.span,
+        whole(&score.value),
         format!("this is {}", shown(ty)),
     )
     .help("score each iteration with a numeric field of the result, as in `result.score`")
+}
+
+/// The expression's own text, without the quotes around it.
+fn whole(text: &Text) -> crate::source::Span {
+    text.span_of(0..text.value.len())
 }
 
 fn shown(ty: &Type) -> String {

@@ -1,31 +1,320 @@
-//! Contract fields as types of the expression language.
+//! Contract fields as types: of the expression language, and as JSON Schemas with content
+//! hashes.
 //!
-//! Every contract becomes a record type of `stratum-grammar`, so `ensure` expressions, `$`-
-//! references and the language server see one type system.
+//! Takes the AST's contracts and the `input` fields of functions and flows; gives every field a
+//! [`FieldType`] (the grammar's [`Type`] plus what it cannot hold: numeric ranges and string
+//! lengths), every contract a closed record [`Type`], a JSON Schema (draft 2020-12, see
+//! [`json_schema`](super::json_schema)) and a content hash, and reports E0070 and E0072–E0075.
+//! Field resolution itself lives in [`fields`](super::fields).
+//!
+//! Invariants: every field gets a type; a field whose type could not be resolved is `any`
+//! after exactly one diagnostic, so nothing that reads it reports again. A contract that
+//! contains itself is reported once per group of mutually recursive contracts and the fields
+//! that close the cycle are typed `any`, so the rest is a DAG and every schema is finite. Work is
+//! bounded: contracts are resolved in a topological order computed without recursion, and a
+//! contract whose schema would pass [`MAX_SCHEMA_NODES`] values or [`MAX_SCHEMA_DEPTH`] levels
+//! (nested contracts are inlined, so sizes multiply) gets no schema and the type `any`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 
+use petgraph::graph::{DiGraph, NodeIndex};
+use serde_json::Value;
 use stratum_grammar::types::{Record, RecordField, Type};
 
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Code, Diagnostic};
+use crate::sema::fields::{Resolver, Use};
+use crate::sema::json_schema;
 use crate::sema::symbols::Symbols;
+use crate::source::Span;
 use crate::syntax::ast::{Ast, FieldDef};
 
-/// The type of every contract, by name.
+pub use stratum_grammar::types::Literal;
+
+/// Most JSON values in one contract's schema (nested contracts inlined).
+pub const MAX_SCHEMA_NODES: usize = 10_000;
+/// Most JSON values in the schemas of all contracts of a spec, and separately in the record
+/// types of all `input` fields together.
+pub const MAX_TOTAL_NODES: usize = 1_000_000;
+/// Deepest nesting of one contract's schema.
+pub const MAX_SCHEMA_DEPTH: usize = 128;
+
+/// The type of one contract field or input field, with its constraints.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FieldType {
+    /// Unknown: not written (an input without `type`), or reported.
+    Any,
+    String(Bounds<u64>),
+    Number(Bounds<f64>),
+    Integer(Bounds<i64>),
+    Boolean,
+    /// One of fixed literal values (`values:` or a literal union).
+    Enum(Vec<Literal>),
+    /// A list; `None` when its items are untyped (`type: array` without `items`).
+    Array(Option<Box<FieldType>>),
+    /// Any mapping: an open record.
+    Object,
+    /// A nested contract, by name.
+    Contract(String),
+    Optional(Box<FieldType>),
+}
+
+/// Inclusive bounds; for strings, of the length in characters.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Bounds<T> {
+    pub minimum: Option<T>,
+    pub maximum: Option<T>,
+}
+
+impl<T> Bounds<T> {
+    pub fn is_empty(&self) -> bool {
+        self.minimum.is_none() && self.maximum.is_none()
+    }
+}
+
+/// One field of a contract, resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContractField {
+    pub name: String,
+    pub ty: FieldType,
+}
+
+impl FieldType {
+    /// `self?`, never nested: `any` and optional types are returned unchanged.
+    pub fn optional(self) -> FieldType {
+        match self {
+            FieldType::Any | FieldType::Optional(_) => self,
+            other => FieldType::Optional(Box::new(other)),
+        }
+    }
+
+    /// Whether the field may be left out of an object (and so is not `required`).
+    pub fn is_optional(&self) -> bool {
+        matches!(self, FieldType::Optional(_))
+    }
+
+    /// The type without its `?`.
+    pub fn required(&self) -> &FieldType {
+        match self {
+            FieldType::Optional(inner) => inner,
+            other => other,
+        }
+    }
+
+    /// How the type is written in messages: `string`, `integer[]`, `Address?`.
+    pub fn describe(&self) -> String {
+        match self {
+            FieldType::Any => "any".to_owned(),
+            FieldType::String(_) => "string".to_owned(),
+            FieldType::Number(_) => "number".to_owned(),
+            FieldType::Integer(_) => "integer".to_owned(),
+            FieldType::Boolean => "boolean".to_owned(),
+            FieldType::Enum(_) => "enum".to_owned(),
+            FieldType::Array(None) => "array".to_owned(),
+            FieldType::Array(Some(item)) => format!("{}[]", item.describe()),
+            FieldType::Object => "object".to_owned(),
+            FieldType::Contract(name) => name.clone(),
+            FieldType::Optional(inner) => format!("{}?", inner.describe()),
+        }
+    }
+
+    /// The expression language's view: ranges dropped, nested contracts looked up in
+    /// `contracts` (`any` when absent).
+    pub fn to_type(&self, contracts: &HashMap<String, Type>) -> Type {
+        match self {
+            FieldType::Any => Type::Any,
+            FieldType::String(_) => Type::String,
+            FieldType::Number(_) => Type::Float,
+            FieldType::Integer(_) => Type::Int,
+            FieldType::Boolean => Type::Bool,
+            FieldType::Enum(values) => Type::Enum(values.clone()),
+            FieldType::Array(item) => Type::list(
+                item.as_deref()
+                    .map_or(Type::Any, |item| item.to_type(contracts)),
+            ),
+            FieldType::Object => Type::Record(Record {
+                fields: Vec::new(),
+                open: true,
+            }),
+            FieldType::Contract(name) => contracts.get(name).cloned().unwrap_or(Type::Any),
+            FieldType::Optional(inner) => inner.to_type(contracts).optional(),
+        }
+    }
+
+    /// Replaces every reference to a contract in `names` by `any`.
+    fn forget_contracts(&mut self, names: &HashSet<&str>) {
+        match self {
+            FieldType::Contract(name) if names.contains(name.as_str()) => *self = FieldType::Any,
+            FieldType::Array(Some(item)) => item.forget_contracts(names),
+            FieldType::Optional(inner) => {
+                inner.forget_contracts(names);
+                if **inner == FieldType::Any {
+                    *self = FieldType::Any;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The contracts the type names, in order.
+    fn contracts(&self) -> Vec<&str> {
+        match self {
+            FieldType::Contract(name) => vec![name.as_str()],
+            FieldType::Array(Some(item)) => item.contracts(),
+            FieldType::Optional(inner) => inner.contracts(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The type of every contract, by name, with its schema and hash.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ContractTypes {
     contracts: HashMap<String, Type>,
+    fields: HashMap<String, Vec<ContractField>>,
+    schemas: HashMap<String, Value>,
+    hashes: HashMap<String, String>,
+    uses: Vec<(String, Span)>,
+    /// Size in schema values and depth of each contract that has a schema.
+    sizes: HashMap<String, (usize, usize)>,
+    /// `input` fields past [`MAX_TOTAL_NODES`], by the span of their definition: typed `any`.
+    oversized_inputs: HashSet<Span>,
 }
 
 impl ContractTypes {
     pub fn build(ast: &Ast, symbols: &Symbols, diagnostics: &mut Vec<Diagnostic>) -> ContractTypes {
-        let _ = (symbols, diagnostics);
-        let contracts = ast
-            .contracts
+        let names: Vec<&str> = symbols.contracts.names().collect();
+        let mut types = ContractTypes::default();
+        let mut resolver = Resolver::new(&names, diagnostics);
+
+        // Every field of every contract, with the contract references it makes.
+        let mut resolved: Vec<Vec<(ContractField, Vec<Use>)>> = Vec::new();
+        for contract in &ast.contracts {
+            let fields = contract
+                .fields
+                .iter()
+                .map(|def| {
+                    let (ty, uses) = resolver.field(def);
+                    let field = ContractField {
+                        name: def.name.value.clone(),
+                        ty,
+                    };
+                    (field, uses)
+                })
+                .collect();
+            resolved.push(fields);
+        }
+        let mut input_fields: Vec<(&FieldDef, FieldType)> = Vec::new();
+        let inputs = ast
+            .functions
             .iter()
-            .map(|contract| (contract.name.value.clone(), record(&contract.fields)))
+            .filter_map(|function| function.input.as_ref())
+            .chain(ast.flows.iter().filter_map(|flow| flow.input.as_ref()));
+        for input in inputs {
+            for def in &input.value {
+                let (ty, uses) = resolver.field(def);
+                types
+                    .uses
+                    .extend(uses.into_iter().map(|u| (u.name, u.span)));
+                input_fields.push((def, ty));
+            }
+        }
+        drop(resolver);
+        for fields in &resolved {
+            for (_, uses) in fields {
+                types
+                    .uses
+                    .extend(uses.iter().map(|u| (u.name.clone(), u.span)));
+            }
+        }
+        types.uses.sort_by_key(|(_, span)| *span);
+
+        break_cycles(ast, &mut resolved, diagnostics);
+        let fields: Vec<Vec<ContractField>> = resolved
+            .into_iter()
+            .map(|fields| fields.into_iter().map(|(field, _)| field).collect())
             .collect();
-        ContractTypes { contracts }
+        let order = topological_order(ast, &fields);
+
+        let mut total = 0usize;
+        let mut total_reported = false;
+        for index in order {
+            let (Some(contract), Some(contract_fields)) =
+                (ast.contracts.get(index), fields.get(index))
+            else {
+                continue;
+            };
+            let name = contract.name.value.clone();
+            let measured = types.measure(contract_fields);
+            let within = match measured {
+                Measured::Fits(size, depth) => {
+                    total = total.saturating_add(size);
+                    if total > MAX_TOTAL_NODES {
+                        if !total_reported {
+                            total_reported = true;
+                            diagnostics.push(too_large_in_total(contract.name.span, &name));
+                        }
+                        None
+                    } else {
+                        Some((size, depth))
+                    }
+                }
+                Measured::TooLarge(size, depth) => {
+                    diagnostics.push(too_large(contract.name.span, &name, size, depth));
+                    None
+                }
+                // A nested contract is already reported.
+                Measured::Unknown => None,
+            };
+            match within {
+                Some(size) => {
+                    let ty = Type::Record(Record {
+                        fields: contract_fields
+                            .iter()
+                            .map(|field| RecordField {
+                                name: field.name.clone(),
+                                ty: field.ty.to_type(&types.contracts),
+                            })
+                            .collect(),
+                        open: false,
+                    });
+                    let schema = json_schema::contract(contract_fields, &types.schemas);
+                    debug_assert_eq!(
+                        json_schema::count_values(&schema),
+                        size.0,
+                        "`measure` predicts the size of the schema of `{name}`"
+                    );
+                    let hash = json_schema::hash(&schema);
+                    types.contracts.insert(name.clone(), ty);
+                    types.schemas.insert(name.clone(), schema);
+                    types.hashes.insert(name.clone(), hash);
+                    types.sizes.insert(name.clone(), size);
+                }
+                None => {
+                    types.contracts.insert(name.clone(), Type::Any);
+                }
+            }
+            types.fields.insert(name, contract_fields.clone());
+        }
+
+        // Input records clone the types of the contracts they name: bound their total too.
+        let mut total = 0usize;
+        let mut total_reported = false;
+        for (def, ty) in &input_fields {
+            let size = ty
+                .contracts()
+                .iter()
+                .map(|name| types.sizes.get(*name).map_or(1, |(size, _)| *size))
+                .fold(1usize, usize::saturating_add);
+            total = total.saturating_add(size);
+            if total > MAX_TOTAL_NODES {
+                types.oversized_inputs.insert(def.span);
+                if !total_reported {
+                    total_reported = true;
+                    diagnostics.push(inputs_too_large(def.name.span, &def.name.value));
+                }
+            }
+        }
+        types
     }
 
     /// The record type of the contract named `name`; `None` when no contract has that name.
@@ -33,26 +322,334 @@ impl ContractTypes {
         self.contracts.get(name)
     }
 
-    /// The contract names that field types refer to, with the span of each reference.
-    pub fn uses(&self) -> impl Iterator<Item = (&str, crate::source::Span)> {
-        std::iter::empty()
+    /// The record type of a function's or flow's `input` fields. Diagnostics about them were
+    /// given by [`ContractTypes::build`]; here every problem is silently `any`.
+    pub fn record(&self, fields: &[FieldDef]) -> Type {
+        let names: Vec<&str> = self.contracts.keys().map(String::as_str).collect();
+        let mut ignored = Vec::new();
+        let mut resolver = Resolver::new(&names, &mut ignored);
+        Type::Record(Record {
+            fields: fields
+                .iter()
+                .map(|def| RecordField {
+                    name: def.name.value.clone(),
+                    ty: if self.oversized_inputs.contains(&def.span) {
+                        Type::Any
+                    } else {
+                        resolver.field(def).0.to_type(&self.contracts)
+                    },
+                })
+                .collect(),
+            open: false,
+        })
     }
 
-    /// The record type of a function's or flow's `input` fields.
-    pub fn record(&self, fields: &[FieldDef]) -> Type {
-        record(fields)
+    /// The resolved fields of the contract named `name`, with their ranges, in declaration
+    /// order.
+    pub fn fields(&self, name: &str) -> Option<&[ContractField]> {
+        self.fields.get(name).map(Vec::as_slice)
+    }
+
+    /// The JSON Schema (draft 2020-12) of the contract named `name`; `None` when there is no
+    /// such contract or its schema could not be built (an error was reported).
+    pub fn schema(&self, name: &str) -> Option<&Value> {
+        self.schemas.get(name)
+    }
+
+    /// The content hash of the contract named `name`: the first 12 hex digits of the SHA-256
+    /// of its canonical schema.
+    pub fn hash(&self, name: &str) -> Option<&str> {
+        self.hashes.get(name).map(String::as_str)
+    }
+
+    /// Every reference to a contract from a field type (of contracts and of `input` fields,
+    /// `items` included), with the span of the name, in source order. Names that are not
+    /// contracts are not listed (they are E0070).
+    pub fn uses(&self) -> impl Iterator<Item = (&str, Span)> {
+        self.uses.iter().map(|(name, span)| (name.as_str(), *span))
+    }
+
+    /// The size and depth of a contract's schema, from its fields and the sizes of the
+    /// contracts it nests, without building it.
+    fn measure(&self, fields: &[ContractField]) -> Measured {
+        // {"type":"object","properties":{…},"required":[…]}: 4 values around the fields, and
+        // a name in `required` for each field that is not optional. Keys are not values.
+        let mut size = 4usize;
+        let mut depth = 1usize;
+        for field in fields {
+            let Some((field_size, field_depth)) = self.measure_type(&field.ty) else {
+                return Measured::Unknown;
+            };
+            size = size
+                .saturating_add(field_size)
+                .saturating_add(usize::from(!field.ty.is_optional()));
+            depth = depth.max(field_depth.saturating_add(2));
+        }
+        if size > MAX_SCHEMA_NODES || depth > MAX_SCHEMA_DEPTH {
+            Measured::TooLarge(size, depth)
+        } else {
+            Measured::Fits(size, depth)
+        }
+    }
+
+    fn measure_type(&self, ty: &FieldType) -> Option<(usize, usize)> {
+        Some(match ty {
+            FieldType::Any => (1, 1),
+            FieldType::String(bounds) => (2 + bound_count(bounds), 1),
+            FieldType::Number(bounds) => (2 + bound_count(bounds), 1),
+            FieldType::Integer(bounds) => (2 + bound_count(bounds), 1),
+            FieldType::Boolean | FieldType::Object => (2, 1),
+            FieldType::Enum(values) => (values.len().saturating_add(2), 2),
+            FieldType::Array(None) => (2, 1),
+            FieldType::Array(Some(item)) => {
+                let (size, depth) = self.measure_type(item)?;
+                (size.saturating_add(2), depth.saturating_add(1))
+            }
+            FieldType::Optional(inner) => {
+                let (size, depth) = self.measure_type(inner)?;
+                (size.saturating_add(4), depth.saturating_add(2))
+            }
+            FieldType::Contract(name) => *self.sizes.get(name)?,
+        })
     }
 }
 
-fn record(fields: &[FieldDef]) -> Type {
-    Type::Record(Record {
-        fields: fields
+fn bound_count<T>(bounds: &Bounds<T>) -> usize {
+    usize::from(bounds.minimum.is_some()) + usize::from(bounds.maximum.is_some())
+}
+
+enum Measured {
+    Fits(usize, usize),
+    TooLarge(usize, usize),
+    /// A nested contract has no schema.
+    Unknown,
+}
+
+/// Finds the groups of mutually recursive contracts, reports one cycle of each, and types the
+/// fields that reference a contract of their own group as `any`.
+fn break_cycles(
+    ast: &Ast,
+    resolved: &mut [Vec<(ContractField, Vec<Use>)>],
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let index: HashMap<&str, usize> = ast
+        .contracts
+        .iter()
+        .enumerate()
+        .map(|(i, contract)| (contract.name.value.as_str(), i))
+        .collect();
+    // Edges: (from, to, span of the reference, field name).
+    let mut graph: DiGraph<usize, (Span, String)> = DiGraph::new();
+    let nodes: Vec<NodeIndex> = (0..ast.contracts.len())
+        .map(|i| graph.add_node(i))
+        .collect();
+    for (from, fields) in resolved.iter().enumerate() {
+        for (field, uses) in fields {
+            for use_ in uses {
+                let to = index.get(use_.name.as_str()).and_then(|&to| nodes.get(to));
+                if let (Some(&a), Some(&b)) = (nodes.get(from), to) {
+                    graph.add_edge(a, b, (use_.span, field.name.clone()));
+                }
+            }
+        }
+    }
+    // Kosaraju's algorithm walks with an explicit stack (petgraph's Tarjan recurses).
+    for component in petgraph::algo::kosaraju_scc(&graph) {
+        let cyclic = component.len() > 1
+            || component
+                .first()
+                .is_some_and(|&node| graph.find_edge(node, node).is_some());
+        if !cyclic {
+            continue;
+        }
+        let members: HashSet<NodeIndex> = component.iter().copied().collect();
+        let Some(&start) = component.iter().min_by_key(|node| graph[**node]) else {
+            continue;
+        };
+        if let Some(diagnostic) = recursive_contract(ast, &graph, &members, start) {
+            diagnostics.push(diagnostic);
+        }
+        let names: HashSet<&str> = component
             .iter()
-            .map(|field| RecordField {
-                name: field.name.value.clone(),
-                ty: Type::Any,
-            })
-            .collect(),
-        open: false,
-    })
+            .filter_map(|node| ast.contracts.get(graph[*node]))
+            .map(|contract| contract.name.value.as_str())
+            .collect();
+        for node in &component {
+            if let Some(fields) = resolved.get_mut(graph[*node]) {
+                for (field, _) in fields.iter_mut() {
+                    field.ty.forget_contracts(&names);
+                }
+            }
+        }
+    }
+}
+
+/// E0073 `recursive-contract`: the shortest cycle from `start` back to itself, every edge
+/// labelled at the field type that makes it.
+fn recursive_contract(
+    ast: &Ast,
+    graph: &DiGraph<usize, (Span, String)>,
+    members: &HashSet<NodeIndex>,
+    start: NodeIndex,
+) -> Option<Diagnostic> {
+    use petgraph::visit::EdgeRef;
+    // Breadth-first from `start`, remembering the edge that reached each contract.
+    let mut reached: HashMap<NodeIndex, petgraph::graph::EdgeIndex> = HashMap::new();
+    let mut queue = VecDeque::from([start]);
+    let mut closing = None;
+    'search: while let Some(node) = queue.pop_front() {
+        let mut edges: Vec<_> = graph.edges(node).collect();
+        edges.sort_by_key(|edge| edge.weight().0);
+        for edge in edges {
+            let target = edge.target();
+            if target == start {
+                closing = Some(edge.id());
+                break 'search;
+            }
+            if members.contains(&target) && !reached.contains_key(&target) {
+                reached.insert(target, edge.id());
+                queue.push_back(target);
+            }
+        }
+    }
+    let mut path = vec![closing?];
+    loop {
+        let (from, _) = graph.edge_endpoints(*path.last()?)?;
+        if from == start {
+            break;
+        }
+        path.push(*reached.get(&from)?);
+    }
+    path.reverse();
+    let name = |node: NodeIndex| {
+        ast.contracts
+            .get(graph[node])
+            .map_or("?", |contract| contract.name.value.as_str())
+    };
+    let mut chain = vec![format!("`{}`", name(start))];
+    let mut labels = Vec::new();
+    for edge in &path {
+        let (from, to) = graph.edge_endpoints(*edge)?;
+        let (span, field) = &graph[*edge];
+        chain.push(format!("`{}`", name(to)));
+        labels.push((
+            *span,
+            format!("`{}.{field}` is a `{}`", name(from), name(to)),
+        ));
+    }
+    let mut labels = labels.into_iter();
+    let (span, label) = labels.next()?;
+    let mut diagnostic = Diagnostic::new(
+        Code::E0073,
+        format!(
+            "contract `{}` contains itself: {}",
+            name(start),
+            chain.join(" → ")
+        ),
+        span,
+        label,
+    )
+    .help(
+        "a contract's schema inlines the contracts it nests, so it cannot contain itself; \
+         type one of these fields `object` (or an id string) to break the cycle",
+    );
+    for (span, label) in labels {
+        diagnostic = diagnostic.secondary(span, label);
+    }
+    Some(diagnostic)
+}
+
+/// Indices of the contracts, each after the contracts it nests (which the caller has made
+/// acyclic); ties in declaration order. Kahn's algorithm, without recursion.
+fn topological_order(ast: &Ast, fields: &[Vec<ContractField>]) -> Vec<usize> {
+    let index: HashMap<&str, usize> = ast
+        .contracts
+        .iter()
+        .enumerate()
+        .map(|(i, contract)| (contract.name.value.as_str(), i))
+        .collect();
+    let mut waiting_on = vec![0usize; fields.len()];
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); fields.len()];
+    for (from, contract_fields) in fields.iter().enumerate() {
+        for field in contract_fields {
+            for name in field.ty.contracts() {
+                let Some(&to) = index.get(name) else {
+                    continue;
+                };
+                if let (Some(count), Some(list)) =
+                    (waiting_on.get_mut(from), dependents.get_mut(to))
+                {
+                    *count += 1;
+                    list.push(from);
+                }
+            }
+        }
+    }
+    let mut ready: std::collections::BTreeSet<usize> = waiting_on
+        .iter()
+        .enumerate()
+        .filter(|(_, count)| **count == 0)
+        .map(|(i, _)| i)
+        .collect();
+    let mut order = Vec::with_capacity(fields.len());
+    while let Some(next) = ready.pop_first() {
+        order.push(next);
+        for &dependent in dependents.get(next).map_or(&[][..], Vec::as_slice) {
+            if let Some(count) = waiting_on.get_mut(dependent) {
+                *count -= 1;
+                if *count == 0 {
+                    ready.insert(dependent);
+                }
+            }
+        }
+    }
+    order
+}
+
+/// E0075 `contract-too-large`: the schema, with nested contracts inlined, passes a limit.
+fn too_large(span: Span, name: &str, size: usize, depth: usize) -> Diagnostic {
+    let (message, label) = if depth > MAX_SCHEMA_DEPTH {
+        (
+            format!("the schema of contract `{name}` nests deeper than {MAX_SCHEMA_DEPTH} levels"),
+            "nests too deep",
+        )
+    } else {
+        (
+            format!(
+                "the schema of contract `{name}` would hold {size} values, more than the \
+                 {MAX_SCHEMA_NODES} accepted"
+            ),
+            "schema too large",
+        )
+    };
+    Diagnostic::new(Code::E0075, message, span, label).help(
+        "nested contracts are copied into the schema of every contract that uses them; \
+         type some of the nested fields `object` or flatten the contract",
+    )
+}
+
+fn too_large_in_total(span: Span, name: &str) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0075,
+        format!(
+            "the schemas of the contracts up to `{name}` together hold more than \
+             {MAX_TOTAL_NODES} values"
+        ),
+        span,
+        "over the total schema budget",
+    )
+    .help("nest fewer or smaller contracts; this and later contracts get no schema")
+}
+
+fn inputs_too_large(span: Span, name: &str) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0075,
+        format!(
+            "the `input` fields up to `{name}` nest contracts that together hold more than \
+             {MAX_TOTAL_NODES} values"
+        ),
+        span,
+        "over the total budget",
+    )
+    .help("nest fewer or smaller contracts in `input` fields; this and later ones are typed `any`")
 }
