@@ -2,13 +2,15 @@
 //! every rule of the format that the front end cannot see on its own.
 //!
 //! The passes, in order: [`symbols`] declares every name; [`types`] gives every contract its
-//! record type.
+//! record type; [`rules`] checks which keys go together on steps, functions, gates and the
+//! workflow.
 //!
 //! Invariants: the middle end never reports what the front end already reported (a value the
 //! front end rejected is `None` in the AST), and a name that does not resolve is reported once,
 //! at its use; everything that depends on it is treated as unknown (`any`), never as a second
 //! error.
 
+pub mod rules;
 pub mod symbols;
 pub mod types;
 
@@ -38,13 +40,14 @@ pub struct FlowModel {
 pub fn analyze(ast: &Ast, diagnostics: &mut Vec<Diagnostic>) -> Model {
     let symbols = Symbols::build(ast);
     let contracts = ContractTypes::build(ast, &symbols, diagnostics);
-    let flows = ast
+    let flows: Vec<FlowModel> = ast
         .flows
         .iter()
         .map(|flow| FlowModel {
             order: (0..flow_steps(flow).len()).collect(),
         })
         .collect();
+    rules::check(ast, &symbols, &flows, diagnostics);
     Model {
         symbols,
         contracts,
