@@ -87,3 +87,64 @@ fn is_truthy(node: &Node) -> bool {
 fn is_v02(version: Option<Version>) -> bool {
     version != Some(Version::V0_1)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use crate::diagnostic::Code;
+    use crate::source::{FileId, SourceFile};
+
+    fn codes(text: &str) -> Vec<Code> {
+        let file = SourceFile::new(FileId(0), "t.stratum.yaml", text);
+        crate::check(&file)
+            .diagnostics
+            .iter()
+            .map(|d| d.code)
+            .collect()
+    }
+
+    const GATE: &str = "version: \"0.2\"\nfunctions:\n  ok: {mode: gate}\nflows:\n  f:\n    input: {}\n    steps:\n      - id: work\n        intent: \"do it\"\n      - id: review\n        function: ok\n";
+
+    #[test]
+    fn a_rejected_or_misspelt_key_is_not_also_missing() {
+        let rejected =
+            format!("{GATE}        on_approve: ~\n        on_revise: work\n        on_kill: 5\n");
+        assert_eq!(codes(&rejected), [Code::E0012]);
+        let misspelt =
+            format!("{GATE}        on_aprove: ~\n        on_revise: work\n        on_kill: ~\n");
+        assert_eq!(codes(&misspelt), [Code::E0011]);
+        let empty_intent = "version: \"0.2\"\nflows:\n  f:\n    input: {}\n    steps:\n      - id: a\n        intent: \"\"\n";
+        assert_eq!(codes(empty_intent), [Code::E0021]);
+        let empty_function_intent = "version: \"0.2\"\ncontracts:\n  C: {x: {type: string}}\nfunctions:\n  g:\n    mode: infer\n    intent: \"\"\n    input: {}\n    output: C\n";
+        assert_eq!(codes(empty_function_intent), [Code::E0021]);
+    }
+
+    #[test]
+    fn kind_rules_wait_for_the_name_to_resolve() {
+        let text = "version: \"0.2\"\nflows:\n  f:\n    input: {}\n    steps:\n      - id: a\n        function: nowhere\n        on_approve: ~\n        retries: 2\n        on_fail: a\n";
+        let found = codes(text);
+        for code in [Code::E0053, Code::E0056, Code::E0059, Code::E0060] {
+            assert!(!found.contains(&code), "{found:?}");
+        }
+    }
+
+    #[test]
+    fn removing_a_gate_key_leaves_valid_yaml() {
+        for (function, expected) in [
+            ("{mode: gate, retries: 2}", "{mode: gate, }"),
+            ("{retries: 2, mode: gate}", "{mode: gate}"),
+            ("\n    retries: 2\n    mode: gate", "\n    mode: gate"),
+        ] {
+            let text = format!("version: \"0.2\"\nfunctions:\n  g: {function}\n");
+            let file = SourceFile::new(FileId(0), "t.stratum.yaml", text.as_str());
+            let compilation = crate::check(&file);
+            let fix = compilation.diagnostics[0].fix.as_ref().unwrap();
+            let edit = &fix.edits[0];
+            let mut fixed = text.clone();
+            fixed.replace_range(edit.span.range(), &edit.replacement);
+            assert!(fixed.ends_with(&format!("g: {expected}\n")), "{fixed}");
+            let refixed = SourceFile::new(FileId(0), "t.stratum.yaml", fixed.as_str());
+            assert!(crate::check(&refixed).diagnostics.is_empty(), "{fixed}");
+        }
+    }
+}
