@@ -31,7 +31,7 @@ pub fn check(ast: &Ast, symbols: &Symbols, flows: &[FlowModel], diagnostics: &mu
         let order = flows
             .get(flow_index)
             .map_or(&[][..], |flow| flow.order.as_slice());
-        steps::check_flow(ast, symbols, flow_index, flow, order, diagnostics);
+        steps::check_flow(ast, symbols, version, flow_index, flow, order, diagnostics);
     }
     if let Some(workflow) = &ast.workflow {
         workflow::check(ast, symbols, workflow, diagnostics);
@@ -117,6 +117,12 @@ mod tests {
         assert_eq!(codes(empty_intent), [Code::E0021]);
         let empty_function_intent = "version: \"0.2\"\ncontracts:\n  C: {x: {type: string}}\nfunctions:\n  g:\n    mode: infer\n    intent: \"\"\n    input: {}\n    output: C\n";
         assert_eq!(codes(empty_function_intent), [Code::E0021]);
+    }
+
+    #[test]
+    fn a_version_0_1_step_without_function_is_reported_once() {
+        let text = "version: \"0.1\"\ncontracts:\n  C: {x: {type: string}}\nflows:\n  f:\n    input: {}\n    output: C\n    steps:\n      - id: a\n        inputs: {}\n";
+        assert_eq!(codes(text), [Code::E0013]);
     }
 
     #[test]

@@ -9,10 +9,10 @@
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::sema::rules::functions::invalid_guardrail;
-use crate::sema::rules::{is_truthy, is_written};
+use crate::sema::rules::{is_truthy, is_v02, is_written};
 use crate::sema::symbols::{Symbols, flow_steps};
 use crate::source::Span;
-use crate::syntax::ast::{Ast, Field, Flow, Function, Mode, Step};
+use crate::syntax::ast::{Ast, Field, Flow, Function, Mode, Step, Version};
 use crate::syntax::keys;
 
 /// What a step runs.
@@ -31,9 +31,11 @@ enum Kind<'a> {
     Unknown,
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) fn check_flow(
     ast: &Ast,
     symbols: &Symbols,
+    version: Option<Version>,
     flow_index: usize,
     flow: &Flow,
     order: &[usize],
@@ -41,7 +43,7 @@ pub(super) fn check_flow(
 ) {
     let steps = flow_steps(flow);
     for (step_index, step) in steps.iter().enumerate() {
-        let kind = kind(ast, symbols, step, diagnostics);
+        let kind = kind(ast, symbols, version, step, diagnostics);
         match kind {
             Kind::Gate(function) => {
                 gate_step(
@@ -79,6 +81,7 @@ pub(super) fn check_flow(
 fn kind<'a>(
     ast: &'a Ast,
     symbols: &Symbols,
+    version: Option<Version>,
     step: &Step,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Kind<'a> {
@@ -103,7 +106,8 @@ fn kind<'a>(
             let written = ["function", "intent", "flow", "judge"]
                 .iter()
                 .any(|key| is_written(&step.keys, key, &keys::STEP));
-            if !written {
+            // Version 0.1 steps require `function`, which the front end reports when absent.
+            if !written && is_v02(version) {
                 diagnostics.push(missing_step_kind(step));
             }
             Kind::Unknown
