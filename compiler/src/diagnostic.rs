@@ -114,6 +114,23 @@ codes! {
     E0046 Error "score-not-number" "a `score_expr` whose value is not a number";
 
     // Middle end: format rules of steps, functions, gates, routing and workflows (E0050–E0069).
+    E0050 Error "missing-step-kind" "a step has none of `function`, `intent` and `flow`, so nothing says what it runs";
+    E0051 Error "conflicting-step-kinds" "a step has more than one of `function`, `intent`, `flow` and `judge`";
+    E0052 Error "not-on-gate-function" "a gate function has `ensure`, `budget`, `retries` or `guardrails`";
+    E0053 Error "not-on-gate-step" "a gate step has a key that only steps producing output can have";
+    E0054 Error "missing-gate-route" "a gate step does not declare `on_approve` or `on_kill`, or has no `on_revise` target";
+    E0055 Error "revise-target-not-earlier" "a gate's `on_revise` names the gate itself or a step that runs after it";
+    E0056 Error "gate-key-on-non-gate-step" "gate routing or a gate policy on a step that is not a gate";
+    E0057 Error "policy-fallback-without-policy" "a gate step has `policy_fallback` but no `policy`";
+    E0058 Error "not-on-flow-step" "a flow step has a key that belongs on the steps of the sub-flow";
+    E0059 Error "not-on-function-step" "a function step sets a key that belongs on its function";
+    E0060 Error "on-fail-never-triggers" "a step has `on_fail` but nothing that can fail";
+    E0061 Error "iteration-key-without-max-iterations" "`exit_criterion`, `score_expr` or `accumulate` on a step without `max_iterations`";
+    E0062 Error "accumulate-key-without-accumulate" "`accumulate_key` on a step without `accumulate`";
+    E0063 Error "cache-not-allowed" "`cache: true` where a cached result cannot be reused";
+    E0064 Error "invalid-guardrail" "a guardrail that is not a valid regular expression";
+    E0065 Error "no-entry-flow" "the `workflow` block names no flow and the spec has several";
+    E0066 Error "workflow-input-mismatch" "the workflow's input keys differ from its entry flow's";
 
     // Middle end: contract types and JSON Schemas (E0070–E0079).
     E0070 Error "unknown-type" "a field's `type` is not a built-in type, a contract or a well-formed type";
@@ -128,6 +145,7 @@ codes! {
     W0003 Warning "none-comparison-never-true" "a comparison with `None` of a value that is never `None`";
     W0004 Warning "constant-expression" "an expression whose value does not depend on its inputs";
     // Middle end: format rules (W0005–W0009).
+    W0005 Warning "timeout-without-effect" "`timeout` on an infer or compute function, where nothing reads it";
 
     // Middle end: unused definitions, unreachable steps, unproduced outputs (W0010–W0019).
     W0010 Warning "unused-contract" "a contract that nothing uses";

@@ -6,7 +6,8 @@
 //! every contract its record type, JSON Schema ([`json_schema`]) and content hash; [`schema`]
 //! checks every step's `output_schema` against the JSON Schema meta-schema; [`resolve`]
 //! resolves every name a spec uses and says what each step is; [`dag`] builds each flow's
-//! dependency graph, reports its cycles and orders its steps; [`compose`] builds the graph of
+//! dependency graph, reports its cycles and orders its steps; [`rules`] checks which keys go
+//! together on steps, functions, gates and the workflow; [`compose`] builds the graph of
 //! flows running flows and reports recursion; [`typecheck`] type-checks every expression in
 //! its environment; [`usage`] warns about what is declared but never used or reached.
 //!
@@ -21,6 +22,7 @@ pub mod dag;
 pub mod fields;
 pub mod json_schema;
 pub mod resolve;
+pub mod rules;
 pub mod schema;
 pub mod symbols;
 pub mod typecheck;
@@ -86,6 +88,7 @@ pub fn analyze(
             FlowModel { index, steps, dag }
         })
         .collect();
+    rules::check(ast, &symbols, &flows, diagnostics);
     let calls = compose::check(ast, &flows, diagnostics);
     typecheck::check(ast, &symbols, &contracts, &flows, &expressions, diagnostics);
     usage::check(ast, &symbols, &contracts, &flows, diagnostics);

@@ -129,6 +129,9 @@ pub struct Function {
     /// Regular expressions the output must not match.
     pub guardrails: Option<Field<Vec<Spanned<String>>>>,
     pub cache: Option<Field<bool>>,
+    /// Every key written in the function's mapping, in order, known or not and whatever its
+    /// value: the middle end tells a key that is absent from one whose value was rejected.
+    pub keys: Vec<Name>,
 }
 
 /// Limits of a function, step or flow; the last two bound a whole run.
@@ -201,6 +204,9 @@ pub struct Step {
     pub cache: Option<Field<bool>>,
     /// A reasoning certificate template, kept as written.
     pub reasoning_template: Option<Field<Node>>,
+    /// Every key written in the step's mapping, in order, known or not and whatever its value:
+    /// the middle end tells a key that is absent from one whose value was rejected.
+    pub keys: Vec<Name>,
 }
 
 /// One entry of a step's `inputs`.

@@ -506,6 +506,7 @@ impl Reader<'_> {
             timeout: self.get(&map, "timeout", |cx, n| cx.count(n, "timeout", 1)),
             guardrails: self.get(&map, "guardrails", |cx, n| cx.guardrails(n)),
             cache: self.get(&map, "cache", |cx, n| cx.boolean(n)),
+            keys: written_keys(node),
             name,
         };
         Some(function)
@@ -657,6 +658,7 @@ impl Reader<'_> {
                     None
                 }
             }),
+            keys: written_keys(node),
         })
     }
 
@@ -1034,6 +1036,22 @@ impl Reader<'_> {
         self.push(diagnostic);
         None
     }
+}
+
+/// The string keys of a mapping as written, whether or not they were read.
+fn written_keys(node: &Node) -> Vec<Name> {
+    let NodeKind::Map(entries) = &node.kind else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter_map(|entry| {
+            Some(Spanned {
+                value: entry.key.as_str()?.to_owned(),
+                span: entry.key.span,
+            })
+        })
+        .collect()
 }
 
 /// The general help for a value of the wrong type: what to write instead.

@@ -1,0 +1,162 @@
+//! The format's rules about which keys go together: what a step runs, what gates, flow steps
+//! and function steps may carry, when `on_fail`, iterations and `cache` make sense, guardrail
+//! patterns, and how the `workflow:` block matches its entry flow.
+//!
+//! Takes the AST, its symbol tables and each flow's execution order; pushes one diagnostic per
+//! broken rule and returns nothing. Invariants: a name that does not resolve is someone else's
+//! diagnostic, so a rule that depends on what a name means (is this function a gate?) is
+//! skipped when it does not resolve; a key whose value the front end rejected counts as
+//! written, so "missing key" rules never follow from a bad value; and a key that is reported
+//! as not allowed is not checked any further.
+
+mod functions;
+mod steps;
+mod workflow;
+
+use crate::diagnostic::{Diagnostic, did_you_mean};
+use crate::sema::FlowModel;
+use crate::sema::symbols::Symbols;
+use crate::source::Span;
+use crate::syntax::ast::{Ast, Name, Version};
+use crate::syntax::keys::Shape;
+use crate::syntax::tree::{Node, NodeKind};
+
+/// Checks every format rule of `ast`, adding what it finds to `diagnostics`.
+pub fn check(ast: &Ast, symbols: &Symbols, flows: &[FlowModel], diagnostics: &mut Vec<Diagnostic>) {
+    let version = ast.version.as_ref().map(|version| version.value);
+    for function in &ast.functions {
+        functions::check(function, version, diagnostics);
+    }
+    for (flow_index, flow) in ast.flows.iter().enumerate() {
+        let order = flows
+            .get(flow_index)
+            .map_or(&[][..], |flow| flow.dag.order.as_slice());
+        steps::check_flow(ast, symbols, version, flow_index, flow, order, diagnostics);
+    }
+    if let Some(workflow) = &ast.workflow {
+        workflow::check(ast, symbols, workflow, diagnostics);
+    }
+}
+
+/// Whether the mapping whose keys are `keys` (of `shape`) wrote `key`: under its own name (its
+/// value may have been rejected), or misspelt so that the front end already suggested it.
+fn is_written(keys: &[Name], key: &str, shape: &Shape) -> bool {
+    keys.iter().any(|written| {
+        written.value == key
+            || (shape.key(&written.value).is_none()
+                && did_you_mean(&written.value, shape.keys.iter().map(|k| k.name)) == Some(key))
+    })
+}
+
+/// The span that removes the entry `key: value` from the mapping `owner` whose keys are
+/// `keys`: up to the next key, so that neither a blank line nor a stray comma is left behind,
+/// or to the end of the value for the last entry. `None` when an alias or merge key put
+/// entries of the mapping elsewhere in the file, where an edit could change another mapping.
+fn removal(keys: &[Name], owner: Span, key: Span, value: Span) -> Option<Span> {
+    let inside = |span: Span| span.start >= owner.start && span.end <= owner.end;
+    if !inside(key) || !inside(value) || !keys.iter().all(|k| inside(k.span)) {
+        return None;
+    }
+    let end = keys
+        .iter()
+        .map(|k| k.span.start)
+        .filter(|&start| start >= value.end)
+        .min()
+        .unwrap_or(value.end);
+    Some(key.with_end(end))
+}
+
+/// Python's truthiness of a value written as is (`judge`, `output_schema`,
+/// `reasoning_template`), which is what the reference implementation tests. A dropped value
+/// counts as set: it was reported already, and nothing should follow from it.
+fn is_truthy(node: &Node) -> bool {
+    match &node.kind {
+        NodeKind::Null => false,
+        NodeKind::Bool(value) => *value,
+        NodeKind::Int(value) => *value != 0,
+        NodeKind::Float(value) => *value != 0.0,
+        NodeKind::Str(value) => !value.value.is_empty(),
+        NodeKind::Seq(items) => !items.is_empty(),
+        NodeKind::Map(entries) => !entries.is_empty(),
+        NodeKind::Invalid => true,
+    }
+}
+
+/// Whether a version 0.2 rule applies: in a version 0.1 spec the front end already holds the
+/// spec to the stricter 0.1 shapes.
+fn is_v02(version: Option<Version>) -> bool {
+    version != Some(Version::V0_1)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use crate::diagnostic::Code;
+    use crate::source::{FileId, SourceFile};
+
+    /// The codes found, without the warnings about unused definitions: these small specs
+    /// declare functions no step calls, which is not what they test.
+    fn codes(text: &str) -> Vec<Code> {
+        let file = SourceFile::new(FileId(0), "t.stratum.yaml", text);
+        crate::check(&file)
+            .diagnostics
+            .iter()
+            .map(|d| d.code)
+            .filter(|code| !matches!(code, Code::W0010 | Code::W0011))
+            .collect()
+    }
+
+    const GATE: &str = "version: \"0.2\"\nfunctions:\n  ok: {mode: gate}\nflows:\n  f:\n    input: {}\n    steps:\n      - id: work\n        intent: \"do it\"\n      - id: review\n        function: ok\n";
+
+    #[test]
+    fn a_rejected_or_misspelt_key_is_not_also_missing() {
+        let rejected =
+            format!("{GATE}        on_approve: ~\n        on_revise: work\n        on_kill: 5\n");
+        assert_eq!(codes(&rejected), [Code::E0012]);
+        let misspelt =
+            format!("{GATE}        on_aprove: ~\n        on_revise: work\n        on_kill: ~\n");
+        assert_eq!(codes(&misspelt), [Code::E0011]);
+        let empty_intent = "version: \"0.2\"\nflows:\n  f:\n    input: {}\n    steps:\n      - id: a\n        intent: \"\"\n";
+        assert_eq!(codes(empty_intent), [Code::E0021]);
+        let empty_function_intent = "version: \"0.2\"\ncontracts:\n  C: {x: {type: string}}\nfunctions:\n  g:\n    mode: infer\n    intent: \"\"\n    input: {}\n    output: C\n";
+        assert_eq!(codes(empty_function_intent), [Code::E0021]);
+    }
+
+    #[test]
+    fn a_version_0_1_step_without_function_is_reported_once() {
+        let text = "version: \"0.1\"\ncontracts:\n  C: {x: {type: string}}\nflows:\n  f:\n    input: {}\n    output: C\n    steps:\n      - id: a\n        inputs: {}\n";
+        assert_eq!(codes(text), [Code::E0013]);
+    }
+
+    #[test]
+    fn kind_rules_wait_for_the_name_to_resolve() {
+        let text = "version: \"0.2\"\nflows:\n  f:\n    input: {}\n    steps:\n      - id: a\n        function: nowhere\n        on_approve: ~\n        retries: 2\n        on_fail: a\n";
+        let found = codes(text);
+        for code in [Code::E0053, Code::E0056, Code::E0059, Code::E0060] {
+            assert!(!found.contains(&code), "{found:?}");
+        }
+    }
+
+    #[test]
+    fn removing_a_gate_key_leaves_valid_yaml() {
+        for (function, expected) in [
+            ("{mode: gate, retries: 2}", "{mode: gate, }"),
+            ("{retries: 2, mode: gate}", "{mode: gate}"),
+            ("\n    retries: 2\n    mode: gate", "\n    mode: gate"),
+        ] {
+            let text = format!("version: \"0.2\"\nfunctions:\n  g: {function}\n");
+            let file = SourceFile::new(FileId(0), "t.stratum.yaml", text.as_str());
+            let compilation = crate::check(&file);
+            let gate_key = compilation
+                .diagnostics
+                .iter()
+                .find(|d| d.code == Code::E0052);
+            let fix = gate_key.unwrap().fix.as_ref().unwrap();
+            let edit = &fix.edits[0];
+            let mut fixed = text.clone();
+            fixed.replace_range(edit.span.range(), &edit.replacement);
+            assert!(fixed.ends_with(&format!("g: {expected}\n")), "{fixed}");
+            assert!(codes(&fixed).is_empty(), "{fixed}");
+        }
+    }
+}

@@ -1,0 +1,736 @@
+//! The rules of one flow's steps: what a step runs (exactly one of `function`, `intent`, `flow`
+//! and `judge`), what gate, flow and function steps may carry, gate routing, `on_fail`,
+//! iterations, `cache` and step guardrails.
+//!
+//! Takes one flow and its execution order; pushes diagnostics. A step's kind comes from the
+//! key it runs by and, for `function`, from the function's `mode`; when that cannot be told
+//! (the function does not resolve, has no valid mode, or the step names several kinds) every
+//! rule that depends on the kind is skipped.
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::sema::rules::functions::invalid_guardrail;
+use crate::sema::rules::{is_truthy, is_v02, is_written};
+use crate::sema::symbols::{Symbols, flow_steps};
+use crate::source::Span;
+use crate::syntax::ast::{Ast, Field, Flow, Function, Mode, Step, Version};
+use crate::syntax::keys;
+
+/// What a step runs.
+#[derive(Clone, Copy)]
+enum Kind<'a> {
+    /// A step whose function is `infer` or `compute`.
+    Function(&'a Function),
+    /// A step whose function is a `gate`.
+    Gate(&'a Function),
+    /// An `intent` step.
+    Inline,
+    /// A `flow` step, whether or not the flow resolves: its rules do not depend on the flow.
+    Flow,
+    Judge,
+    /// Not known: see the module documentation.
+    Unknown,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn check_flow(
+    ast: &Ast,
+    symbols: &Symbols,
+    version: Option<Version>,
+    flow_index: usize,
+    flow: &Flow,
+    order: &[usize],
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let steps = flow_steps(flow);
+    for (step_index, step) in steps.iter().enumerate() {
+        let kind = kind(ast, symbols, version, step, diagnostics);
+        match kind {
+            Kind::Gate(function) => {
+                gate_step(
+                    symbols,
+                    flow_index,
+                    steps,
+                    order,
+                    step_index,
+                    step,
+                    function,
+                    diagnostics,
+                );
+            }
+            Kind::Function(function) => function_step(step, function, diagnostics),
+            Kind::Flow => flow_step(step, diagnostics),
+            Kind::Inline | Kind::Judge | Kind::Unknown => {}
+        }
+        if !matches!(kind, Kind::Gate(_) | Kind::Unknown) {
+            gate_keys_on_non_gate_step(step, diagnostics);
+            on_fail(step, kind, diagnostics);
+        }
+        if !matches!(kind, Kind::Gate(_)) {
+            iteration_keys(step, diagnostics);
+        }
+        cache(step, kind, diagnostics);
+        if matches!(kind, Kind::Inline | Kind::Judge | Kind::Unknown) {
+            for pattern in step.guardrails.iter().flat_map(|g| &g.value) {
+                diagnostics.extend(invalid_guardrail(pattern));
+            }
+        }
+    }
+}
+
+/// The step's kind, reporting a step that names none or several.
+fn kind<'a>(
+    ast: &'a Ast,
+    symbols: &Symbols,
+    version: Option<Version>,
+    step: &Step,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Kind<'a> {
+    let mut named: Vec<(&str, Span)> = [
+        ("function", step.function.as_ref().map(|f| f.key)),
+        ("intent", step.intent.as_ref().map(|f| f.key)),
+        ("flow", step.flow.as_ref().map(|f| f.key)),
+        (
+            "judge",
+            step.judge
+                .as_ref()
+                .filter(|judge| is_truthy(&judge.value))
+                .map(|f| f.key),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(key, span)| Some((key, span?)))
+    .collect();
+    named.sort_by_key(|&(_, span)| span.start);
+    match named.as_slice() {
+        [] => {
+            let written = ["function", "intent", "flow", "judge"]
+                .iter()
+                .any(|key| is_written(&step.keys, key, &keys::STEP));
+            // Version 0.1 steps require `function`, which the front end reports when absent.
+            if !written && is_v02(version) {
+                diagnostics.push(missing_step_kind(step));
+            }
+            Kind::Unknown
+        }
+        [(first, first_span), rest @ ..] if !rest.is_empty() => {
+            for &(key, span) in rest {
+                diagnostics.push(conflicting_step_kinds(step, first, *first_span, key, span));
+            }
+            Kind::Unknown
+        }
+        [("function", _)] => {
+            let function = step
+                .function
+                .as_ref()
+                .and_then(|name| symbols.function(ast, &name.value));
+            match function.and_then(|f| Some((f, f.mode.as_ref()?.value))) {
+                Some((function, Mode::Gate)) => Kind::Gate(function),
+                Some((function, _)) => Kind::Function(function),
+                None => Kind::Unknown,
+            }
+        }
+        [("intent", _)] => Kind::Inline,
+        [("flow", _)] => Kind::Flow,
+        _ => Kind::Judge,
+    }
+}
+
+/// How a step is named in messages.
+fn step_name(step: &Step) -> String {
+    match &step.id {
+        Some(id) => format!("step `{}`", id.value),
+        None => "this step".to_owned(),
+    }
+}
+
+/// Where a diagnostic about the whole step points: its id, else its first key.
+fn step_anchor(step: &Step) -> Span {
+    match (&step.id, step.keys.first()) {
+        (Some(id), _) => id.span,
+        (None, Some(key)) => key.span,
+        (None, None) => step.span,
+    }
+}
+
+/// E0050 `missing-step-kind`: none of `function`, `intent` and `flow`. Why: nothing says what
+/// the step runs. Fix: add one.
+fn missing_step_kind(step: &Step) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0050,
+        format!("{} has none of `function`, `intent` and `flow`", step_name(step)),
+        step_anchor(step),
+        "runs nothing",
+    )
+    .help("add `function: <name>` to run a function, `intent: \"…\"` to give an agent an inline task, or `flow: <name>` to run a sub-flow")
+}
+
+/// E0051 `conflicting-step-kinds`: more than one of `function`, `intent`, `flow` and `judge`.
+/// Why: each makes the step a different kind of step; the server cannot run two. Fix: keep one,
+/// or split the step in two.
+fn conflicting_step_kinds(
+    step: &Step,
+    first: &str,
+    first_span: Span,
+    key: &str,
+    span: Span,
+) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0051,
+        format!("{} has both `{first}` and `{key}`", step_name(step)),
+        span,
+        format!("`{key}` makes it a second kind of step"),
+    )
+    .secondary(first_span, format!("`{first}` is set here"))
+    .help(format!(
+        "keep one of `{first}` and `{key}`; to do both, split the step into two steps"
+    ))
+}
+
+// ----- gate steps ------------------------------------------------------------------------------
+
+#[allow(clippy::too_many_arguments)]
+fn gate_step(
+    symbols: &Symbols,
+    flow_index: usize,
+    steps: &[Step],
+    order: &[usize],
+    step_index: usize,
+    step: &Step,
+    function: &Function,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let forbidden: [(&str, Option<Span>); 15] = [
+        ("output_schema", key_of(&step.output_schema)),
+        ("max_iterations", key_of(&step.max_iterations)),
+        ("exit_criterion", key_of(&step.exit_criterion)),
+        ("score_expr", key_of(&step.score_expr)),
+        ("accumulate", key_of(&step.accumulate)),
+        ("accumulate_key", key_of(&step.accumulate_key)),
+        ("on_fail", key_of(&step.on_fail)),
+        ("next", key_of(&step.next)),
+        ("ensure", key_of(&step.ensure)),
+        ("retries", key_of(&step.retries)),
+        ("output_contract", key_of(&step.output_contract)),
+        ("model", key_of(&step.model)),
+        ("budget", key_of(&step.budget)),
+        ("guardrails", key_of(&step.guardrails)),
+        ("reasoning_template", key_of(&step.reasoning_template)),
+    ];
+    for (key, span) in forbidden {
+        if let Some(span) = span {
+            diagnostics.push(not_on_gate_step(step, function, key, span));
+        }
+    }
+    for route in ["on_approve", "on_kill"] {
+        if !is_written(&step.keys, route, &keys::STEP) {
+            diagnostics.push(missing_gate_route(step, route));
+        }
+    }
+    match &step.on_revise {
+        None if !is_written(&step.keys, "on_revise", &keys::STEP) => {
+            diagnostics.push(missing_gate_route(step, "on_revise"));
+        }
+        None => {}
+        Some(Field {
+            value: None, span, ..
+        }) => diagnostics.push(null_revise_target(step, *span)),
+        Some(Field {
+            value: Some(target),
+            span,
+            ..
+        }) => {
+            let target_index = symbols.steps.get(flow_index).and_then(|t| t.get(target));
+            let position = |index: usize| order.iter().position(|&at| at == index);
+            if step.id.as_ref().is_some_and(|id| &id.value == target) {
+                diagnostics.push(revise_targets_itself(step, *span));
+            } else if let Some(target_index) = target_index
+                && let (Some(target_at), Some(gate_at)) =
+                    (position(target_index), position(step_index))
+                && target_at > gate_at
+                && let Some(target_step) = steps.get(target_index)
+            {
+                diagnostics.push(revise_target_not_earlier(step, target, *span, target_step));
+            }
+        }
+    }
+    if let Some(fallback) = &step.policy_fallback
+        && !is_written(&step.keys, "policy", &keys::STEP)
+    {
+        diagnostics.push(policy_fallback_without_policy(step, fallback.key));
+    }
+}
+
+/// Where the step names its function.
+fn function_use(step: &Step, function: &Function) -> Span {
+    step.function
+        .as_ref()
+        .map_or(function.name.span, |name| name.span)
+}
+
+fn key_of<T>(field: &Option<Field<T>>) -> Option<Span> {
+    field.as_ref().map(|field| field.key)
+}
+
+/// E0053 `not-on-gate-step`: a gate step with a key of steps that produce output (a schema,
+/// iterations, `on_fail`, `next`, ensures, retries, a contract, a model, a budget, guardrails,
+/// a reasoning template). Why: a gate waits for a decision and produces no output; its routes
+/// are `on_approve`, `on_revise` and `on_kill`. Fix: remove the key, or use the gate's route.
+fn not_on_gate_step(step: &Step, function: &Function, key: &str, span: Span) -> Diagnostic {
+    let help = match key {
+        "on_fail" => "use `on_revise` to send the work back to an earlier step, or `on_kill` to route a rejection".to_owned(),
+        "next" => "use `on_approve` to name the step that runs after an approval".to_owned(),
+        "max_iterations" | "exit_criterion" | "score_expr" | "accumulate" | "accumulate_key" => format!(
+            "remove `{key}`: a gate repeats work through `on_revise`, bounded by the flow's `max_rounds`, not through iterations"
+        ),
+        "model" | "budget" => format!("remove `{key}`: a gate waits for a decision and runs no agent"),
+        _ => format!("remove `{key}`: a gate produces no output to validate, retry or describe"),
+    };
+    Diagnostic::new(
+        Code::E0053,
+        format!("gate {} cannot have `{key}`", step_name(step)),
+        span,
+        "not allowed on a gate step",
+    )
+    .secondary(
+        function_use(step, function),
+        format!("`{}` is a gate function", function.name.value),
+    )
+    .help(help)
+}
+
+/// E0054 `missing-gate-route`: a gate step without `on_approve`, `on_kill` or `on_revise`. Why:
+/// the format makes every gate say where each decision goes; `~` is allowed for approve and
+/// kill (end the flow) but a revision must go somewhere. Fix: add the route.
+fn missing_gate_route(step: &Step, route: &str) -> Diagnostic {
+    let help = match route {
+        "on_approve" => {
+            "add `on_approve: <step id>` to continue there once approved, or `on_approve: ~` to complete the flow"
+        }
+        "on_kill" => {
+            "add `on_kill: ~` to end the flow when the gate is killed, or `on_kill: <step id>` to run a cleanup step"
+        }
+        _ => "add `on_revise: <step id>` naming an earlier step that redoes the work",
+    };
+    Diagnostic::new(
+        Code::E0054,
+        format!("gate {} does not declare `{route}`", step_name(step)),
+        step_anchor(step),
+        format!("`{route}` is missing"),
+    )
+    .help(help)
+}
+
+/// E0054 `missing-gate-route`, for `on_revise: ~`: a revision must go to a step.
+fn null_revise_target(step: &Step, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0054,
+        format!("gate {} has no `on_revise` target", step_name(step)),
+        span,
+        "a revision needs a step to go back to",
+    )
+    .help("set `on_revise` to the id of an earlier step that redoes the work")
+}
+
+/// E0055 `revise-target-not-earlier`: `on_revise` names the gate itself. Why: revising reruns
+/// the target and then reaches the gate again; a gate that revises to itself asks the same
+/// question forever. Fix: name the step that produced the work under review.
+fn revise_targets_itself(step: &Step, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0055,
+        format!("gate {} sends revisions to itself", step_name(step)),
+        span,
+        "the gate itself",
+    )
+    .help("name the earlier step that produced the work under review")
+}
+
+/// E0055 `revise-target-not-earlier`: `on_revise` names a step that runs after the gate.
+fn revise_target_not_earlier(
+    step: &Step,
+    target: &str,
+    span: Span,
+    target_step: &Step,
+) -> Diagnostic {
+    let diagnostic = Diagnostic::new(
+        Code::E0055,
+        format!(
+            "gate {} sends revisions to `{target}`, which runs after it",
+            step_name(step)
+        ),
+        span,
+        "not an earlier step",
+    );
+    let diagnostic = match &target_step.id {
+        Some(id) => diagnostic.secondary(id.span, format!("`{target}` runs after the gate")),
+        None => diagnostic,
+    };
+    diagnostic.help("`on_revise` must name a step that runs before the gate, such as the step that produced the work under review")
+}
+
+/// E0057 `policy-fallback-without-policy`. Why: the fallback says what to do when the policy
+/// cannot resolve the gate; without a policy there is nothing to fall back from. Fix: add
+/// `policy`, or remove `policy_fallback`.
+fn policy_fallback_without_policy(step: &Step, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0057,
+        format!(
+            "gate {} has `policy_fallback` but no `policy`",
+            step_name(step)
+        ),
+        span,
+        "nothing to fall back from",
+    )
+    .help("add `policy: flag` or `policy: skip`, or remove `policy_fallback`")
+}
+
+// ----- function and flow steps ----------------------------------------------------------------
+
+fn function_step(step: &Step, function: &Function, diagnostics: &mut Vec<Diagnostic>) {
+    let on_function = [
+        ("ensure", key_of(&step.ensure)),
+        ("retries", key_of(&step.retries)),
+        ("output_contract", key_of(&step.output_contract)),
+        ("model", key_of(&step.model)),
+        ("budget", key_of(&step.budget)),
+        ("guardrails", key_of(&step.guardrails)),
+    ];
+    for (key, span) in on_function {
+        if let Some(span) = span {
+            diagnostics.push(not_on_function_step(step, function, key, span));
+        }
+    }
+    if let Some(template) = &step.reasoning_template {
+        diagnostics.push(reasoning_template_on_function_step(
+            step,
+            function,
+            template.key,
+        ));
+    }
+}
+
+/// E0059 `not-on-function-step`: a function step sets `ensure`, `retries`, `output_contract`,
+/// `model`, `budget` or `guardrails`. Why: a function step runs its function as defined; the
+/// reference rejects step-level copies rather than guess which one wins. Fix: move the key to
+/// the function (`output_contract` becomes the function's `output`).
+fn not_on_function_step(step: &Step, function: &Function, key: &str, span: Span) -> Diagnostic {
+    let name = &function.name.value;
+    let help = match key {
+        "output_contract" => {
+            format!("set `output: <Contract>` on function `{name}` instead, and remove it here")
+        }
+        _ => format!(
+            "move `{key}` to function `{name}`; to vary it per step, use an inline step (`intent`)"
+        ),
+    };
+    Diagnostic::new(
+        Code::E0059,
+        format!(
+            "`{key}` must be on function `{name}`, not on {}",
+            step_name(step)
+        ),
+        span,
+        "not allowed on a function step",
+    )
+    .secondary(
+        function_use(step, function),
+        format!("`{key}` belongs on this function"),
+    )
+    .help(help)
+}
+
+/// E0059 `not-on-function-step`, for `reasoning_template`. Why: the reference reads reasoning
+/// certificates only on inline steps. Fix: make it an inline step, or remove the template.
+fn reasoning_template_on_function_step(step: &Step, function: &Function, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0059,
+        format!(
+            "function {} cannot have `reasoning_template`",
+            step_name(step)
+        ),
+        span,
+        "not allowed on a function step",
+    )
+    .secondary(
+        function_use(step, function),
+        format!("`{}` makes this a function step", function.name.value),
+    )
+    .help("use an inline step (`intent: \"…\"`) to ask for a reasoning certificate, or remove `reasoning_template`")
+}
+
+fn flow_step(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
+    let forbidden = [
+        ("agent", key_of(&step.agent)),
+        ("retries", key_of(&step.retries)),
+        ("model", key_of(&step.model)),
+        ("budget", key_of(&step.budget)),
+        ("guardrails", key_of(&step.guardrails)),
+        ("reasoning_template", key_of(&step.reasoning_template)),
+    ];
+    for (key, span) in forbidden {
+        if let Some(span) = span {
+            diagnostics.push(not_on_flow_step(step, key, span));
+        }
+    }
+}
+
+/// E0058 `not-on-flow-step`: a flow step with `agent`, `retries`, `model`, `budget`,
+/// `guardrails` or `reasoning_template`. Why: a flow step runs a whole sub-flow whose own steps
+/// choose their agents and limits; there is no single dispatch for these keys to apply to. Fix:
+/// set them on the sub-flow's steps (a run budget on the sub-flow), or remove them.
+fn not_on_flow_step(step: &Step, key: &str, span: Span) -> Diagnostic {
+    let flow = step
+        .flow
+        .as_ref()
+        .map_or("the sub-flow".to_owned(), |flow| {
+            format!("flow `{}`", flow.value)
+        });
+    let help = match key {
+        "agent" => format!("remove `agent`: the steps of {flow} choose their own agents"),
+        "budget" => format!("remove `budget` here and give {flow} a `budget` instead"),
+        "reasoning_template" => {
+            format!("remove `reasoning_template`, or put it on an inline step of {flow}")
+        }
+        _ => format!("remove `{key}` here and set it on the steps of {flow} that need it"),
+    };
+    Diagnostic::new(
+        Code::E0058,
+        format!("flow {} cannot have `{key}`", step_name(step)),
+        span,
+        "not allowed on a flow step",
+    )
+    .help(help)
+}
+
+// ----- rules of every step --------------------------------------------------------------------
+
+fn gate_keys_on_non_gate_step(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
+    let gate_keys = [
+        ("on_approve", key_of(&step.on_approve)),
+        ("on_revise", key_of(&step.on_revise)),
+        ("on_kill", key_of(&step.on_kill)),
+        ("policy", key_of(&step.policy)),
+        ("policy_fallback", key_of(&step.policy_fallback)),
+    ];
+    for (key, span) in gate_keys {
+        if let Some(span) = span {
+            diagnostics.push(gate_key_on_non_gate_step(step, key, span));
+        }
+    }
+}
+
+/// E0056 `gate-key-on-non-gate-step`: `on_approve`, `on_revise`, `on_kill`, `policy` or
+/// `policy_fallback` on a step that is not a gate. Why: only a gate waits for a decision to
+/// route or resolve automatically; elsewhere the server never reads these keys. Fix: use the
+/// routing of ordinary steps (`next`, `on_fail`), or make the step a gate.
+fn gate_key_on_non_gate_step(step: &Step, key: &str, span: Span) -> Diagnostic {
+    let help = match key {
+        "on_approve" => "use `next` to choose the step that runs after this one succeeds",
+        "on_revise" | "on_kill" => {
+            "use `on_fail` (with an `ensure`) to route a failure, or make this step a gate: `function: <a gate function>`"
+        }
+        _ => "remove it, or make this step a gate: `function: <a gate function>`",
+    };
+    Diagnostic::new(
+        Code::E0056,
+        format!("{} is not a gate step but has `{key}`", step_name(step)),
+        span,
+        "only gate steps have this",
+    )
+    .help(help)
+}
+
+fn on_fail(step: &Step, kind: Kind<'_>, diagnostics: &mut Vec<Diagnostic>) {
+    let Some(on_fail) = &step.on_fail else {
+        return;
+    };
+    let written = |key: &str| is_written(&step.keys, key, &keys::STEP);
+    let listed = |list: Option<usize>, key: &str| match list {
+        Some(len) => len > 0,
+        // Rejected by the front end: it may have been a validation; say nothing more.
+        None => written(key),
+    };
+    let function = match kind {
+        Kind::Function(function) => Some(function),
+        _ => None,
+    };
+    let can_fail = listed(step.ensure.as_ref().map(|e| e.value.len()), "ensure")
+        || listed(
+            step.guardrails.as_ref().map(|g| g.value.len()),
+            "guardrails",
+        )
+        || function.is_some_and(|f| {
+            f.ensure.as_ref().is_some_and(|e| !e.value.is_empty())
+                || f.guardrails.as_ref().is_some_and(|g| !g.value.is_empty())
+                || is_written(&f.keys, "ensure", &keys::FUNCTION) && f.ensure.is_none()
+        })
+        || step
+            .output_schema
+            .as_ref()
+            .map_or(written("output_schema"), |s| is_truthy(&s.value))
+        || step.reasoning_template.as_ref().is_some_and(|template| {
+            is_truthy(&template.value)
+                && step
+                    .agent
+                    .as_ref()
+                    .is_none_or(|agent| agent.value == "claude" || agent.value.starts_with('$'))
+        });
+    if !can_fail {
+        diagnostics.push(on_fail_never_triggers(step, function, on_fail.key));
+    }
+}
+
+/// E0060 `on-fail-never-triggers`: `on_fail` on a step with nothing that can fail: no
+/// `ensure` or `guardrails` (on the step or its function), no `output_schema`, no reasoning
+/// certificate. Why: `on_fail` routes when the step's checks fail after its retries; without a
+/// check it is dead routing, and the reference rejects it. Fix: add the check that should
+/// trigger it, or remove `on_fail`.
+fn on_fail_never_triggers(step: &Step, function: Option<&Function>, span: Span) -> Diagnostic {
+    let diagnostic = Diagnostic::new(
+        Code::E0060,
+        format!(
+            "{} has `on_fail` but nothing that can fail",
+            step_name(step)
+        ),
+        span,
+        "can never trigger",
+    );
+    match function {
+        Some(function) => diagnostic
+            .secondary(
+                function.name.span,
+                format!("function `{}` has no `ensure` or `guardrails`", function.name.value),
+            )
+            .help(format!(
+                "add `ensure` to function `{}` or `output_schema` to the step, or remove `on_fail`",
+                function.name.value
+            )),
+        None => diagnostic.help("add the `ensure` (or `output_schema`) whose failure should route there, or remove `on_fail`"),
+    }
+}
+
+fn iteration_keys(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
+    let written = |key: &str| is_written(&step.keys, key, &keys::STEP);
+    if !written("max_iterations") {
+        let loop_keys = [
+            ("exit_criterion", key_of(&step.exit_criterion)),
+            ("score_expr", key_of(&step.score_expr)),
+            ("accumulate", key_of(&step.accumulate)),
+        ];
+        for (key, span) in loop_keys {
+            if let Some(span) = span {
+                diagnostics.push(iteration_key_without_max_iterations(step, key, span));
+            }
+        }
+    }
+    if let Some(key) = &step.accumulate_key
+        && !written("accumulate")
+    {
+        diagnostics.push(accumulate_key_without_accumulate(step, key.key));
+    }
+}
+
+/// E0061 `iteration-key-without-max-iterations`: `exit_criterion`, `score_expr` or `accumulate`
+/// without `max_iterations`. Why: they steer a counted loop; without `max_iterations` the step
+/// runs once and they are never read. Fix: add `max_iterations`, or remove the key.
+fn iteration_key_without_max_iterations(step: &Step, key: &str, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0061,
+        format!("{} has `{key}` but no `max_iterations`", step_name(step)),
+        span,
+        "only read by an iterating step",
+    )
+    .help(format!(
+        "add `max_iterations: <n>` to make the step iterate, or remove `{key}`"
+    ))
+}
+
+/// E0062 `accumulate-key-without-accumulate`. Why: `accumulate_key` is the dedup key of the
+/// items that `accumulate` extracts; alone it is never read. Fix: add `accumulate`, or remove it.
+fn accumulate_key_without_accumulate(step: &Step, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0062,
+        format!("{} has `accumulate_key` but no `accumulate`", step_name(step)),
+        span,
+        "nothing to deduplicate",
+    )
+    .help("add `accumulate: \"result.<list field>\"` to collect items across iterations, or remove `accumulate_key`")
+}
+
+fn cache(step: &Step, kind: Kind<'_>, diagnostics: &mut Vec<Diagnostic>) {
+    let step_cache = step
+        .cache
+        .as_ref()
+        .filter(|cache| cache.value)
+        .map(|cache| cache.key);
+    let cached_by = match kind {
+        Kind::Unknown => return,
+        Kind::Function(function)
+            if function
+                .mode
+                .as_ref()
+                .is_some_and(|mode| mode.value == Mode::Compute) =>
+        {
+            step_cache.or_else(|| {
+                function
+                    .cache
+                    .as_ref()
+                    .filter(|cache| cache.value)
+                    .map(|cache| cache.key)
+            })
+        }
+        // A non-compute function with `cache: true` is reported once, at the function.
+        _ => {
+            if let Some(span) = step_cache {
+                diagnostics.push(cache_on_non_compute_step(step, span));
+            }
+            return;
+        }
+    };
+    let Some(cache) = cached_by else {
+        return;
+    };
+    let conflicts = [
+        ("max_iterations", key_of(&step.max_iterations)),
+        ("accumulate", key_of(&step.accumulate)),
+        ("next", key_of(&step.next)),
+    ];
+    for (key, span) in conflicts {
+        if let Some(span) = span {
+            diagnostics.push(cache_with_routing_or_iterations(step, key, span, cache));
+        }
+    }
+}
+
+/// E0063 `cache-not-allowed`, on a step: `cache: true` on a step that is not a compute function
+/// step. Why: only a compute function is deterministic, so only its result may be reused for
+/// the same inputs. Fix: remove `cache`.
+fn cache_on_non_compute_step(step: &Step, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0063,
+        format!(
+            "{} has `cache: true` but is not a compute function step",
+            step_name(step)
+        ),
+        span,
+        "cannot be cached",
+    )
+    .help("remove `cache: true`: only the result of a `mode: compute` function is reusable for the same inputs")
+}
+
+/// E0063 `cache-not-allowed`: a cached step that iterates, accumulates or routes with `next`.
+/// Why: a cached result would stand in for every iteration, or skip the loop `next` closes.
+/// Fix: remove `cache`, or the key.
+fn cache_with_routing_or_iterations(step: &Step, key: &str, span: Span, cache: Span) -> Diagnostic {
+    let why = match key {
+        "next" => "a cached result would short-circuit the loop that `next` routes through",
+        _ => "a cached result would replay the first iteration every time",
+    };
+    Diagnostic::new(
+        Code::E0063,
+        format!("{} is cached but has `{key}`", step_name(step)),
+        span,
+        format!("`{key}` on a cached step"),
+    )
+    .secondary(cache, "`cache: true` is set here")
+    .help(format!("remove `cache: true` or `{key}`: {why}"))
+}
