@@ -9,15 +9,11 @@
 //! Unlike the reference implementation, whose search also flags a flow that two steps reach by
 //! different paths (a diamond), only a real cycle is reported.
 
-use std::collections::{HashMap, VecDeque};
-
-use petgraph::algo::kosaraju_scc;
 use petgraph::graph::{DiGraph, EdgeIndex, NodeIndex};
-use petgraph::visit::EdgeRef;
 
 use crate::diagnostic::{Code, Diagnostic, did_you_mean};
 use crate::sema::FlowModel;
-use crate::sema::dag::{MAX_CYCLE_LABELS, cycle_path};
+use crate::sema::dag::{MAX_CYCLE_LABELS, cycle_path, cycles};
 use crate::sema::resolve::{StepKind, listing, name_span};
 use crate::sema::symbols::flow_steps;
 use crate::source::Span;
@@ -51,60 +47,9 @@ pub fn check(ast: &Ast, flows: &[FlowModel], diagnostics: &mut Vec<Diagnostic>) 
 }
 
 fn report_recursion(ast: &Ast, graph: &CallGraph, diagnostics: &mut Vec<Diagnostic>) {
-    // kosaraju_scc walks with explicit stacks; petgraph 0.8's tarjan_scc recurses once per step
-    // of a chain and overflows the stack on long ones.
-    let mut components = kosaraju_scc(graph);
-    for component in &mut components {
-        component.sort();
+    for path in cycles(graph, |span| *span) {
+        diagnostics.push(recursive_flow(ast, graph, &path));
     }
-    components.sort();
-    for component in components {
-        let Some(&start) = component.first() else {
-            continue;
-        };
-        if component.len() == 1 && graph.find_edge(start, start).is_none() {
-            continue;
-        }
-        if let Some(path) = call_cycle(graph, start, &component) {
-            diagnostics.push(recursive_flow(ast, graph, &path));
-        }
-    }
-}
-
-/// The calls of a shortest path from `start` back to itself inside `component`.
-fn call_cycle(
-    graph: &CallGraph,
-    start: NodeIndex,
-    component: &[NodeIndex],
-) -> Option<Vec<EdgeIndex>> {
-    let mut reached_by: HashMap<NodeIndex, EdgeIndex> = HashMap::new();
-    let mut queue = VecDeque::from([start]);
-    while let Some(node) = queue.pop_front() {
-        let mut calls: Vec<_> = graph
-            .edges(node)
-            .filter(|edge| component.binary_search(&edge.target()).is_ok())
-            .map(|edge| (edge.target(), *edge.weight(), edge.id()))
-            .collect();
-        calls.sort();
-        for (target, _, call) in calls {
-            if target == start {
-                let mut path = vec![call];
-                let mut at = node;
-                while at != start {
-                    let back = *reached_by.get(&at)?;
-                    path.push(back);
-                    at = graph.edge_endpoints(back)?.0;
-                }
-                path.reverse();
-                return Some(path);
-            }
-            reached_by.entry(target).or_insert_with(|| {
-                queue.push_back(target);
-                call
-            });
-        }
-    }
-    None
 }
 
 /// E0042: a flow that runs itself, directly or through other flows, and so never ends.

@@ -296,35 +296,46 @@ fn topological_order(graph: &Dag) -> (Vec<usize>, Vec<usize>) {
     (order, levels)
 }
 
-/// Reports each strongly connected component of more than one step (or a step that needs
-/// itself) once, with the shortest cycle through its first-declared step.
+/// Reports each cycle of the flow once (see [`cycles`]).
 fn report_cycles(flow: &Flow, graph: &Dag, diagnostics: &mut Vec<Diagnostic>) {
-    // kosaraju_scc walks with explicit stacks; petgraph 0.8's tarjan_scc recurses once per step
-    // of a chain and overflows the stack on long ones.
+    for cycle in cycles(graph, |edge| edge.span) {
+        diagnostics.push(dependency_cycle(flow, graph, &cycle));
+    }
+}
+
+/// One cycle per strongly connected component that has one (several nodes, or a node with an
+/// edge to itself): the shortest through the component's first node, as its edges in order.
+/// Components come in the order of their first nodes; among edges of equal length, those to
+/// lower nodes, then with lower `key`s, are taken first, so the result is deterministic.
+pub(crate) fn cycles<E>(
+    graph: &DiGraph<usize, E>,
+    key: impl Fn(&E) -> Span,
+) -> Vec<Vec<EdgeIndex>> {
+    // kosaraju_scc walks with explicit stacks; petgraph 0.8's tarjan_scc recurses once per
+    // node of a chain and overflows the stack on long ones.
     let mut components = kosaraju_scc(graph);
     for component in &mut components {
         component.sort();
     }
     components.sort();
-    for component in components {
-        let Some(&start) = component.first() else {
-            continue;
-        };
-        let cyclic = component.len() > 1 || graph.find_edge(start, start).is_some();
-        if !cyclic {
-            continue;
-        }
-        if let Some(cycle) = shortest_cycle(graph, start, &component) {
-            diagnostics.push(dependency_cycle(flow, graph, &cycle));
-        }
-    }
+    components
+        .iter()
+        .filter_map(|component| {
+            let &start = component.first()?;
+            let cyclic = component.len() > 1 || graph.find_edge(start, start).is_some();
+            cyclic
+                .then(|| shortest_cycle(graph, start, component, &key))
+                .flatten()
+        })
+        .collect()
 }
 
 /// The edges of a shortest cycle from `start` back to it, staying inside `component`.
-fn shortest_cycle(
-    graph: &Dag,
+fn shortest_cycle<E>(
+    graph: &DiGraph<usize, E>,
     start: NodeIndex,
     component: &[NodeIndex],
+    key: &impl Fn(&E) -> Span,
 ) -> Option<Vec<EdgeIndex>> {
     let mut reached_by: HashMap<NodeIndex, EdgeIndex> = HashMap::new();
     let mut queue = VecDeque::from([start]);
@@ -332,7 +343,7 @@ fn shortest_cycle(
         let mut edges: Vec<_> = graph
             .edges(node)
             .filter(|edge| component.binary_search(&edge.target()).is_ok())
-            .map(|edge| (edge.target(), edge.weight().span, edge.id()))
+            .map(|edge| (edge.target(), key(edge.weight()), edge.id()))
             .collect();
         edges.sort();
         for (target, _, edge) in edges {
@@ -347,10 +358,10 @@ fn shortest_cycle(
                 cycle.reverse();
                 return Some(cycle);
             }
-            if target != start && !reached_by.contains_key(&target) {
-                reached_by.insert(target, edge);
+            reached_by.entry(target).or_insert_with(|| {
                 queue.push_back(target);
-            }
+                edge
+            });
         }
     }
     None

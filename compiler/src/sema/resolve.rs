@@ -180,40 +180,40 @@ fn resolve_step(
 }
 
 /// The step's kind when exactly one of `function`, `intent`, `flow` and `judge` is written and
-/// what it names exists; otherwise `Unknown` (the format rules or resolution report why).
+/// what it names exists; otherwise `Unknown` (the format rules or resolution report why). The
+/// same reading as `rules::steps::kind`, which reports the steps that name none or several: a
+/// `judge` counts when it is truthy (as the reference tests it), a function when its `mode` is
+/// known.
 fn step_kind(
     ast: &Ast,
     step: &Step,
     function: Option<usize>,
     called_flow: Option<usize>,
 ) -> StepKind {
-    let intent = step
-        .intent
+    let judge = step
+        .judge
         .as_ref()
-        .is_some_and(|intent| !intent.value.is_empty());
+        .is_some_and(|judge| crate::sema::rules::is_truthy(&judge.value));
     let modes = [
         step.function.is_some(),
-        intent,
+        step.intent.is_some(),
         step.flow.is_some(),
-        step.judge.is_some(),
+        judge,
     ];
     if modes.iter().filter(|&&set| set).count() != 1 {
         return StepKind::Unknown;
     }
     if step.function.is_some() {
-        return match function {
-            Some(index) => match ast
-                .functions
-                .get(index)
-                .and_then(|function| function.mode.as_ref())
-            {
-                Some(mode) if mode.value == Mode::Gate => StepKind::Gate(index),
-                _ => StepKind::Function(index),
-            },
-            None => StepKind::Unknown,
+        let mode = function
+            .and_then(|index| ast.functions.get(index))
+            .and_then(|function| function.mode.as_ref());
+        return match (function, mode) {
+            (Some(index), Some(mode)) if mode.value == Mode::Gate => StepKind::Gate(index),
+            (Some(index), Some(_)) => StepKind::Function(index),
+            _ => StepKind::Unknown,
         };
     }
-    if intent {
+    if step.intent.is_some() {
         return StepKind::Inline;
     }
     if step.flow.is_some() {

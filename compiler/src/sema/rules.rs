@@ -69,7 +69,7 @@ fn removal(keys: &[Name], owner: Span, key: Span, value: Span) -> Option<Span> {
 /// Python's truthiness of a value written as is (`judge`, `output_schema`,
 /// `reasoning_template`), which is what the reference implementation tests. A dropped value
 /// counts as set: it was reported already, and nothing should follow from it.
-fn is_truthy(node: &Node) -> bool {
+pub(crate) fn is_truthy(node: &Node) -> bool {
     match &node.kind {
         NodeKind::Null => false,
         NodeKind::Bool(value) => *value,
