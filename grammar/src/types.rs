@@ -85,7 +85,7 @@ impl Record {
 
 /// The names an expression may use, with their types: what the caller (the compiler, the
 /// runtime, `stratumc eval`) knows about the place the expression stands.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Env {
     /// Free names: `result`, `item`, `accumulator`, … Built-in functions are not listed here.
     pub names: BTreeMap<String, Type>,
@@ -93,6 +93,22 @@ pub struct Env {
     pub input: Option<Type>,
     /// The output type of every step `$.steps.<id>.output` may name here.
     pub steps: BTreeMap<String, Type>,
+    /// Whether an unknown step, name or field gets a did-you-mean (on by default). Each costs
+    /// a comparison with every candidate, so a caller that checks many expressions against
+    /// thousands of steps turns it off once it has made enough, and a spec full of typos stays
+    /// linear.
+    pub suggest: bool,
+}
+
+impl Default for Env {
+    fn default() -> Env {
+        Env {
+            names: BTreeMap::new(),
+            input: None,
+            steps: BTreeMap::new(),
+            suggest: true,
+        }
+    }
 }
 
 impl Env {

@@ -74,6 +74,28 @@ fn a_chain_of_twenty_thousand_flows_running_each_other_is_one_recursion() {
 }
 
 #[test]
+fn a_typo_in_every_step_stays_linear() {
+    // Each unknown name would be compared with every step id for a did-you-mean: quadratic.
+    // Suggestions stop once they would cost too much; every error is still reported.
+    let steps = 5_000;
+    let mut spec = String::from("version: \"0.2\"\nflows:\n  f:\n    input: {}\n    steps:\n");
+    for index in 0..steps {
+        spec.push_str(&format!(
+            "      - {{id: step_{index}, intent: \"x\", inputs: {{a: \"$.steps.stap_{index}.output\"}}, depends_on: [stepp_{index}]}}\n"
+        ));
+    }
+    let (_, compilation) = check_one("typos.stratum.yaml", spec.as_bytes());
+    let diagnostics = &compilation.diagnostics;
+    assert_eq!(diagnostics.len(), 2 * steps);
+    let suggested = |d: &&stratum_compiler::diagnostic::Diagnostic| d.fix.is_some();
+    let with_suggestion = diagnostics.iter().filter(suggested).count();
+    assert!(
+        with_suggestion > 0 && with_suggestion < steps / 10,
+        "{with_suggestion}"
+    );
+}
+
+#[test]
 fn ten_thousand_levels_of_nesting_are_cut_off() {
     let flow = format!(
         "version: \"0.2\"\nx: {}{}\n",

@@ -9,13 +9,15 @@
 //! Unlike the reference implementation, whose search also flags a flow that two steps reach by
 //! different paths (a diamond), only a real cycle is reported.
 
+use std::collections::HashSet;
+
 use petgraph::graph::{DiGraph, EdgeIndex, NodeIndex};
 
 use crate::diagnostic::{Code, Diagnostic, did_you_mean};
-use crate::sema::FlowModel;
 use crate::sema::dag::{MAX_CYCLE_LABELS, cycle_path, cycles};
 use crate::sema::resolve::{StepKind, listing, name_span};
 use crate::sema::symbols::flow_steps;
+use crate::sema::{FlowModel, may_suggest};
 use crate::source::Span;
 use crate::syntax::ast::{Ast, FieldDef, Flow, Step};
 
@@ -110,25 +112,28 @@ fn check_inputs(step: &Step, called: &Flow, diagnostics: &mut Vec<Diagnostic>) {
         .inputs
         .as_ref()
         .map_or(&[][..], |inputs| &inputs.value[..]);
+    let declared_names: HashSet<&str> = fields.iter().copied().collect();
     for input in given {
-        if !fields.contains(&input.name.value.as_str()) {
+        if !declared_names.contains(input.name.value.as_str()) {
+            let suggest = may_suggest(diagnostics, fields.len());
             diagnostics.push(unknown_flow_input(
                 &input.name.value,
                 input.name.span,
                 called,
                 &fields,
+                suggest,
             ));
         }
     }
+    let given_names: HashSet<&str> = given
+        .iter()
+        .map(|input| input.name.value.as_str())
+        .collect();
     let missing: Vec<&FieldDef> = declared
         .value
         .iter()
         .filter(|field| is_required(field))
-        .filter(|field| {
-            !given
-                .iter()
-                .any(|input| input.name.value == field.name.value)
-        })
+        .filter(|field| !given_names.contains(field.name.value.as_str()))
         .collect();
     if !missing.is_empty() {
         let at = step
@@ -159,14 +164,23 @@ fn is_required(field: &FieldDef) -> bool {
 }
 
 /// E0043: a flow step passes an input the flow it runs does not declare.
-fn unknown_flow_input(name: &str, span: Span, called: &Flow, fields: &[&str]) -> Diagnostic {
+fn unknown_flow_input(
+    name: &str,
+    span: Span,
+    called: &Flow,
+    fields: &[&str],
+    suggest: bool,
+) -> Diagnostic {
     let diagnostic = Diagnostic::new(
         Code::E0043,
         format!("flow `{}` has no input `{name}`", called.name.value),
         span,
         "not an input of the flow",
     );
-    if let Some(best) = did_you_mean(name, fields.iter().copied()) {
+    if let Some(best) = suggest
+        .then(|| did_you_mean(name, fields.iter().copied()))
+        .flatten()
+    {
         let declared = called
             .input
             .iter()

@@ -65,6 +65,21 @@ pub struct FlowModel {
     pub dag: FlowDag,
 }
 
+/// How many name comparisons a did-you-mean may cost, scaled by the diagnostics so far.
+const SUGGESTION_LIMIT: usize = 1_000_000;
+
+/// Whether a did-you-mean over `candidates` names may still be made. Each costs a comparison
+/// with every candidate, so a spec with a typo in each of its 20,000 steps would be quadratic;
+/// allowing one only while (diagnostics so far + 1) × candidates stays under a limit bounds all
+/// of them together by the limit times the logarithm of their number.
+pub(crate) fn may_suggest(diagnostics: &[Diagnostic], candidates: usize) -> bool {
+    diagnostics
+        .len()
+        .saturating_add(1)
+        .saturating_mul(candidates)
+        <= SUGGESTION_LIMIT
+}
+
 /// Analyses `ast`, adding what it finds to `diagnostics`. `expressions` are the expressions
 /// that parsed; the references in step inputs are added to them.
 pub fn analyze(

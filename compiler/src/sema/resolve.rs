@@ -12,6 +12,7 @@
 use stratum_grammar::types::Type;
 
 use crate::diagnostic::{Code, Diagnostic, backticked};
+use crate::sema::may_suggest;
 use crate::sema::symbols::{SymbolKind, Symbols, Table, flow_steps};
 use crate::sema::types::ContractTypes;
 use crate::source::Span;
@@ -123,11 +124,13 @@ fn resolve_step(
     });
     for name in step.depends_on.iter().flat_map(|names| &names.value) {
         if steps.get(&name.value).is_none() {
+            let suggest = may_suggest(diagnostics, steps.len());
             diagnostics.push(unknown_step(
                 &name.value,
                 name_span(&name.value, name.span),
                 steps,
                 flow,
+                suggest,
             ));
         }
     }
@@ -141,7 +144,14 @@ fn resolve_step(
         .filter_map(|field| field.value.as_deref().map(|target| (target, field.span)));
     for (target, span) in targets.chain(gate_targets) {
         if steps.get(target).is_none() {
-            diagnostics.push(unknown_step(target, name_span(target, span), steps, flow));
+            let suggest = may_suggest(diagnostics, steps.len());
+            diagnostics.push(unknown_step(
+                target,
+                name_span(target, span),
+                steps,
+                flow,
+                suggest,
+            ));
         }
     }
 
@@ -231,11 +241,13 @@ fn resolve_name(
 ) -> Option<usize> {
     let found = table.get(&name.value);
     if found.is_none() && !name.value.is_empty() {
+        let suggest = may_suggest(diagnostics, table.len());
         diagnostics.push(unknown_definition(
             kind,
             &name.value,
             name_span(&name.value, name.span),
             table,
+            suggest,
         ));
     }
     found
@@ -265,7 +277,13 @@ fn code_of(kind: SymbolKind) -> Code {
 }
 
 /// E0035–E0037: a contract, function or flow name that the spec does not declare.
-fn unknown_definition(kind: SymbolKind, name: &str, span: Span, table: &Table) -> Diagnostic {
+fn unknown_definition(
+    kind: SymbolKind,
+    name: &str,
+    span: Span,
+    table: &Table,
+    suggest: bool,
+) -> Diagnostic {
     let noun = kind.noun();
     let diagnostic = Diagnostic::new(
         code_of(kind),
@@ -278,11 +296,12 @@ fn unknown_definition(kind: SymbolKind, name: &str, span: Span, table: &Table) -
         SymbolKind::Function => "functions",
         SymbolKind::Flow | SymbolKind::Step => "flows",
     };
-    suggest(
+    suggestion(
         diagnostic,
         name,
         span,
         table,
+        suggest,
         noun,
         |declared| match declared {
             None => format!("the spec declares no {section}; declare `{name}` under `{section}:`"),
@@ -296,14 +315,14 @@ fn unknown_definition(kind: SymbolKind, name: &str, span: Span, table: &Table) -
 }
 
 /// E0038: a step id in `depends_on` or a routing field that the flow does not have.
-fn unknown_step(name: &str, span: Span, steps: &Table, flow: &Flow) -> Diagnostic {
+fn unknown_step(name: &str, span: Span, steps: &Table, flow: &Flow, suggest: bool) -> Diagnostic {
     let diagnostic = Diagnostic::new(
         Code::E0038,
         format!("no step `{name}` in flow `{}`", flow.name.value),
         span,
         "unknown step",
     );
-    suggest(diagnostic, name, span, steps, "step", |declared| {
+    suggestion(diagnostic, name, span, steps, suggest, "step", |declared| {
         let flow = &flow.name.value;
         match declared {
             None => format!("flow `{flow}` has no steps with an `id`"),
@@ -315,17 +334,18 @@ fn unknown_step(name: &str, span: Span, steps: &Table, flow: &Flow) -> Diagnosti
 }
 
 /// Adds the did-you-mean (help, fix and a label at the suggestion's definition) or, when no
-/// name is close, a help built by `otherwise` from the declared names (`None` when there are
-/// none).
-fn suggest(
+/// name is close (or `suggest` is off), a help built by `otherwise` from the declared names
+/// (`None` when there are none).
+fn suggestion(
     diagnostic: Diagnostic,
     name: &str,
     span: Span,
     table: &Table,
+    suggest: bool,
     noun: &str,
     otherwise: impl FnOnce(Option<String>) -> String,
 ) -> Diagnostic {
-    if let Some((best, declared)) = table.closest(name) {
+    if let Some((best, declared)) = suggest.then(|| table.closest(name)).flatten() {
         return diagnostic
             .secondary(declared, format!("the {noun} `{best}` is declared here"))
             .help(format!("did you mean `{best}`?"))
@@ -334,19 +354,24 @@ fn suggest(
     if table.is_empty() {
         return diagnostic.help(otherwise(None));
     }
-    let names: Vec<&str> = table.names().collect();
-    diagnostic.help(otherwise(Some(listing(&names))))
+    let names: Vec<&str> = table.names().take(LISTED + 1).collect();
+    diagnostic.help(otherwise(Some(listing_of(&names, table.len()))))
 }
+
+/// How many names a help line lists.
+const LISTED: usize = 8;
 
 /// Names in backticks for a help line, at most eight of them.
 pub(crate) fn listing(names: &[&str]) -> String {
-    const SHOWN: usize = 8;
-    match names.get(SHOWN..) {
-        Some(rest) if !rest.is_empty() => format!(
-            "{} and {} more",
-            backticked(names.get(..SHOWN).unwrap_or(names)),
-            rest.len()
-        ),
+    listing_of(names, names.len())
+}
+
+/// [`listing`] of the first of `count` names.
+fn listing_of(names: &[&str], count: usize) -> String {
+    match names.get(..LISTED) {
+        Some(shown) if count > LISTED => {
+            format!("{} and {} more", backticked(shown), count - LISTED)
+        }
         _ => backticked(names),
     }
 }

@@ -25,10 +25,10 @@ use stratum_grammar::{Problem, ProblemKind};
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::expression::{self, Expressions};
-use crate::sema::FlowModel;
 use crate::sema::dag::{Ancestors, input_texts, step_references};
 use crate::sema::symbols::{Symbols, flow_steps};
 use crate::sema::types::ContractTypes;
+use crate::sema::{FlowModel, may_suggest};
 use crate::syntax::ast::{Ast, Field, Flow, Text};
 
 /// The names that exist in an `exit_criterion` only when the step scores its iterations.
@@ -56,9 +56,9 @@ pub fn check(
             .and_then(|output| contracts.contract(&output.value))
             .cloned()
             .unwrap_or(Type::Any);
-        let env = Env::new().with("result", result);
+        let mut env = Env::new().with("result", result);
         for text in function.ensure.iter().flat_map(|ensure| &ensure.value) {
-            check_text(text, &env, expressions, diagnostics);
+            check_text(text, &mut env, expressions, diagnostics);
         }
     }
     for (flow, model) in ast.flows.iter().zip(flows) {
@@ -91,27 +91,28 @@ fn check_flow(
                 .map_or(Type::Any, |input| contracts.record(&input.value)),
         ),
         steps: outputs,
+        suggest: true,
     };
     let table = symbols.steps.get(model.index);
     let mut ancestors = Ancestors::new(&model.dag.graph);
     for (index, (step, info)) in steps.iter().zip(&model.steps).enumerate() {
         env.names.clear();
         for text in input_texts(step) {
-            check_text(text, &env, expressions, diagnostics);
+            check_text(text, &mut env, expressions, diagnostics);
         }
         if let Some(skip_if) = &step.skip_if {
-            check_text(&skip_if.value, &env, expressions, diagnostics);
+            check_text(&skip_if.value, &mut env, expressions, diagnostics);
         }
 
         // The expressions below add no dependency: the steps they read must be ancestors.
         let mut no_edges: Vec<&Text> = Vec::new();
         env.names.insert("result".into(), info.result.clone());
         for text in step.ensure.iter().flat_map(|ensure| &ensure.value) {
-            check_text(text, &env, expressions, diagnostics);
+            check_text(text, &mut env, expressions, diagnostics);
             no_edges.push(text);
         }
         if let Some(score) = &step.score_expr {
-            let ty = check_text(&score.value, &env, expressions, diagnostics);
+            let ty = check_text(&score.value, &mut env, expressions, diagnostics);
             if let Some(ty) = ty.filter(|ty| !is_number(ty)) {
                 diagnostics.push(score_not_number(score, &ty));
             }
@@ -119,7 +120,7 @@ fn check_flow(
         }
         let mut item = Type::Any;
         if let Some(accumulate) = &step.accumulate {
-            let ty = check_text(&accumulate.value, &env, expressions, diagnostics);
+            let ty = check_text(&accumulate.value, &mut env, expressions, diagnostics);
             if let Some(ty) = ty {
                 match list_element(&ty) {
                     Some(element) => item = element,
@@ -143,13 +144,13 @@ fn check_flow(
                 env.names.insert("new_count".into(), Type::Int.optional());
                 env.names.insert("dry_streak".into(), Type::Int);
             }
-            check_exit_criterion(&exit.value, &env, expressions, diagnostics);
+            check_exit_criterion(&exit.value, &mut env, expressions, diagnostics);
             no_edges.push(&exit.value);
         }
         if let Some(key) = &step.accumulate_key {
             env.names.clear();
             env.names.insert("item".into(), item);
-            check_text(&key.value, &env, expressions, diagnostics);
+            check_text(&key.value, &mut env, expressions, diagnostics);
             no_edges.push(&key.value);
         }
 
@@ -178,11 +179,12 @@ fn check_flow(
 /// Type-checks one expression and reports its problems; its type, when it parsed.
 fn check_text(
     text: &Text,
-    env: &Env,
+    env: &mut Env,
     expressions: &Expressions,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<Type> {
     let expr = expressions.get(text)?;
+    env.suggest = may_suggest(diagnostics, env.steps.len().max(1));
     let checked = stratum_grammar::check(expr, env);
     report(text, &checked.problems, diagnostics, |_| None);
     let failed = checked.problems.iter().any(Problem::is_error);
@@ -192,13 +194,14 @@ fn check_text(
 /// Like [`check_text`], with a better help for an iteration name the step does not provide.
 fn check_exit_criterion(
     text: &Text,
-    env: &Env,
+    env: &mut Env,
     expressions: &Expressions,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     let Some(expr) = expressions.get(text) else {
         return;
     };
+    env.suggest = may_suggest(diagnostics, env.steps.len().max(1));
     let checked = stratum_grammar::check(expr, env);
     report(text, &checked.problems, diagnostics, |problem| {
         if problem.kind != ProblemKind::UnknownName {

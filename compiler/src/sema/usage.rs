@@ -11,10 +11,10 @@
 use std::collections::HashSet;
 
 use crate::diagnostic::{Code, Diagnostic, backticked};
-use crate::sema::FlowModel;
 use crate::sema::resolve::StepKind;
 use crate::sema::symbols::{Symbols, Table, flow_steps};
 use crate::sema::types::ContractTypes;
+use crate::sema::{FlowModel, may_suggest};
 use crate::syntax::ast::{Ast, Field, Flow, Step};
 
 pub fn check(
@@ -36,12 +36,15 @@ pub fn check(
 
 /// Marks as used the definition that a name which does not resolve was probably meant to
 /// name, so that one typo is one error and not also a warning about what it missed.
-fn meant<'a>(used: &mut HashSet<&'a str>, table: &'a Table) {
+fn meant<'a>(used: &mut HashSet<&'a str>, table: &'a Table, diagnostics: &[Diagnostic]) {
     let unresolved: Vec<&str> = used
         .iter()
         .copied()
         .filter(|name| table.get(name).is_none())
         .collect();
+    if !may_suggest(diagnostics, unresolved.len().saturating_mul(table.len())) {
+        return;
+    }
     for name in unresolved {
         if let Some((closest, _)) = table.closest(name) {
             used.insert(closest);
@@ -70,7 +73,7 @@ fn unused_contracts(
         );
     }
     used.extend(contracts.uses().map(|(name, _)| name));
-    meant(&mut used, &symbols.contracts);
+    meant(&mut used, &symbols.contracts, diagnostics);
     for contract in &ast.contracts {
         if !used.contains(contract.name.value.as_str()) {
             diagnostics.push(
@@ -100,7 +103,7 @@ fn unused_functions(ast: &Ast, symbols: &Symbols, diagnostics: &mut Vec<Diagnost
         .flat_map(flow_steps)
         .filter_map(|step| step.function.as_ref().map(|name| name.value.as_str()))
         .collect();
-    meant(&mut called, &symbols.functions);
+    meant(&mut called, &symbols.functions, diagnostics);
     for function in &ast.functions {
         if !called.contains(function.name.value.as_str()) {
             diagnostics.push(

@@ -65,7 +65,12 @@ impl Checker<'_> {
             format!("this is {}", text::ty(&Type::Record(record.clone()))),
         );
         let names: Vec<&str> = record.fields.iter().map(|f| f.name.as_str()).collect();
-        let problem = match did_you_mean(field, names.iter().copied()) {
+        let suggestion = self
+            .env
+            .suggest
+            .then(|| did_you_mean(field, names.iter().copied()))
+            .flatten();
+        let problem = match suggestion {
             Some(best) => {
                 let replacement = match syntax {
                     FieldSyntax::Attribute => best.to_owned(),

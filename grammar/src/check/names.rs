@@ -57,7 +57,12 @@ impl Checker<'_> {
         );
         let mut candidates = self.names_in_scope();
         candidates.extend(["None", "True", "False"]);
-        let problem = if let Some(best) = did_you_mean(name, candidates.iter().copied()) {
+        let suggestion = self
+            .env
+            .suggest
+            .then(|| did_you_mean(name, candidates.iter().copied()))
+            .flatten();
+        let problem = if let Some(best) = suggestion {
             problem
                 .help(format!("did you mean `{best}`?"))
                 .replacement(ident.span, best)
@@ -139,15 +144,20 @@ impl Checker<'_> {
             step.span,
             "no such step here",
         );
-        let steps: Vec<&str> = self.env.steps.keys().map(String::as_str).collect();
-        let problem = match did_you_mean(name, steps.iter().copied()) {
+        let steps = self.env.steps.keys().map(String::as_str);
+        let suggestion = self
+            .env
+            .suggest
+            .then(|| did_you_mean(name, steps.clone()))
+            .flatten();
+        let problem = match suggestion {
             Some(best) => problem
                 .help(format!("did you mean `{best}`?"))
                 .replacement(step.span, best),
-            None if steps.is_empty() => problem.help("no step outputs can be read here"),
+            None if self.env.steps.is_empty() => problem.help("no step outputs can be read here"),
             None => problem.help(format!(
                 "the steps whose output can be read here are {}",
-                text::listing(&steps)
+                text::listing_of(steps, self.env.steps.len())
             )),
         };
         self.report(problem);

@@ -86,12 +86,17 @@ fn abbreviated(ty: &Type, depth: usize) -> String {
 
 /// `` `a`, `b` and `c` ``; past [`MAX_LISTED`] items, `` `a`, `b`, … and 7 more ``.
 pub(super) fn listing<S: AsRef<str>>(items: &[S]) -> String {
+    listing_of(items.iter(), items.len())
+}
+
+/// [`listing`] of the first items of an iterator of `count` items, reading no more of it than
+/// it shows.
+pub(super) fn listing_of<S: AsRef<str>>(items: impl Iterator<Item = S>, count: usize) -> String {
     let quoted: Vec<String> = items
-        .iter()
         .take(MAX_LISTED)
         .map(|item| format!("`{}`", item.as_ref()))
         .collect();
-    let hidden = items.len().saturating_sub(MAX_LISTED);
+    let hidden = count.saturating_sub(MAX_LISTED);
     if hidden > 0 {
         return format!("{} and {hidden} more", quoted.join(", "));
     }

@@ -226,6 +226,7 @@ impl Values {
                 .keys()
                 .map(|id| (id.clone(), Type::Any))
                 .collect(),
+            ..Env::default()
         }
     }
 
