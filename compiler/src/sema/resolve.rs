@@ -191,9 +191,9 @@ fn resolve_step(
 
 /// The step's kind when exactly one of `function`, `intent`, `flow` and `judge` is written and
 /// what it names exists; otherwise `Unknown` (the format rules or resolution report why). The
-/// same reading as `rules::steps::kind`, which reports the steps that name none or several: a
-/// `judge` counts when it is truthy (as the reference tests it), a function when its `mode` is
-/// known.
+/// format rules take each step's kind from here and report the steps that name none or
+/// several. A `judge` counts when it is truthy (as the reference tests it), a function when its
+/// `mode` is known.
 fn step_kind(
     ast: &Ast,
     step: &Step,

@@ -28,10 +28,8 @@ pub fn check(ast: &Ast, symbols: &Symbols, flows: &[FlowModel], diagnostics: &mu
         functions::check(function, version, diagnostics);
     }
     for (flow_index, flow) in ast.flows.iter().enumerate() {
-        let order = flows
-            .get(flow_index)
-            .map_or(&[][..], |flow| flow.dag.order.as_slice());
-        steps::check_flow(ast, symbols, version, flow_index, flow, order, diagnostics);
+        let model = flows.get(flow_index);
+        steps::check_flow(ast, symbols, version, flow_index, flow, model, diagnostics);
     }
     if let Some(workflow) = &ast.workflow {
         workflow::check(ast, symbols, workflow, diagnostics);

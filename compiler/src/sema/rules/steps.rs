@@ -8,6 +8,8 @@
 //! rule that depends on the kind is skipped.
 
 use crate::diagnostic::{Code, Diagnostic};
+use crate::sema::FlowModel;
+use crate::sema::resolve::StepKind;
 use crate::sema::rules::functions::invalid_guardrail;
 use crate::sema::rules::{is_truthy, is_v02, is_written};
 use crate::sema::symbols::{Symbols, flow_steps};
@@ -24,7 +26,7 @@ enum Kind<'a> {
     Gate(&'a Function),
     /// An `intent` step.
     Inline,
-    /// A `flow` step, whether or not the flow resolves: its rules do not depend on the flow.
+    /// A `flow` step whose flow resolves.
     Flow,
     Judge,
     /// Not known: see the module documentation.
@@ -38,12 +40,17 @@ pub(super) fn check_flow(
     version: Option<Version>,
     flow_index: usize,
     flow: &Flow,
-    order: &[usize],
+    model: Option<&FlowModel>,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     let steps = flow_steps(flow);
+    let order = model.map_or(&[][..], |model| model.dag.order.as_slice());
     for (step_index, step) in steps.iter().enumerate() {
-        let kind = kind(ast, symbols, version, step, diagnostics);
+        report_modes(version, step, diagnostics);
+        let resolved = model
+            .and_then(|model| model.steps.get(step_index))
+            .map_or(StepKind::Unknown, |info| info.kind);
+        let kind = kind(ast, resolved);
         match kind {
             Kind::Gate(function) => {
                 gate_step(
@@ -77,14 +84,9 @@ pub(super) fn check_flow(
     }
 }
 
-/// The step's kind, reporting a step that names none or several.
-fn kind<'a>(
-    ast: &'a Ast,
-    symbols: &Symbols,
-    version: Option<Version>,
-    step: &Step,
-    diagnostics: &mut Vec<Diagnostic>,
-) -> Kind<'a> {
+/// Reports a step that names none, or several, of `function`, `intent`, `flow` and `judge`
+/// (what [`resolve`](crate::sema::resolve) then calls [`StepKind::Unknown`]).
+fn report_modes(version: Option<Version>, step: &Step, diagnostics: &mut Vec<Diagnostic>) {
     let mut named: Vec<(&str, Span)> = [
         ("function", step.function.as_ref().map(|f| f.key)),
         ("intent", step.intent.as_ref().map(|f| f.key)),
@@ -110,28 +112,25 @@ fn kind<'a>(
             if !written && is_v02(version) {
                 diagnostics.push(missing_step_kind(step));
             }
-            Kind::Unknown
         }
-        [(first, first_span), rest @ ..] if !rest.is_empty() => {
+        [(first, first_span), rest @ ..] => {
             for &(key, span) in rest {
                 diagnostics.push(conflicting_step_kinds(step, first, *first_span, key, span));
             }
-            Kind::Unknown
         }
-        [("function", _)] => {
-            let function = step
-                .function
-                .as_ref()
-                .and_then(|name| symbols.function(ast, &name.value));
-            match function.and_then(|f| Some((f, f.mode.as_ref()?.value))) {
-                Some((function, Mode::Gate)) => Kind::Gate(function),
-                Some((function, _)) => Kind::Function(function),
-                None => Kind::Unknown,
-            }
-        }
-        [("intent", _)] => Kind::Inline,
-        [("flow", _)] => Kind::Flow,
-        _ => Kind::Judge,
+    }
+}
+
+/// The step's kind as the rules need it, from what resolution found.
+fn kind(ast: &Ast, resolved: StepKind) -> Kind<'_> {
+    let function = |index: usize| ast.functions.get(index);
+    match resolved {
+        StepKind::Function(index) => function(index).map_or(Kind::Unknown, Kind::Function),
+        StepKind::Gate(index) => function(index).map_or(Kind::Unknown, Kind::Gate),
+        StepKind::Inline => Kind::Inline,
+        StepKind::Flow(_) => Kind::Flow,
+        StepKind::Judge => Kind::Judge,
+        StepKind::Unknown => Kind::Unknown,
     }
 }
 
