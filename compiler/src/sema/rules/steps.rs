@@ -2,10 +2,11 @@
 //! and `judge`), what gate, flow and function steps may carry, gate routing, `on_fail`,
 //! iterations, `cache` and step guardrails.
 //!
-//! Takes one flow and its execution order; pushes diagnostics. A step's kind comes from the
-//! key it runs by and, for `function`, from the function's `mode`; when that cannot be told
-//! (the function does not resolve, has no valid mode, or the step names several kinds) every
-//! rule that depends on the kind is skipped.
+//! Takes one flow and its resolved model (each step's kind, the execution order); pushes
+//! diagnostics. A step's kind is what resolution found: the key it runs by and, for
+//! `function`, the function's `mode`; when that cannot be told (the function or flow does not
+//! resolve, the function has no valid mode, or the step names several kinds) every rule that
+//! depends on the kind is skipped.
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::sema::FlowModel;
