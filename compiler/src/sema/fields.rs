@@ -848,19 +848,9 @@ impl<'a> Resolver<'a> {
                     twice(key, range, self);
                     return ty;
                 }
-                let mut bounds = bounds;
-                for (field, slot) in [
-                    (&def.minimum, &mut bounds.minimum),
-                    (&def.maximum, &mut bounds.maximum),
-                ] {
-                    if let Some(field) = field {
-                        if !field.value.is_finite() {
-                            self.diagnostics.push(not_finite(field.span));
-                            return ty;
-                        }
-                        *slot = Some(field.value);
-                    }
-                }
+                let Some(bounds) = self.key_bounds(def, bounds, |field| Ok(field.value)) else {
+                    return ty;
+                };
                 self.check_order(
                     bounds,
                     key_span(&def.maximum),
@@ -878,29 +868,12 @@ impl<'a> Resolver<'a> {
                     twice(key, range, self);
                     return ty;
                 }
-                let mut bounds = bounds;
-                for (field, slot) in [
-                    (&def.minimum, &mut bounds.minimum),
-                    (&def.maximum, &mut bounds.maximum),
-                ] {
-                    if let Some(field) = field {
-                        if !field.value.is_finite() {
-                            self.diagnostics.push(not_finite(field.span));
-                            return ty;
-                        }
-                        match whole(field.value) {
-                            Some(value) => *slot = Some(value),
-                            None => {
-                                self.diagnostics.push(not_whole(
-                                    field.span,
-                                    field.value,
-                                    "integer",
-                                ));
-                                return ty;
-                            }
-                        }
-                    }
-                }
+                let Some(bounds) = self.key_bounds(def, bounds, |field| {
+                    whole(field.value)
+                        .ok_or_else(|| Box::new(not_whole(field.span, field.value, "integer")))
+                }) else {
+                    return ty;
+                };
                 self.check_order(
                     bounds,
                     key_span(&def.maximum),
@@ -954,6 +927,35 @@ impl<'a> Resolver<'a> {
                 ty
             }
         }
+    }
+
+    /// `bounds` with the `minimum` and `maximum` keys read into it, each through `convert`
+    /// (which says why a finite bound does not fit the type); `None` once a bound that is not
+    /// finite, or does not fit, has been reported.
+    fn key_bounds<T>(
+        &mut self,
+        def: &FieldDef,
+        mut bounds: Bounds<T>,
+        convert: impl Fn(&Field<f64>) -> Result<T, Box<Diagnostic>>,
+    ) -> Option<Bounds<T>> {
+        for (field, slot) in [
+            (&def.minimum, &mut bounds.minimum),
+            (&def.maximum, &mut bounds.maximum),
+        ] {
+            let Some(field) = field else { continue };
+            if !field.value.is_finite() {
+                self.diagnostics.push(not_finite(field.span));
+                return None;
+            }
+            match convert(field) {
+                Ok(value) => *slot = Some(value),
+                Err(diagnostic) => {
+                    self.diagnostics.push(*diagnostic);
+                    return None;
+                }
+            }
+        }
+        Some(bounds)
     }
 
     /// E0072 when the minimum is above the maximum: on `at` (the maximum, or the whole range
