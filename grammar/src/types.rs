@@ -32,6 +32,7 @@ pub use notation::TypeParseError;
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Type {
@@ -44,9 +45,12 @@ pub enum Type {
     Float,
     String,
     List(Box<Type>),
-    Record(Record),
-    /// One of a fixed set of literal values (a contract field with `values:`).
-    Enum(Vec<Literal>),
+    /// Shared: a contract's record type is copied into every place that holds it (each step
+    /// producing it, each expression reading it), so a copy must not copy its fields.
+    Record(Arc<Record>),
+    /// One of a fixed set of literal values (a contract field with `values:`). Shared, as a
+    /// record is: an enum may have thousands of values.
+    Enum(Arc<[Literal]>),
     /// The inner type or `None`.
     Optional(Box<Type>),
 }
@@ -244,6 +248,16 @@ impl Literal {
 }
 
 impl Type {
+    /// An enum of `values`.
+    pub fn enumeration(values: Vec<Literal>) -> Type {
+        Type::Enum(values.into())
+    }
+
+    /// A record type.
+    pub fn record(record: Record) -> Type {
+        Type::Record(Arc::new(record))
+    }
+
     /// `list<item>`.
     pub fn list(item: Type) -> Type {
         Type::List(Box::new(item))
@@ -374,13 +388,13 @@ impl Type {
             (Type::Optional(inner), ty) | (ty, Type::Optional(inner)) => inner.join(ty).optional(),
             (Type::Int, Type::Float) | (Type::Float, Type::Int) => Type::Float,
             (Type::Enum(a), Type::Enum(b)) => {
-                let mut values = a.clone();
-                for value in b {
+                let mut values = a.to_vec();
+                for value in b.iter() {
                     if !values.iter().any(|known| known.same_value(value)) {
                         values.push(value.clone());
                     }
                 }
-                Type::Enum(values)
+                Type::enumeration(values)
             }
             (Type::Enum(_), ty) | (ty, Type::Enum(_)) => {
                 let enumeration = if matches!(self, Type::Enum(_)) {

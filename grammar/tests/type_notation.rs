@@ -28,7 +28,7 @@ fn ty() -> impl Strategy<Value = Type> {
         Just(Type::Int),
         Just(Type::Float),
         Just(Type::String),
-        prop::collection::vec(literal(), 0..4).prop_map(Type::Enum),
+        prop::collection::vec(literal(), 0..4).prop_map(Type::enumeration),
     ];
     leaf.prop_recursive(4, 32, 4, |inner| {
         prop_oneof![
@@ -38,7 +38,7 @@ fn ty() -> impl Strategy<Value = Type> {
                 prop::collection::vec((field_name(), inner), 0..4),
                 any::<bool>()
             )
-                .prop_map(|(fields, open)| Type::Record(Record {
+                .prop_map(|(fields, open)| Type::record(Record {
                     fields: fields
                         .into_iter()
                         .map(|(name, ty)| RecordField { name, ty })

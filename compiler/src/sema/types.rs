@@ -126,12 +126,12 @@ impl FieldType {
             FieldType::Number(_) => Type::Float,
             FieldType::Integer(_) => Type::Int,
             FieldType::Boolean => Type::Bool,
-            FieldType::Enum(values) => Type::Enum(values.clone()),
+            FieldType::Enum(values) => Type::enumeration(values.clone()),
             FieldType::Array(item) => Type::list(
                 item.as_deref()
                     .map_or(Type::Any, |item| item.to_type(contracts)),
             ),
-            FieldType::Object => Type::Record(Record {
+            FieldType::Object => Type::record(Record {
                 fields: Vec::new(),
                 open: true,
             }),
@@ -267,7 +267,7 @@ impl ContractTypes {
             };
             match within {
                 Some(size) => {
-                    let ty = Type::Record(Record {
+                    let ty = Type::record(Record {
                         fields: contract_fields
                             .iter()
                             .map(|field| RecordField {
@@ -328,7 +328,7 @@ impl ContractTypes {
         let names: Vec<&str> = self.contracts.keys().map(String::as_str).collect();
         let mut ignored = Vec::new();
         let mut resolver = Resolver::new(&names, &mut ignored);
-        Type::Record(Record {
+        Type::record(Record {
             fields: fields
                 .iter()
                 .map(|def| RecordField {

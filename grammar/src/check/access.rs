@@ -49,7 +49,7 @@ impl Checker<'_> {
         &mut self,
         subject: &str,
         base_span: Span,
-        record: &crate::types::Record,
+        record: &std::sync::Arc<crate::types::Record>,
         name: &Ident,
         syntax: FieldSyntax,
     ) {

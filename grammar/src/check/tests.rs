@@ -87,7 +87,7 @@ fn generator(element: Expr, var: &str, iter: Expr) -> Expr {
 }
 
 fn record(fields: &[(&str, Type)]) -> Type {
-    Type::Record(Record {
+    Type::record(Record {
         fields: fields
             .iter()
             .map(|(name, ty)| RecordField {
@@ -100,7 +100,7 @@ fn record(fields: &[(&str, Type)]) -> Type {
 }
 
 fn labels() -> Type {
-    Type::Enum(vec![
+    Type::enumeration(vec![
         Literal::Str("positive".into()),
         Literal::Str("negative".into()),
     ])

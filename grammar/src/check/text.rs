@@ -1,5 +1,7 @@
 //! Writing expressions, types and lists of names into messages.
 
+use std::fmt;
+
 use crate::ast::{Expr, RefRoot};
 use crate::types::Type;
 
@@ -41,11 +43,33 @@ pub(super) fn reference_prefix(root: &RefRoot, fields: &[crate::ast::Ident]) -> 
 
 /// A type in backticks, abbreviated when long: `` `{confidence: float, items: list<…>, …}` ``.
 pub(super) fn ty(ty: &Type) -> String {
-    let full = ty.to_string();
-    if full.chars().count() <= MAX_TYPE {
-        format!("`{full}`")
+    // Written only up to the length that can be shown: a contract's type may have thousands
+    // of fields or values, and this runs for every message that names one.
+    let mut full = Bounded {
+        text: String::new(),
+        limit: MAX_TYPE * 4,
+    };
+    let complete = fmt::write(&mut full, format_args!("{ty}")).is_ok();
+    if complete && full.text.chars().count() <= MAX_TYPE {
+        format!("`{}`", full.text)
     } else {
         format!("`{}`", abbreviated(ty, 0))
+    }
+}
+
+/// A string that refuses to grow past `limit` bytes, so that writing into it stops early.
+struct Bounded {
+    text: String,
+    limit: usize,
+}
+
+impl fmt::Write for Bounded {
+    fn write_str(&mut self, piece: &str) -> fmt::Result {
+        if self.text.len() + piece.len() > self.limit {
+            return Err(fmt::Error);
+        }
+        self.text.push_str(piece);
+        Ok(())
     }
 }
 

@@ -73,7 +73,7 @@ impl Checker<'_> {
                 text::values(values)
             )
         };
-        let secondary = format!("this is {}", text::ty(&Type::Enum(values.to_vec())));
+        let secondary = || format!("this is {}", text::ty(&Type::enumeration(values.to_vec())));
         self.enum_warning(value, values, candidate, always, message, secondary);
     }
 
@@ -86,10 +86,12 @@ impl Checker<'_> {
                 text::values(values)
             )
         };
-        let secondary = format!(
-            "this is {}",
-            text::ty(&Type::list(Type::Enum(values.to_vec())))
-        );
+        let secondary = || {
+            format!(
+                "this is {}",
+                text::ty(&Type::list(Type::enumeration(values.to_vec())))
+            )
+        };
         self.enum_warning(
             items,
             values,
@@ -107,7 +109,7 @@ impl Checker<'_> {
         candidate: &Expr,
         always: &str,
         message: impl Fn(&Literal) -> String,
-        secondary: String,
+        secondary: impl FnOnce() -> String,
     ) {
         let Some(literal) = literal(candidate) else {
             return;
@@ -121,7 +123,7 @@ impl Checker<'_> {
             candidate.span,
             "not one of its values",
         )
-        .secondary(value.span, secondary);
+        .secondary(value.span, secondary());
         let suggestion = match &literal {
             Literal::Str(written) => {
                 let strings: Vec<&str> = values

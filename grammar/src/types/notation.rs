@@ -108,7 +108,7 @@ impl Parser<'_> {
             })?;
             values.extend(more);
             if !self.eat_bar() {
-                return Ok(Type::Enum(values));
+                return Ok(Type::enumeration(values));
             }
         }
     }
@@ -139,9 +139,9 @@ impl Parser<'_> {
                 self.bump();
                 self.record(depth + 1)
             }
-            Some('\'' | '"') => Ok(Type::Enum(vec![Literal::Str(self.string()?)])),
+            Some('\'' | '"') => Ok(Type::enumeration(vec![Literal::Str(self.string()?)])),
             Some(c) if c == '-' || c == '.' || c.is_ascii_digit() => {
-                Ok(Type::Enum(vec![self.number()?]))
+                Ok(Type::enumeration(vec![self.number()?]))
             }
             Some(c) if c.is_ascii_alphabetic() || c == '_' => {
                 let start = self.pos;
@@ -153,12 +153,12 @@ impl Parser<'_> {
                     "int" => Ok(Type::Int),
                     "float" => Ok(Type::Float),
                     "string" => Ok(Type::String),
-                    "never" => Ok(Type::Enum(Vec::new())),
-                    "True" | "true" => Ok(Type::Enum(vec![Literal::Bool(true)])),
-                    "False" | "false" => Ok(Type::Enum(vec![Literal::Bool(false)])),
+                    "never" => Ok(Type::enumeration(Vec::new())),
+                    "True" | "true" => Ok(Type::enumeration(vec![Literal::Bool(true)])),
+                    "False" | "false" => Ok(Type::enumeration(vec![Literal::Bool(false)])),
                     "inf" | "nan" | "NaN" => {
                         self.pos = start;
-                        Ok(Type::Enum(vec![self.number()?]))
+                        Ok(Type::enumeration(vec![self.number()?]))
                     }
                     "list" => {
                         self.expect("<")?;
@@ -192,12 +192,12 @@ impl Parser<'_> {
         let mut record = Record::default();
         loop {
             if self.eat("}") {
-                return Ok(Type::Record(record));
+                return Ok(Type::record(record));
             }
             if self.eat("...") {
                 record.open = true;
                 self.expect("}")?;
-                return Ok(Type::Record(record));
+                return Ok(Type::record(record));
             }
             self.skip_space();
             let name = match self.peek() {
@@ -210,7 +210,7 @@ impl Parser<'_> {
             record.fields.push(RecordField { name, ty });
             if !self.eat(",") {
                 self.expect("}")?;
-                return Ok(Type::Record(record));
+                return Ok(Type::record(record));
             }
         }
     }
@@ -332,7 +332,7 @@ fn bad_escape(offset: usize) -> TypeParseError {
 /// The values of an enum written without `?` (the operand of `|`).
 fn enum_values(ty: Type) -> Option<Vec<Literal>> {
     match ty {
-        Type::Enum(values) => Some(values),
+        Type::Enum(values) => Some(values.to_vec()),
         _ => None,
     }
 }
@@ -358,11 +358,11 @@ mod tests {
         assert_eq!(parse("float?"), Type::Float.optional());
         assert_eq!(
             parse("('a' | \"b\")?"),
-            Type::Enum(vec![Literal::Str("a".into()), Literal::Str("b".into())]).optional()
+            Type::enumeration(vec![Literal::Str("a".into()), Literal::Str("b".into())]).optional()
         );
         assert_eq!(
             parse("-1 | 2.5 | True"),
-            Type::Enum(vec![
+            Type::enumeration(vec![
                 Literal::Int(-1),
                 Literal::Float(2.5),
                 Literal::Bool(true)
@@ -370,7 +370,7 @@ mod tests {
         );
         assert_eq!(
             parse("{a: int, 'b-c': list<any>, ...}"),
-            Type::Record(Record {
+            Type::record(Record {
                 fields: vec![
                     RecordField {
                         name: "a".into(),
@@ -386,17 +386,20 @@ mod tests {
         );
         assert_eq!(
             parse("{...}"),
-            Type::Record(Record {
+            Type::record(Record {
                 fields: vec![],
                 open: true
             })
         );
-        assert_eq!(parse("{}"), Type::Record(Record::default()));
-        assert_eq!(parse("never"), Type::Enum(vec![]));
-        assert_eq!(parse("1e+16"), Type::Enum(vec![Literal::Float(1e16)]));
+        assert_eq!(parse("{}"), Type::record(Record::default()));
+        assert_eq!(parse("never"), Type::enumeration(vec![]));
+        assert_eq!(
+            parse("1e+16"),
+            Type::enumeration(vec![Literal::Float(1e16)])
+        );
         assert_eq!(
             parse("'\\n\\x41\\u00e9\\u{1F600}'"),
-            Type::Enum(vec![Literal::Str("\nAé😀".into())])
+            Type::enumeration(vec![Literal::Str("\nAé😀".into())])
         );
     }
 
