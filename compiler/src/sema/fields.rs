@@ -530,21 +530,7 @@ impl<'a> Resolver<'a> {
             value: "items".to_owned(),
             span: node.span,
         };
-        let mut def = FieldDef {
-            name,
-            span: node.span,
-            ty: None,
-            values: None,
-            items: None,
-            optional: None,
-            required: None,
-            description: None,
-            default: None,
-            minimum: None,
-            maximum: None,
-            min_length: None,
-            max_length: None,
-        };
+        let mut def = FieldDef::new(name, node.span);
         for entry in entries {
             let Some(key) = entry.key.as_str() else {
                 continue;

@@ -432,12 +432,7 @@ fn break_cycles(
     resolved: &mut [Vec<(ContractField, Vec<Use>)>],
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    let index: HashMap<&str, usize> = ast
-        .contracts
-        .iter()
-        .enumerate()
-        .map(|(i, contract)| (contract.name.value.as_str(), i))
-        .collect();
+    let index = contract_indices(ast);
     // Edges: (from, to, span of the reference, field name).
     let mut graph: DiGraph<usize, (Span, String)> = DiGraph::new();
     let nodes: Vec<NodeIndex> = (0..ast.contracts.len())
@@ -559,15 +554,19 @@ fn recursive_contract(
     Some(diagnostic)
 }
 
-/// Indices of the contracts, each after the contracts it nests (which the caller has made
-/// acyclic); ties in declaration order. Kahn's algorithm, without recursion.
-fn topological_order(ast: &Ast, fields: &[Vec<ContractField>]) -> Vec<usize> {
-    let index: HashMap<&str, usize> = ast
-        .contracts
+/// Each contract's index in `Ast::contracts`, by name.
+fn contract_indices(ast: &Ast) -> HashMap<&str, usize> {
+    ast.contracts
         .iter()
         .enumerate()
         .map(|(i, contract)| (contract.name.value.as_str(), i))
-        .collect();
+        .collect()
+}
+
+/// Indices of the contracts, each after the contracts it nests (which the caller has made
+/// acyclic); ties in declaration order. Kahn's algorithm, without recursion.
+fn topological_order(ast: &Ast, fields: &[Vec<ContractField>]) -> Vec<usize> {
+    let index = contract_indices(ast);
     let mut waiting_on = vec![0usize; fields.len()];
     let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); fields.len()];
     for (from, contract_fields) in fields.iter().enumerate() {

@@ -103,6 +103,27 @@ pub struct FieldDef {
     pub max_length: Option<Field<u64>>,
 }
 
+impl FieldDef {
+    /// A field with only its name: every key unwritten.
+    pub fn new(name: Name, span: Span) -> FieldDef {
+        FieldDef {
+            name,
+            span,
+            ty: None,
+            values: None,
+            items: None,
+            optional: None,
+            required: None,
+            description: None,
+            default: None,
+            minimum: None,
+            maximum: None,
+            min_length: None,
+            max_length: None,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     Infer,

@@ -423,21 +423,7 @@ impl Reader<'_> {
     /// `text: {type: string}`.
     fn field_def(&mut self, name: Name, node: &Node, shape: &Shape) -> Option<FieldDef> {
         let span = name.span.to(node.span);
-        let mut def = FieldDef {
-            name,
-            span,
-            ty: None,
-            values: None,
-            items: None,
-            optional: None,
-            required: None,
-            description: None,
-            default: None,
-            minimum: None,
-            maximum: None,
-            min_length: None,
-            max_length: None,
-        };
+        let mut def = FieldDef::new(name, span);
         if let NodeKind::Str(s) = &node.kind {
             def.ty = Some(Field {
                 key: node.span,
