@@ -1,0 +1,348 @@
+//! The execution plan: what `stratumc build` writes and the runtime executes.
+//!
+//! A [`Plan`] holds the flows of one spec, each lowered to a linear program: its steps in the
+//! deterministic topological order, each an instruction whose successors are explicit
+//! [`Target`]s (a step index, the end of the flow or its kill), whose inputs are bindings to
+//! interned slot paths or constants, and whose expressions are bytecode with constants folded.
+//! Every step and expression keeps a [`Source`] entry, so a run-time error can point at the
+//! spec line. Plans are serialised as JSON; the format is versioned by [`FORMAT`] and
+//! published as a JSON Schema (`compiler/schemas/plan.schema.json`).
+//!
+//! Invariants: the same spec gives the same plan, byte for byte (every collection is a `Vec`
+//! in a fixed order, and `serde_json` maps are sorted); every index in a plan that [`load`]
+//! accepted points at something that exists, so the runtime may follow it without checking.
+
+pub mod load;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use stratum_grammar::Program;
+
+pub use load::{LoadError, load};
+
+/// The plan format this compiler writes and this runtime reads. It changes whenever a plan
+/// written by one could be misread by the other.
+pub const FORMAT: u32 = 1;
+
+/// The name this compiler writes into [`CompilerInfo`].
+pub const COMPILER_NAME: &str = "stratumc";
+
+/// One spec, lowered.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// Always [`FORMAT`] when written by this compiler.
+    pub format: u32,
+    pub compiler: CompilerInfo,
+    pub spec: SpecInfo,
+    /// SHA-256 of the plan's compact JSON with this field empty: catches a damaged file.
+    pub checksum: String,
+    pub workflow: Option<WorkflowInfo>,
+    /// The flow a run starts with when none is named: the one `--flow` selected, else the
+    /// workflow's entry flow, else the spec's only flow.
+    pub entry: Option<u32>,
+    /// The contracts the flows' steps and outputs name, in declaration order.
+    pub contracts: Vec<Contract>,
+    /// Interned field paths: bindings name a path by its index here.
+    pub paths: Vec<Vec<String>>,
+    /// The flows, in declaration order (with `--flow`: that flow and the flows it runs).
+    pub flows: Vec<Flow>,
+}
+
+/// Which compiler wrote a plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompilerInfo {
+    pub name: String,
+    pub version: String,
+}
+
+/// The spec a plan was built from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpecInfo {
+    /// The spec's path as it was given to the compiler.
+    pub path: String,
+    /// `sha256:` and the SHA-256 of the spec's bytes, in hex.
+    pub hash: String,
+    /// The spec's `version`: `0.1` or `0.2`.
+    pub version: String,
+}
+
+/// The `workflow:` block.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowInfo {
+    pub name: String,
+    pub description: Option<String>,
+    pub input: Vec<WorkflowParam>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowParam {
+    pub name: String,
+    /// `string`, `boolean`, `integer`, `number`, `array` or `object`; `None` when unwritten.
+    #[serde(rename = "type")]
+    pub ty: Option<String>,
+    pub required: bool,
+    pub default: Option<Value>,
+}
+
+/// A contract: what a step's result must be.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Contract {
+    pub name: String,
+    /// The first 12 hex digits of the SHA-256 of the canonical schema, as the reference
+    /// computes it.
+    pub hash: String,
+    /// JSON Schema draft 2020-12.
+    pub schema: Value,
+}
+
+/// One flow: a linear program of steps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Flow {
+    pub name: String,
+    /// JSON Schema of the flow's input (an object).
+    pub input: Value,
+    /// The contract the flow's result must satisfy (an index into [`Plan::contracts`]).
+    pub output: Option<u32>,
+    pub budget: Option<Budget>,
+    /// How many gate revisions a run may go through.
+    pub max_rounds: Option<u32>,
+    /// Where a run starts: step 0, or the end for a flow without steps.
+    pub start: Target,
+    /// Step indices by DAG level: the steps of one level depend on none of each other and
+    /// may be dispatched together.
+    pub levels: Vec<Vec<u32>>,
+    pub steps: Vec<Step>,
+    pub source: Source,
+}
+
+/// Where control goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// The step at this index of the flow.
+    Step(u32),
+    /// The flow completes.
+    End,
+    /// The flow is killed.
+    Kill,
+}
+
+/// One instruction of a flow.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    pub id: String,
+    pub action: Action,
+    pub inputs: Vec<Input>,
+    /// What the result must satisfy, checked in this order: `schema`, then `contract`.
+    pub output: Output,
+    /// Checked on every result, in order, after the output's schema and contract.
+    pub ensure: Vec<Expression>,
+    /// The step's `retries`, or its function's, with the reference's defaults written out (3
+    /// for a function step, 1 otherwise): how the runtime bounds the attempts at a result.
+    pub retries: u32,
+    pub budget: Option<Budget>,
+    /// Regular expressions the serialised output must not match.
+    pub guardrails: Vec<String>,
+    pub cache: bool,
+    pub skip: Option<Skip>,
+    pub iteration: Option<Iteration>,
+    /// A reasoning certificate template, as written.
+    pub reasoning_template: Option<Value>,
+    /// Where to go when the step succeeds (or is skipped): the next step in order, its
+    /// `next`, or the end.
+    pub next: Target,
+    /// Where to go when its attempts are exhausted; `None`: the flow fails.
+    pub on_fail: Option<Target>,
+    /// The length of its longest chain of dependencies.
+    pub level: u32,
+    /// The steps it depends on (through `depends_on`, an input or its `skip_if`), sorted.
+    pub depends_on: Vec<u32>,
+    pub source: Source,
+}
+
+/// What a step does.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Action {
+    /// An agent runs an `infer` or `compute` function.
+    Function {
+        function: String,
+        mode: FunctionMode,
+        intent: Option<String>,
+        agent: Option<String>,
+        model: Option<String>,
+    },
+    /// An agent carries out the step's own intent.
+    Inline {
+        intent: String,
+        agent: Option<String>,
+        model: Option<String>,
+    },
+    /// Runs another flow of the plan (an index into [`Plan::flows`]) with the step's inputs.
+    Flow { flow: u32 },
+    /// Waits for approval, revision or a kill.
+    Gate {
+        function: String,
+        on_approve: Target,
+        on_revise: Target,
+        on_kill: Target,
+        policy: Option<Policy>,
+        policy_fallback: Option<Policy>,
+        /// Seconds before a pending gate is killed.
+        timeout: Option<u64>,
+    },
+    /// A judge step, configured as written.
+    Judge { config: Value },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FunctionMode {
+    Infer,
+    Compute,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    Gate,
+    Flag,
+    Skip,
+}
+
+/// One input of a step, resolved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    pub name: String,
+    pub value: Binding,
+}
+
+/// Where an input's value comes from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Binding {
+    /// The flow's input, then the fields of `path` (an index into [`Plan::paths`]).
+    Input { path: u32 },
+    /// The output of the flow's step `step`, then the fields of `path`.
+    Step { step: u32, path: u32 },
+    /// A constant.
+    Const(Value),
+}
+
+/// What a step's result must satisfy.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    /// An index into [`Plan::contracts`].
+    pub contract: Option<u32>,
+    /// The step's `output_schema`, as written.
+    pub schema: Option<Value>,
+}
+
+/// A compiled expression and where it was written.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expression {
+    pub program: Program,
+    pub source: Source,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Skip {
+    /// When it holds, the step is skipped and its output is `None`.
+    pub condition: Expression,
+    pub reason: Option<String>,
+}
+
+/// How a step repeats.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Iteration {
+    pub max_iterations: Option<u32>,
+    pub exit_criterion: Option<Expression>,
+    pub score: Option<Expression>,
+    pub accumulate: Option<Expression>,
+    pub accumulate_key: Option<Expression>,
+}
+
+/// Limits of a step or flow.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    pub ms: Option<u64>,
+    pub usd: Option<f64>,
+    pub max_agent_dispatches: Option<u64>,
+    pub max_tokens: Option<u64>,
+}
+
+/// Where something was written in the spec: byte offsets, and the 1-based line and column
+/// (in characters) of its start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    pub start: u32,
+    pub end: u32,
+    pub line: u32,
+    pub column: u32,
+}
+
+impl Plan {
+    /// The plan as JSON, compact or indented; the same plan always gives the same bytes.
+    pub fn to_json(&self, pretty: bool) -> String {
+        let written = if pretty {
+            serde_json::to_string_pretty(self)
+        } else {
+            serde_json::to_string(self)
+        };
+        // Serialising plain data with string keys cannot fail.
+        let mut text = written.unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    /// The checksum the plan should carry: over its compact JSON with the checksum empty, so
+    /// that indentation does not change it.
+    pub fn compute_checksum(&self) -> String {
+        let mut unsealed = self.clone();
+        unsealed.checksum.clear();
+        sha256(unsealed.to_json(false).as_bytes())
+    }
+
+    /// Sets the checksum: the last step of building a plan.
+    pub fn seal(&mut self) {
+        self.checksum = self.compute_checksum();
+    }
+
+    /// Whether the plan was built from exactly these spec bytes.
+    pub fn is_built_from(&self, spec: &[u8]) -> bool {
+        self.spec.hash == sha256(spec)
+    }
+
+    /// The flow named `name`.
+    pub fn flow(&self, name: &str) -> Option<&Flow> {
+        self.flows.iter().find(|flow| flow.name == name)
+    }
+}
+
+/// `sha256:` and the hex SHA-256 of `bytes`.
+pub fn sha256(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    use std::fmt::Write;
+    let digest = Sha256::digest(bytes);
+    let mut text = String::with_capacity(7 + 64);
+    text.push_str("sha256:");
+    for byte in digest {
+        let _ = write!(text, "{byte:02x}");
+    }
+    text
+}

@@ -1,0 +1,208 @@
+//! Reading a plan back: what the runtime calls before it executes one.
+//!
+//! [`load`] refuses, each with an error that says what to do: a file too large to be a plan,
+//! bytes that are not a plan at all, a plan of another format (from an older or newer
+//! compiler), a plan whose checksum does not match its content (damaged or edited by hand),
+//! and a plan whose indices point at nothing. What it accepts is safe to index: every step,
+//! flow, contract and path index in it exists.
+
+use serde::Deserialize;
+use thiserror::Error;
+
+use super::{Action, Binding, FORMAT, Plan, Target};
+
+/// The largest plan [`load`] reads: far above any real spec's (a 50,000-step spec gives a
+/// plan of about 60 MiB).
+pub const MAX_PLAN_BYTES: usize = 512 * 1024 * 1024;
+
+/// Why a plan cannot be used.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum LoadError {
+    #[error("the plan is {size} bytes, more than the {max} a plan may have")]
+    TooLarge { size: usize, max: usize },
+    #[error("this is not a stratumc plan ({reason}); build one with `stratumc build SPEC -o PLAN`")]
+    NotAPlan { reason: String },
+    #[error(
+        "the plan has format {found} (written by {compiler}), but this runtime reads format \
+         {expected}; rebuild it from its spec with this version's `stratumc build`"
+    )]
+    IncompatibleFormat {
+        found: u64,
+        expected: u32,
+        compiler: String,
+    },
+    #[error(
+        "the plan is damaged ({reason}); it was written by {compiler}: rebuild it from its spec \
+         with `stratumc build`"
+    )]
+    Corrupted { reason: String, compiler: String },
+    #[error(
+        "the plan's checksum does not match its content: it was changed after `stratumc build` \
+         wrote it; rebuild it from its spec"
+    )]
+    ChecksumMismatch,
+    #[error("the plan is inconsistent: {reason}; rebuild it from its spec with `stratumc build`")]
+    Inconsistent { reason: String },
+}
+
+/// What every plan format has: read first, so that a plan of another format is told apart
+/// from a damaged one.
+#[derive(Deserialize)]
+struct Header {
+    format: Option<serde_json::Value>,
+    compiler: Option<HeaderCompiler>,
+}
+
+#[derive(Deserialize)]
+struct HeaderCompiler {
+    name: Option<String>,
+    version: Option<String>,
+}
+
+/// Reads a plan from its JSON and checks that this runtime can execute it.
+pub fn load(bytes: &[u8]) -> Result<Plan, LoadError> {
+    if bytes.len() > MAX_PLAN_BYTES {
+        return Err(LoadError::TooLarge {
+            size: bytes.len(),
+            max: MAX_PLAN_BYTES,
+        });
+    }
+    let header: Header = serde_json::from_slice(bytes).map_err(|error| LoadError::NotAPlan {
+        reason: error.to_string(),
+    })?;
+    let compiler = header
+        .compiler
+        .map(|compiler| {
+            format!(
+                "{} {}",
+                compiler.name.as_deref().unwrap_or("an unknown compiler"),
+                compiler.version.as_deref().unwrap_or("(version unknown)")
+            )
+        })
+        .unwrap_or_else(|| "an unknown compiler".to_owned());
+    match header.format {
+        None => {
+            return Err(LoadError::NotAPlan {
+                reason: "it has no `format`".to_owned(),
+            });
+        }
+        Some(serde_json::Value::Number(number)) => match number.as_u64() {
+            Some(found) if found == u64::from(FORMAT) => {}
+            Some(found) => {
+                return Err(LoadError::IncompatibleFormat {
+                    found,
+                    expected: FORMAT,
+                    compiler,
+                });
+            }
+            None => {
+                return Err(LoadError::NotAPlan {
+                    reason: format!("its `format` is {number}, not a version number"),
+                });
+            }
+        },
+        Some(other) => {
+            return Err(LoadError::NotAPlan {
+                reason: format!("its `format` is {other}, not a version number"),
+            });
+        }
+    }
+    let plan: Plan = serde_json::from_slice(bytes).map_err(|error| LoadError::Corrupted {
+        reason: error.to_string(),
+        compiler: compiler.clone(),
+    })?;
+    if plan.checksum != plan.compute_checksum() {
+        return Err(LoadError::ChecksumMismatch);
+    }
+    check_indices(&plan).map_err(|reason| LoadError::Inconsistent { reason })?;
+    Ok(plan)
+}
+
+/// Every index in the plan points at something that exists.
+fn check_indices(plan: &Plan) -> Result<(), String> {
+    let flows = plan.flows.len();
+    let in_range = |index: u32, len: usize| (index as usize) < len;
+    if let Some(entry) = plan.entry
+        && !in_range(entry, flows)
+    {
+        return Err(format!("its entry flow {entry} does not exist"));
+    }
+    for flow in &plan.flows {
+        let steps = flow.steps.len();
+        let name = &flow.name;
+        let target = |target: Target, what: &str| match target {
+            Target::Step(step) if !in_range(step, steps) => Err(format!(
+                "{what} in flow `{name}` goes to step {step}, but the flow has {steps}"
+            )),
+            _ => Ok(()),
+        };
+        let contract = |index: Option<u32>, what: &str| match index {
+            Some(index) if !in_range(index, plan.contracts.len()) => Err(format!(
+                "{what} in flow `{name}` names contract {index}, which does not exist"
+            )),
+            _ => Ok(()),
+        };
+        target(flow.start, "the start")?;
+        contract(flow.output, "the output")?;
+        for (level, members) in flow.levels.iter().enumerate() {
+            if let Some(step) = members.iter().find(|&&step| !in_range(step, steps)) {
+                return Err(format!(
+                    "level {level} of flow `{name}` lists step {step}, which does not exist"
+                ));
+            }
+        }
+        for step in &flow.steps {
+            let what = format!("step `{}`", step.id);
+            target(step.next, &what)?;
+            if let Some(on_fail) = step.on_fail {
+                target(on_fail, &what)?;
+            }
+            contract(step.output.contract, &what)?;
+            if let Some(dependency) = step.depends_on.iter().find(|&&d| !in_range(d, steps)) {
+                return Err(format!(
+                    "{what} in flow `{name}` depends on step {dependency}, which does not exist"
+                ));
+            }
+            match &step.action {
+                Action::Gate {
+                    on_approve,
+                    on_revise,
+                    on_kill,
+                    ..
+                } => {
+                    target(*on_approve, &what)?;
+                    target(*on_revise, &what)?;
+                    target(*on_kill, &what)?;
+                }
+                Action::Flow { flow } if !in_range(*flow, flows) => {
+                    return Err(format!(
+                        "{what} in flow `{name}` runs flow {flow}, which does not exist"
+                    ));
+                }
+                _ => {}
+            }
+            for input in &step.inputs {
+                let (path, step_index) = match &input.value {
+                    Binding::Input { path } => (*path, None),
+                    Binding::Step { step, path } => (*path, Some(*step)),
+                    Binding::Const(_) => continue,
+                };
+                if !in_range(path, plan.paths.len()) {
+                    return Err(format!(
+                        "input `{}` of {what} in flow `{name}` reads path {path}, which does not \
+                         exist",
+                        input.name
+                    ));
+                }
+                if let Some(index) = step_index.filter(|&index| !in_range(index, steps)) {
+                    return Err(format!(
+                        "input `{}` of {what} in flow `{name}` reads step {index}, which does not \
+                         exist",
+                        input.name
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
