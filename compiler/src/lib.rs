@@ -10,6 +10,8 @@
 pub mod diagnostic;
 pub mod expression;
 pub mod input;
+pub mod lower;
+pub mod plan;
 pub mod render;
 pub mod sema;
 pub mod source;

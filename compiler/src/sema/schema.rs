@@ -100,6 +100,13 @@ pub fn check_output_schema(node: &Node, diagnostics: &mut Vec<Diagnostic>) {
     }
 }
 
+/// A YAML value as JSON, the way `output_schema`s are read; `None` when it cannot be (an
+/// invalid node, or a float that is not finite, which checking reported).
+pub fn to_json(node: &Node) -> Option<Value> {
+    let mut ignored = Vec::new();
+    convert(node, &mut String::new(), &mut HashMap::new(), &mut ignored)
+}
+
 /// YAML → JSON, recording each value's place under its JSON pointer. `None` for a node left
 /// out (invalid, or not representable in JSON, which is reported).
 fn convert(

@@ -344,6 +344,26 @@ impl ContractTypes {
         })
     }
 
+    /// The JSON Schema of a function's or flow's `input` fields: an object, as a contract's. A
+    /// field whose type does not resolve, or is past the size bound, is `{}` (it was reported).
+    pub fn input_schema(&self, fields: &[FieldDef]) -> Value {
+        let names: Vec<&str> = self.contracts.keys().map(String::as_str).collect();
+        let mut ignored = Vec::new();
+        let mut resolver = Resolver::new(&names, &mut ignored);
+        let resolved: Vec<ContractField> = fields
+            .iter()
+            .map(|def| ContractField {
+                name: def.name.value.clone(),
+                ty: if self.oversized_inputs.contains(&def.span) {
+                    FieldType::Any
+                } else {
+                    resolver.field(def).0
+                },
+            })
+            .collect();
+        json_schema::contract(&resolved, &self.schemas)
+    }
+
     /// The resolved fields of the contract named `name`, with their ranges, in declaration
     /// order.
     pub fn fields(&self, name: &str) -> Option<&[ContractField]> {
