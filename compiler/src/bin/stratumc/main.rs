@@ -1,15 +1,18 @@
 //! `stratumc`: the command line. Reads specs, runs the compiler, renders its diagnostics and
-//! sets the exit code: 0 when no spec has errors, 1 when one has (or has warnings under
-//! `--deny-warnings`), 2 on a usage or I/O error.
+//! sets the exit code, the same for every command: 0 on success, 1 when a spec has errors (or
+//! warnings, under `--deny-warnings`), 2 on a usage or I/O error.
 
+mod build;
 mod check;
 mod eval;
+mod inputs;
+mod report;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use stratum_compiler::diagnostic::{Code, Severity, did_you_mean};
 use stratum_compiler::render::human;
 
@@ -17,8 +20,8 @@ use stratum_compiler::render::human;
 #[command(
     name = "stratumc",
     version,
-    about = "Checks Stratum workflow specs (.stratum.yaml) and reports every problem with its exact place",
-    after_help = "Examples:\n  stratumc check examples/sentiment.stratum.yaml\n  stratumc check specs/ --format short\n  cat spec.stratum.yaml | stratumc check - --format json\n  stratumc explain E0007"
+    about = "Checks Stratum workflow specs (.stratum.yaml), reports every problem with its exact place, and builds them into execution plans",
+    after_help = "Examples:\n  stratumc check examples/sentiment.stratum.yaml\n  stratumc check specs/ --format short\n  cat spec.stratum.yaml | stratumc check - --format json\n  stratumc build examples/deploy.stratum.yaml -o deploy.plan.json\n  stratumc explain E0007\n\nExit status (every command): 0 on success, 1 when a spec has errors (or warnings, with --deny-warnings), 2 on a usage or I/O error."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -29,29 +32,42 @@ struct Cli {
 enum Command {
     /// Check specs: files, directories (every *.stratum.yaml below them) or `-` for stdin
     #[command(
-        after_help = "Exit status: 0 when no spec has errors, 1 when one has (or has warnings, with --deny-warnings), 2 on a usage or I/O error."
+        after_help = "Examples:\n  stratumc check examples/deploy.stratum.yaml\n  stratumc check specs/ --format short --deny-warnings\n  stratumc check spec.stratum.yaml --allow W0012\n\nExit status: 0 when no spec has errors, 1 when one has (or has warnings, with --deny-warnings), 2 on a usage or I/O error."
     )]
     Check(CheckArgs),
+    /// Check one spec and write its execution plan as JSON (refused when the spec has errors)
+    #[command(
+        after_help = "Examples:\n  stratumc build examples/deploy.stratum.yaml -o deploy.plan.json\n  stratumc build examples/deploy.stratum.yaml --flow integration_tests --pretty\n  cat spec.stratum.yaml | stratumc build - > spec.plan.json\n\nDiagnostics go to stderr, the plan to stdout or to -o. The plan's JSON Schema is compiler/schemas/plan.schema.json.\n\nExit status: 0 when the plan was written, 1 when the spec has errors (or warnings, with --deny-warnings) and no plan was written, 2 on a usage or I/O error."
+    )]
+    Build(BuildArgs),
     /// Evaluate one expression the way the runtime will, with values given as JSON
     #[command(
         after_help = "Examples:\n  stratumc eval 'result.confidence > 0.7' --result '{\"confidence\": 0.42}' --ensure\n  stratumc eval 'len($.steps.s1.output.items)' --steps '{\"s1\": {\"items\": [1, 2]}}'\n  stratumc eval 'dry_streak >= 2' --var dry_streak=1\n  stratumc eval \"file_exists('README.md')\" --root .\n\nExit status: 0 when the value was printed (with --ensure: it is truthy), 1 with --ensure when it is falsy, 2 on a syntax, type or evaluation error."
     )]
     Eval(eval::EvalArgs),
     /// Print the long explanation of a diagnostic code (all codes when none is given)
+    #[command(
+        after_help = "Examples:\n  stratumc explain\n  stratumc explain E0029\n  stratumc explain unknown-field\n\nExit status: 0 when the code exists, 2 when it does not."
+    )]
     Explain {
         /// A code such as E0007, or its name such as duplicate-key
         code: Option<String>,
     },
+    /// Print a shell completion script
+    #[command(
+        after_help = "Examples:\n  stratumc completions bash > ~/.local/share/bash-completion/completions/stratumc\n  stratumc completions zsh > ~/.zfunc/_stratumc\n  stratumc completions fish > ~/.config/fish/completions/stratumc.fish"
+    )]
+    Completions {
+        /// The shell to complete in
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
+/// How diagnostics are reported: shared by every command that checks specs.
 #[derive(clap::Args)]
-struct CheckArgs {
-    /// Spec files, directories to search for *.stratum.yaml, or `-` for stdin [default: .]
-    paths: Vec<PathBuf>,
-    /// How to print diagnostics
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    format: Format,
-    /// Exit with status 1 when there are warnings, too
+struct DiagnosticArgs {
+    /// Fail when there are warnings, too
     #[arg(long)]
     deny_warnings: bool,
     /// Report this warning as an error (a code such as W0010 or its name; repeatable)
@@ -63,6 +79,37 @@ struct CheckArgs {
     /// When to colour human output (`auto`: on a terminal, unless NO_COLOR is set)
     #[arg(long, value_enum, default_value_t = Color::Auto)]
     color: Color,
+}
+
+#[derive(clap::Args)]
+struct CheckArgs {
+    /// Spec files, directories to search for *.stratum.yaml, or `-` for stdin [default: .]
+    paths: Vec<PathBuf>,
+    /// How to print diagnostics
+    #[arg(long, visible_alias = "message-format", value_enum, default_value_t = MessageFormat::Human)]
+    format: MessageFormat,
+    #[command(flatten)]
+    diagnostics: DiagnosticArgs,
+}
+
+#[derive(clap::Args)]
+struct BuildArgs {
+    /// The spec, or `-` for stdin
+    spec: PathBuf,
+    /// Where to write the plan (`-`: stdout, the default)
+    #[arg(short, long, value_name = "PLAN")]
+    output: Option<PathBuf>,
+    /// Build only this flow and the flows it runs; it becomes the plan's entry flow
+    #[arg(long, value_name = "NAME")]
+    flow: Option<String>,
+    /// Indent the JSON
+    #[arg(long)]
+    pretty: bool,
+    /// How to print diagnostics (on stderr)
+    #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
+    message_format: MessageFormat,
+    #[command(flatten)]
+    diagnostics: DiagnosticArgs,
 }
 
 /// A warning code for `--deny` and `--allow`: errors cannot be allowed, and are errors already.
@@ -77,7 +124,7 @@ fn parse_warning(text: &str) -> Result<Code, String> {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-enum Format {
+enum MessageFormat {
     /// Graphical reports with the source underlined
     Human,
     /// One line each: path:line:col: severity[code]: message
@@ -101,10 +148,23 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Check(args) => check::check(&args),
+        Command::Build(args) => build::build(&args),
         Command::Eval(args) => eval::eval(&args),
         Command::Explain { code } => explain(code.as_deref()),
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "stratumc",
+                &mut std::io::stdout(),
+            );
+            ExitCode::SUCCESS
+        }
     }
 }
+
+/// Exit status when a spec has errors (or warnings, under `--deny-warnings`).
+pub(crate) const SPEC_ERRORS: u8 = 1;
 
 /// Exit status of a usage or I/O error (and, for `eval`, of an expression that cannot run).
 pub(crate) const USAGE_OR_IO_ERROR: u8 = 2;

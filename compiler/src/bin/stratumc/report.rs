@@ -1,0 +1,97 @@
+//! Reporting diagnostics, the same way for every command: the chosen format, warnings denied
+//! or allowed, and the exit status they imply.
+
+use std::io::Write;
+
+use stratum_compiler::Compilation;
+use stratum_compiler::diagnostic::{Levels, Severity};
+use stratum_compiler::render::{self, human};
+use stratum_compiler::source::SourceMap;
+
+use crate::{DiagnosticArgs, MessageFormat, human_style};
+
+/// What the diagnostics of a run came to.
+pub(crate) struct Outcome {
+    pub errors: usize,
+    pub warnings: usize,
+    /// The diagnostics could not be written.
+    pub write_failed: bool,
+}
+
+impl Outcome {
+    /// Whether the specs may be used: no errors, and no warnings under `--deny-warnings`.
+    pub(crate) fn passed(&self, args: &DiagnosticArgs) -> bool {
+        self.errors == 0 && !(args.deny_warnings && self.warnings > 0)
+    }
+}
+
+/// Applies `--deny` / `--allow`, renders every diagnostic in `format` to `out` (stdout for
+/// `check`, stderr for commands whose stdout is their product) and counts them. With
+/// `summary`, a human report ends with a count on stderr.
+pub(crate) fn report(
+    sources: &SourceMap,
+    compilations: &mut [Compilation],
+    args: &DiagnosticArgs,
+    format: MessageFormat,
+    out: &mut dyn Write,
+    summary: bool,
+) -> Outcome {
+    let levels = Levels {
+        deny: args.deny.clone(),
+        allow: args.allow.clone(),
+    };
+    for compilation in compilations.iter_mut() {
+        levels.apply(&mut compilation.diagnostics);
+    }
+    let count = |severity| {
+        compilations
+            .iter()
+            .flat_map(|c| &c.diagnostics)
+            .filter(|d| d.severity == severity)
+            .count()
+    };
+    let (errors, warnings) = (count(Severity::Error), count(Severity::Warning));
+    let reports = render::reports(sources, compilations);
+    // Commands other than `check` print nothing for a clean spec, but in the formats that
+    // tools parse, which always have a document.
+    let quiet = !summary
+        && errors == 0
+        && warnings == 0
+        && matches!(
+            format,
+            MessageFormat::Human | MessageFormat::Short | MessageFormat::Github
+        );
+    let output = match format {
+        _ if quiet => String::new(),
+        MessageFormat::Human => human::render(sources, &reports, human_style(args.color)),
+        MessageFormat::Short => render::short::render(sources, &reports),
+        MessageFormat::Json => render::json::render(sources, &reports),
+        MessageFormat::Github => render::github::render(sources, &reports),
+        MessageFormat::Sarif => render::sarif::render(sources, &reports),
+    };
+    let write_failed = out
+        .write_all(output.as_bytes())
+        .and_then(|()| out.flush())
+        .is_err();
+    if summary && matches!(format, MessageFormat::Human) {
+        eprintln!("{}", summary_line(compilations.len(), errors, warnings));
+    }
+    Outcome {
+        errors,
+        warnings,
+        write_failed,
+    }
+}
+
+fn summary_line(files: usize, errors: usize, warnings: usize) -> String {
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    let checked = plural(files, "spec");
+    match (errors, warnings) {
+        (0, 0) => format!("checked {checked}: no problems"),
+        _ => format!(
+            "checked {checked}: {} and {}",
+            plural(errors, "error"),
+            plural(warnings, "warning")
+        ),
+    }
+}
