@@ -438,3 +438,99 @@ fn eval_rejects_bad_bindings() {
         );
     }
 }
+
+const DEPLOY: &str = "examples/deploy.stratum.yaml";
+
+#[test]
+fn build_writes_the_same_plan_every_time_wherever_it_goes() {
+    let dir = scratch("build-deterministic");
+    let first = dir.join("first.plan.json");
+    let second = dir.join("second.plan.json");
+    for path in [&first, &second] {
+        let output = stratumc(&["build", DEPLOY, "-o", path.to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert_eq!(stdout(&output), "");
+        assert_eq!(stderr(&output), "", "a clean spec builds silently");
+    }
+    let written = std::fs::read(&first).unwrap();
+    assert_eq!(written, std::fs::read(&second).unwrap());
+    assert_eq!(stratumc(&["build", DEPLOY]).stdout, written);
+    assert_eq!(stratumc(&["build", DEPLOY, "-o", "-"]).stdout, written);
+    let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(leftovers.len(), 2, "no temporary file is left behind");
+
+    let pretty = stratumc(&["build", DEPLOY, "--pretty"]).stdout;
+    assert!(pretty.len() > written.len());
+    let plan = stratum_compiler::plan::load(&pretty).expect("a pretty plan loads");
+    assert_eq!(
+        plan,
+        stratum_compiler::plan::load(&written).expect("a compact plan loads")
+    );
+    assert!(plan.is_built_from(&std::fs::read(workspace().join(DEPLOY)).unwrap()));
+}
+
+#[test]
+fn build_refuses_a_spec_with_errors_and_writes_nothing() {
+    let dir = scratch("build-refused");
+    let plan = dir.join("plan.json");
+    let args = ["build", MISTAKES, "-o", plan.to_str().unwrap()];
+    let output = stratumc(&args);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout(&output), "");
+    assert!(!plan.exists());
+    let checked = stratumc(&["check", MISTAKES, "--format", "short"]);
+    let built = stratumc(&["build", MISTAKES, "--message-format", "short"]);
+    assert_eq!(
+        stderr(&built),
+        format!("{}error: no plan written: the spec has errors\n", stdout(&checked)),
+        "the same diagnostics as check, on stderr"
+    );
+
+    let warned = "tests/corpus/invalid/W0010_unused_contract.stratum.yaml";
+    let output = stratumc(&["build", warned]);
+    assert_eq!(output.status.code(), Some(0), "warnings do not stop a build");
+    assert!(stderr(&output).contains("W0010"));
+    let denied = stratumc(&["build", warned, "--deny-warnings"]);
+    assert_eq!(denied.status.code(), Some(1));
+    assert_eq!(stdout(&denied), "");
+}
+
+#[test]
+fn build_selects_a_flow_by_name() {
+    let output = stratumc(&["build", DEPLOY, "--flow", "integration_tests"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let plan = stratum_compiler::plan::load(&output.stdout).unwrap();
+    assert_eq!(plan.flows.len(), 1);
+    assert_eq!(plan.entry, Some(0));
+
+    let args = ["build", DEPLOY, "--flow", "integration_test"];
+    let output = stratumc(&args);
+    assert_eq!(output.status.code(), Some(2));
+    insta::assert_snapshot!(transcript(&args, &output));
+}
+
+#[test]
+fn completions_are_generated_for_each_shell() {
+    for shell in ["bash", "zsh", "fish"] {
+        let output = stratumc(&["completions", shell]);
+        assert_eq!(output.status.code(), Some(0), "{shell}");
+        let script = stdout(&output);
+        for word in ["check", "build", "explain", "deny-warnings", "pretty"] {
+            assert!(script.contains(word), "{shell} completes `{word}`");
+        }
+    }
+    assert_eq!(stratumc(&["completions", "tcsh"]).status.code(), Some(2));
+}
+
+#[test]
+fn every_command_explains_itself_with_examples_and_exit_codes() {
+    for command in ["check", "build", "eval", "explain", "completions"] {
+        let output = stratumc(&[command, "--help"]);
+        assert_eq!(output.status.code(), Some(0), "{command}");
+        let help = stdout(&output);
+        assert!(help.contains("Examples:"), "{command} --help has examples");
+        if command != "completions" {
+            assert!(help.contains("Exit status"), "{command} --help has exit codes");
+        }
+    }
+}
