@@ -21,10 +21,10 @@
 use std::collections::BTreeMap;
 
 use stratum_grammar::types::{Env, Type};
-use stratum_grammar::{Problem, ProblemKind};
+use stratum_grammar::{Bindings, Limits, Problem, ProblemKind};
 
 use crate::diagnostic::{Code, Diagnostic};
-use crate::expression::{self, Expressions};
+use crate::expression::{self, Expressions, Role};
 use crate::sema::dag::{Ancestors, input_texts, step_references};
 use crate::sema::symbols::{Symbols, flow_steps};
 use crate::sema::types::ContractTypes;
@@ -58,7 +58,9 @@ pub fn check(
             .unwrap_or(Type::Any);
         let mut env = Env::new().with("result", result);
         for text in function.ensure.iter().flat_map(|ensure| &ensure.value) {
+            let before = diagnostics.len();
             check_text(text, &mut env, expressions, diagnostics);
+            explain_constant(text, Role::Ensure, expressions, diagnostics, before);
         }
     }
     for (flow, model) in ast.flows.iter().zip(flows) {
@@ -101,14 +103,24 @@ fn check_flow(
             check_text(text, &mut env, expressions, diagnostics);
         }
         if let Some(skip_if) = &step.skip_if {
+            let before = diagnostics.len();
             check_text(&skip_if.value, &mut env, expressions, diagnostics);
+            explain_constant(
+                &skip_if.value,
+                Role::SkipIf,
+                expressions,
+                diagnostics,
+                before,
+            );
         }
 
         // The expressions below add no dependency: the steps they read must be ancestors.
         let mut no_edges: Vec<&Text> = Vec::new();
         env.names.insert("result".into(), info.result.clone());
         for text in step.ensure.iter().flat_map(|ensure| &ensure.value) {
+            let before = diagnostics.len();
             check_text(text, &mut env, expressions, diagnostics);
+            explain_constant(text, Role::Ensure, expressions, diagnostics, before);
             no_edges.push(text);
         }
         if let Some(score) = &step.score_expr {
@@ -220,6 +232,64 @@ fn check_exit_criterion(
             None
         }
     });
+}
+
+/// Makes a constant `ensure` or `skip_if` (`W0004`, among the diagnostics from `from` on) say
+/// what its value does to the step, and that `stratumc build` drops the ones that do nothing.
+fn explain_constant(
+    text: &Text,
+    role: Role,
+    expressions: &Expressions,
+    diagnostics: &mut [Diagnostic],
+    from: usize,
+) {
+    let Some(diagnostic) = diagnostics
+        .get_mut(from..)
+        .into_iter()
+        .flatten()
+        .find(|diagnostic| diagnostic.code == Code::W0004)
+    else {
+        return;
+    };
+    let Some(expr) = expressions.get(text) else {
+        return;
+    };
+    let program = stratum_grammar::compile(expr, &text.value);
+    if program.is_constant().is_none() {
+        return;
+    }
+    let Ok(value) = program.evaluate_bool(&Bindings::new(), &Limits::default()) else {
+        return;
+    };
+    let (message, label, help) = match (role, value) {
+        (Role::Ensure, true) => (
+            "this `ensure` always holds",
+            "always true",
+            "it reads neither `result` nor any input, so it checks nothing and `stratumc build` \
+             leaves it out of the plan; test a field of `result` instead",
+        ),
+        (Role::Ensure, false) => (
+            "this `ensure` never holds",
+            "always false",
+            "it reads neither `result` nor any input, so every attempt fails; test a field of \
+             `result` instead",
+        ),
+        (_, false) => (
+            "this `skip_if` never skips the step",
+            "always false",
+            "it reads no input and no step output, so `stratumc build` leaves it out of the plan; \
+             remove it, or test a `$`-reference",
+        ),
+        (_, true) => (
+            "this `skip_if` always skips the step",
+            "always true",
+            "it reads no input and no step output, so the step never runs; remove the step, or \
+             test a `$`-reference",
+        ),
+    };
+    diagnostic.message = message.to_owned();
+    diagnostic.help = Some(help.to_owned());
+    diagnostic.primary.message = label.to_owned();
 }
 
 fn report(
