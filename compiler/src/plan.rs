@@ -16,6 +16,7 @@ pub mod load;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use stratum_grammar::Program;
 
 pub use load::{LoadError, load};
@@ -311,11 +312,16 @@ impl Plan {
     }
 
     /// The checksum the plan should carry: over its compact JSON with the checksum empty, so
-    /// that indentation does not change it.
-    pub fn compute_checksum(&self) -> String {
-        let mut unsealed = self.clone();
-        unsealed.checksum.clear();
-        sha256(unsealed.to_json(false).as_bytes())
+    /// that indentation does not change it. The checksum is set aside while it is computed,
+    /// rather than the plan copied.
+    pub fn compute_checksum(&mut self) -> String {
+        let checksum = std::mem::take(&mut self.checksum);
+        let mut hasher = HashWriter(Sha256::new());
+        // Writing into a hasher cannot fail, nor can serialising plain data.
+        let _ = serde_json::to_writer(&mut hasher, self);
+        let _ = std::io::Write::write_all(&mut hasher, b"\n");
+        self.checksum = checksum;
+        hex_digest(hasher.0)
     }
 
     /// Sets the checksum: the last step of building a plan.
@@ -336,13 +342,30 @@ impl Plan {
 
 /// `sha256:` and the hex SHA-256 of `bytes`.
 pub fn sha256(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
+    hex_digest(Sha256::new_with_prefix(bytes))
+}
+
+fn hex_digest(hasher: Sha256) -> String {
     use std::fmt::Write;
-    let digest = Sha256::digest(bytes);
+    let digest = hasher.finalize();
     let mut text = String::with_capacity(7 + 64);
     text.push_str("sha256:");
     for byte in digest {
         let _ = write!(text, "{byte:02x}");
     }
     text
+}
+
+/// Feeds what is written into a SHA-256, so that a plan is hashed without being held as text.
+struct HashWriter(Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

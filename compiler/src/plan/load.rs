@@ -107,11 +107,12 @@ pub fn load(bytes: &[u8]) -> Result<Plan, LoadError> {
             });
         }
     }
-    let plan: Plan = serde_json::from_slice(bytes).map_err(|error| LoadError::Corrupted {
+    let mut plan: Plan = serde_json::from_slice(bytes).map_err(|error| LoadError::Corrupted {
         reason: error.to_string(),
         compiler: compiler.clone(),
     })?;
-    if plan.checksum != plan.compute_checksum() {
+    let expected = plan.compute_checksum();
+    if plan.checksum != expected {
         return Err(LoadError::ChecksumMismatch);
     }
     check_indices(&plan).map_err(|reason| LoadError::Inconsistent { reason })?;
