@@ -445,3 +445,19 @@ fn the_loader_refuses_what_it_cannot_run() {
         LoadError::Inconsistent { .. }
     ));
 }
+
+#[test]
+fn the_deepest_output_schema_a_spec_may_have_builds_and_loads() {
+    // 122 levels of `items` is as deep as a spec may nest there (E0006 beyond).
+    let mut schema = "{}".to_owned();
+    for _ in 0..122 {
+        schema = format!("{{\"items\": {schema}}}");
+    }
+    let spec = format!(
+        "version: \"0.2\"\nflows:\n  f:\n    input: {{t: {{type: string}}}}\n    steps:\n      \
+         - id: s\n        intent: \"Go deep\"\n        output_schema: {schema}\n"
+    );
+    let plan = build_all("deep.stratum.yaml", &spec);
+    let loaded = plan::load(plan.to_json(false).as_bytes()).expect("a plan we wrote loads");
+    assert_eq!(loaded, plan);
+}

@@ -11,9 +11,15 @@ use thiserror::Error;
 
 use super::{Action, Binding, FORMAT, Plan, Target};
 
-/// The largest plan [`load`] reads: far above any real spec's (a 50,000-step spec gives a
-/// plan of about 60 MiB).
+/// The largest plan [`load`] reads: far above any real spec's (a 10,000-step spec gives a
+/// plan of about 16 MiB).
 pub const MAX_PLAN_BYTES: usize = 512 * 1024 * 1024;
+
+/// The deepest nesting [`load`] reads. A spec nests at most 128 levels, so the JSON values a
+/// plan copies from it (`output_schema`s, defaults, judge configurations) sit at most a few
+/// levels deeper than that: deeper than `serde_json`'s own limit of 128, which is why the
+/// depth is checked here, without recursion, and that limit lifted.
+pub const MAX_PLAN_DEPTH: usize = 256;
 
 /// Why a plan cannot be used.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -67,7 +73,12 @@ pub fn load(bytes: &[u8]) -> Result<Plan, LoadError> {
             max: MAX_PLAN_BYTES,
         });
     }
-    let header: Header = serde_json::from_slice(bytes).map_err(|error| LoadError::NotAPlan {
+    if let Some(depth) = nesting_beyond(bytes, MAX_PLAN_DEPTH) {
+        return Err(LoadError::NotAPlan {
+            reason: format!("it nests deeper than {depth} levels"),
+        });
+    }
+    let header: Header = deserialize(bytes).map_err(|error| LoadError::NotAPlan {
         reason: error.to_string(),
     })?;
     let compiler = header
@@ -107,7 +118,7 @@ pub fn load(bytes: &[u8]) -> Result<Plan, LoadError> {
             });
         }
     }
-    let mut plan: Plan = serde_json::from_slice(bytes).map_err(|error| LoadError::Corrupted {
+    let mut plan: Plan = deserialize(bytes).map_err(|error| LoadError::Corrupted {
         reason: error.to_string(),
         compiler: compiler.clone(),
     })?;
@@ -117,6 +128,46 @@ pub fn load(bytes: &[u8]) -> Result<Plan, LoadError> {
     }
     check_indices(&plan).map_err(|reason| LoadError::Inconsistent { reason })?;
     Ok(plan)
+}
+
+/// Reads JSON whose nesting [`nesting_beyond`] has bounded.
+fn deserialize<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> serde_json::Result<T> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    deserializer.disable_recursion_limit();
+    let value = T::deserialize(&mut deserializer)?;
+    deserializer.end()?;
+    Ok(value)
+}
+
+/// `Some(limit)` when the brackets of the JSON text nest deeper than `limit` (strings
+/// skipped); a scan, so that nothing recurses over a hostile file.
+fn nesting_beyond(bytes: &[u8], limit: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &byte in bytes {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > limit {
+                    return Some(limit);
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Every index in the plan points at something that exists.
@@ -206,4 +257,27 @@ fn check_indices(plan: &Plan) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nesting_is_measured_outside_strings() {
+        assert_eq!(nesting_beyond(br#"{"a": [[1]]}"#, 3), None);
+        assert_eq!(nesting_beyond(br#"{"a": [[[1]]]}"#, 3), Some(3));
+        assert_eq!(nesting_beyond(br#"{"a": "[[[[\"[[[["}"#, 1), None);
+    }
+
+    #[test]
+    fn a_deeply_nested_file_is_refused_without_recursing() {
+        let bomb = "[".repeat(1_000_000);
+        assert_eq!(
+            load(bomb.as_bytes()),
+            Err(LoadError::NotAPlan {
+                reason: format!("it nests deeper than {MAX_PLAN_DEPTH} levels")
+            })
+        );
+    }
 }
