@@ -4,11 +4,13 @@
 //! turns the text into a spanned [`syntax::ast::Ast`] with every structural diagnostic,
 //! [`expression::parse_all`] parses every expression string with `stratum-grammar`,
 //! [`sema::analyze`] resolves names, builds each flow's DAG and checks types and format rules,
-//! and [`render`] turns diagnostics into human, one-line, JSON, GitHub and SARIF output. The
-//! library does no IO; the `stratumc` binary reads files and writes reports.
+//! and [`render`] turns diagnostics into human, one-line, JSON, GitHub and SARIF output;
+//! [`graph`] draws a checked spec's flows as Graphviz or Mermaid. The library does no IO; the
+//! `stratumc` binary reads files and writes reports.
 
 pub mod diagnostic;
 pub mod expression;
+pub mod graph;
 pub mod input;
 pub mod render;
 pub mod sema;
