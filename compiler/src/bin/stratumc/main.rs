@@ -4,6 +4,7 @@
 
 mod check;
 mod eval;
+mod graph;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -37,6 +38,11 @@ enum Command {
         after_help = "Examples:\n  stratumc eval 'result.confidence > 0.7' --result '{\"confidence\": 0.42}' --ensure\n  stratumc eval 'len($.steps.s1.output.items)' --steps '{\"s1\": {\"items\": [1, 2]}}'\n  stratumc eval 'dry_streak >= 2' --var dry_streak=1\n  stratumc eval \"file_exists('README.md')\" --root .\n\nExit status: 0 when the value was printed (with --ensure: it is truthy), 1 with --ensure when it is falsy, 2 on a syntax, type or evaluation error."
     )]
     Eval(eval::EvalArgs),
+    /// Draw a spec's flows as Graphviz (dot) or Mermaid: steps by kind, data and routing edges
+    #[command(
+        after_help = "Solid edges are data (depends_on, $.steps references in inputs and skip_if); dashed ones are routing (next, on_fail, a gate's approve, revise and kill); a bold edge runs a sub-flow, drawn as its own cluster.\n\nExamples:\n  stratumc graph examples/deploy.stratum.yaml | dot -Tsvg > deploy.svg\n  stratumc graph examples/deploy.stratum.yaml --flow integration_tests\n  stratumc graph examples/code-review.stratum.yaml --format mermaid -o review.mmd\n\nExit status: 0 when the picture was written, 1 when the spec has errors (printed as `check` prints them; nothing is drawn), 2 on an unknown --flow, a usage or I/O error."
+    )]
+    Graph(graph::GraphArgs),
     /// Print the long explanation of a diagnostic code (all codes when none is given)
     Explain {
         /// A code such as E0007, or its name such as duplicate-key
@@ -102,6 +108,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check(args) => check::check(&args),
         Command::Eval(args) => eval::eval(&args),
+        Command::Graph(args) => graph::graph(&args),
         Command::Explain { code } => explain(code.as_deref()),
     }
 }
