@@ -4,11 +4,13 @@
 //! turns the text into a spanned [`syntax::ast::Ast`] with every structural diagnostic,
 //! [`expression::parse_all`] parses every expression string with `stratum-grammar`,
 //! [`sema::analyze`] resolves names, builds each flow's DAG and checks types and format rules,
-//! and [`render`] turns diagnostics into human, one-line, JSON, GitHub and SARIF output. The
-//! library does no IO; the `stratumc` binary reads files and writes reports.
+//! and [`render`] turns diagnostics into human, one-line, JSON, GitHub and SARIF output;
+//! [`graph`] draws a checked spec's flows as Graphviz or Mermaid. The library does no IO; the
+//! `stratumc` binary reads files and writes reports.
 
 pub mod diagnostic;
 pub mod expression;
+pub mod graph;
 pub mod input;
 pub mod lower;
 pub mod plan;
@@ -35,6 +37,57 @@ pub struct Compilation {
 impl Compilation {
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// The indices (into `Ast::flows`) of the flows a command works on, in declaration order:
+    /// all of them, or the one `flow` names and those it runs, directly or not (`--flow` of
+    /// `build` and `graph`).
+    pub fn select_flows(&self, flow: Option<&str>) -> Result<Vec<usize>, UnknownFlow> {
+        let symbols = &self.model.symbols;
+        let Some(name) = flow else {
+            return Ok((0..self.ast.flows.len()).collect());
+        };
+        let Some(root) = symbols.flows.get(name) else {
+            return Err(UnknownFlow {
+                name: name.to_owned(),
+                suggestion: diagnostic::did_you_mean(name, symbols.flows.names())
+                    .map(str::to_owned),
+                flows: symbols.flows.names().map(str::to_owned).collect(),
+            });
+        };
+        let calls = &self.model.calls;
+        let mut found = std::collections::BTreeSet::from([root]);
+        let mut pending = vec![root];
+        while let Some(caller) = pending.pop() {
+            if caller >= calls.node_count() {
+                continue;
+            }
+            for callee in calls.neighbors(petgraph::graph::NodeIndex::new(caller)) {
+                if found.insert(callee.index()) {
+                    pending.push(callee.index());
+                }
+            }
+        }
+        Ok(found.into_iter().collect())
+    }
+}
+
+/// `--flow` named a flow the spec does not declare.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("no flow named `{name}`{}", unknown_flow_hint(.suggestion, .flows))]
+pub struct UnknownFlow {
+    pub name: String,
+    /// The declared flow whose name is closest, when it is a plausible typo.
+    pub suggestion: Option<String>,
+    /// Every declared flow, in declaration order.
+    pub flows: Vec<String>,
+}
+
+fn unknown_flow_hint(suggestion: &Option<String>, flows: &[String]) -> String {
+    match (suggestion, flows) {
+        (Some(best), _) => format!("; did you mean `{best}`?"),
+        (None, []) => "; the spec declares no flows".to_owned(),
+        (None, flows) => format!("; the spec declares {}", diagnostic::backticked(flows)),
     }
 }
 

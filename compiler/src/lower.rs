@@ -20,14 +20,12 @@ use stratum_grammar::ast::{Expr, ExprKind, RefRoot};
 use stratum_grammar::{Bindings, Limits};
 use thiserror::Error;
 
-use crate::Compilation;
-use crate::diagnostic::did_you_mean;
 use crate::plan::{self, Plan};
 use crate::sema::FlowModel;
-use crate::sema::resolve::StepKind;
 use crate::sema::symbols::flow_steps;
 use crate::source::{SourceFile, Span};
 use crate::syntax::ast::{self, Ast, Text};
+use crate::{Compilation, UnknownFlow};
 
 /// What to build.
 #[derive(Clone, Debug, Default)]
@@ -40,36 +38,10 @@ pub struct Options {
 pub enum LowerError {
     #[error("the spec has errors; fix them first (`stratumc check` lists them)")]
     SpecHasErrors,
-    #[error(
-        "there is no flow named `{name}`{}; the spec has {}",
-        suggestion_text(suggestion),
-        flows_text(available)
-    )]
-    UnknownFlow {
-        name: String,
-        suggestion: Option<String>,
-        available: Vec<String>,
-    },
+    #[error(transparent)]
+    UnknownFlow(#[from] UnknownFlow),
     #[error("internal compiler error while lowering: {0}; please report it")]
     Internal(String),
-}
-
-fn suggestion_text(suggestion: &Option<String>) -> String {
-    suggestion
-        .as_ref()
-        .map(|name| format!(" (did you mean `{name}`?)"))
-        .unwrap_or_default()
-}
-
-fn flows_text(flows: &[String]) -> String {
-    if flows.is_empty() {
-        return "no flows".to_owned();
-    }
-    flows
-        .iter()
-        .map(|name| format!("`{name}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// Lowers a checked spec. `src` must be the file `compilation` was checked from.
@@ -83,7 +55,7 @@ pub fn lower(
     }
     let ast = &compilation.ast;
     let model = &compilation.model;
-    let selected = select_flows(ast, model, options)?;
+    let selected = select_flows(compilation, options)?;
     let flow_index: HashMap<usize, u32> = selected
         .iter()
         .enumerate()
@@ -138,52 +110,20 @@ pub fn lower(
     Ok(plan)
 }
 
-/// The flows to build, in declaration order: all, or the one `--flow` names and those it
-/// runs, directly or not.
-fn select_flows(
-    ast: &Ast,
-    model: &crate::sema::Model,
-    options: &Options,
-) -> Result<Vec<usize>, LowerError> {
-    let Some(name) = &options.flow else {
-        return Ok((0..ast.flows.len()).collect());
-    };
-    let Some(root) = model.symbols.flows.get(name) else {
-        let available: Vec<String> = ast.flows.iter().map(|f| f.name.value.clone()).collect();
-        return Err(LowerError::UnknownFlow {
-            name: name.clone(),
-            suggestion: did_you_mean(name, available.iter().map(String::as_str)).map(str::to_owned),
-            available,
-        });
-    };
-    let mut selected = vec![false; ast.flows.len()];
-    let mut pending = vec![root];
-    while let Some(index) = pending.pop() {
-        match selected.get_mut(index) {
-            Some(seen) if !*seen => *seen = true,
-            _ => continue,
-        }
-        let called = model
-            .flows
-            .get(index)
-            .into_iter()
-            .flat_map(|flow| &flow.steps)
-            .filter_map(|step| match step.kind {
-                StepKind::Flow(called) => Some(called),
-                _ => None,
-            });
-        pending.extend(called);
+/// The flows to build: all, in declaration order, or the one `--flow` names first (it is the
+/// entry, index 0) and the flows it runs after it, in declaration order.
+fn select_flows(compilation: &Compilation, options: &Options) -> Result<Vec<usize>, LowerError> {
+    let mut selected = compilation.select_flows(options.flow.as_deref())?;
+    if let Some(root) = options
+        .flow
+        .as_deref()
+        .and_then(|name| compilation.model.symbols.flows.get(name))
+        && let Some(at) = selected.iter().position(|&index| index == root)
+    {
+        selected.remove(at);
+        selected.insert(0, root);
     }
-    // The selected flow first: it is the entry, index 0.
-    let mut order = vec![root];
-    order.extend(
-        selected
-            .iter()
-            .enumerate()
-            .filter(|&(index, &chosen)| chosen && index != root)
-            .map(|(index, _)| index),
-    );
-    Ok(order)
+    Ok(selected)
 }
 
 /// The flow a workflow runs: the one named like it, else the spec's only flow.

@@ -482,13 +482,20 @@ fn build_refuses_a_spec_with_errors_and_writes_nothing() {
     let built = stratumc(&["build", MISTAKES, "--message-format", "short"]);
     assert_eq!(
         stderr(&built),
-        format!("{}error: no plan written: the spec has errors\n", stdout(&checked)),
+        format!(
+            "{}error: no plan written: the spec has errors\n",
+            stdout(&checked)
+        ),
         "the same diagnostics as check, on stderr"
     );
 
     let warned = "tests/corpus/invalid/W0010_unused_contract.stratum.yaml";
     let output = stratumc(&["build", warned]);
-    assert_eq!(output.status.code(), Some(0), "warnings do not stop a build");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "warnings do not stop a build"
+    );
     assert!(stderr(&output).contains("W0010"));
     let denied = stratumc(&["build", warned, "--deny-warnings"]);
     assert_eq!(denied.status.code(), Some(1));
@@ -515,7 +522,15 @@ fn completions_are_generated_for_each_shell() {
         let output = stratumc(&["completions", shell]);
         assert_eq!(output.status.code(), Some(0), "{shell}");
         let script = stdout(&output);
-        for word in ["check", "build", "explain", "deny-warnings", "pretty"] {
+        for word in [
+            "check",
+            "build",
+            "graph",
+            "explain",
+            "deny-warnings",
+            "pretty",
+            "mermaid",
+        ] {
             assert!(script.contains(word), "{shell} completes `{word}`");
         }
     }
@@ -524,13 +539,16 @@ fn completions_are_generated_for_each_shell() {
 
 #[test]
 fn every_command_explains_itself_with_examples_and_exit_codes() {
-    for command in ["check", "build", "eval", "explain", "completions"] {
+    for command in ["check", "build", "graph", "eval", "explain", "completions"] {
         let output = stratumc(&[command, "--help"]);
         assert_eq!(output.status.code(), Some(0), "{command}");
         let help = stdout(&output);
         assert!(help.contains("Examples:"), "{command} --help has examples");
         if command != "completions" {
-            assert!(help.contains("Exit status"), "{command} --help has exit codes");
+            assert!(
+                help.contains("Exit status"),
+                "{command} --help has exit codes"
+            );
         }
     }
 }

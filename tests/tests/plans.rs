@@ -350,7 +350,7 @@ fn flow_selects_a_flow_and_the_flows_it_runs() {
     .unwrap_err();
     assert_eq!(
         error.to_string(),
-        "there is no flow named `mian` (did you mean `main`?); the spec has `child`, `main`"
+        "no flow named `mian`; did you mean `main`?"
     );
 }
 

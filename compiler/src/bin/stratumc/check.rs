@@ -6,7 +6,7 @@ use stratum_compiler::source::SourceMap;
 use stratum_compiler::{Compilation, check_bytes, check_workflow_names};
 
 use crate::inputs::{collect_inputs, read_input};
-use crate::report::report;
+use crate::report::{Stream, report};
 use crate::{CheckArgs, SPEC_ERRORS, USAGE_OR_IO_ERROR};
 
 pub(crate) fn check(args: &CheckArgs) -> ExitCode {
@@ -35,8 +35,7 @@ pub(crate) fn check(args: &CheckArgs) -> ExitCode {
         &mut compilations,
         &args.diagnostics,
         args.format,
-        &mut std::io::stdout().lock(),
-        true,
+        Stream::Stdout,
     );
     if io_failed || outcome.write_failed {
         ExitCode::from(USAGE_OR_IO_ERROR)

@@ -4,6 +4,7 @@
 //! printed as a diagnostic on the expression; or bad arguments).
 
 use std::collections::BTreeMap;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -136,7 +137,14 @@ fn print_diagnostics(
         file,
         diagnostics: &diagnostics,
     }];
-    eprint!("{}", human::render(sources, &reports, human_style(color)));
+    eprint!(
+        "{}",
+        human::render(
+            sources,
+            &reports,
+            human_style(color, std::io::stderr().is_terminal()),
+        )
+    );
 }
 
 fn report_failure(

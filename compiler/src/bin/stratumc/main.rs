@@ -5,10 +5,11 @@
 mod build;
 mod check;
 mod eval;
+mod graph;
 mod inputs;
+mod output;
 mod report;
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -45,6 +46,11 @@ enum Command {
         after_help = "Examples:\n  stratumc eval 'result.confidence > 0.7' --result '{\"confidence\": 0.42}' --ensure\n  stratumc eval 'len($.steps.s1.output.items)' --steps '{\"s1\": {\"items\": [1, 2]}}'\n  stratumc eval 'dry_streak >= 2' --var dry_streak=1\n  stratumc eval \"file_exists('README.md')\" --root .\n\nExit status: 0 when the value was printed (with --ensure: it is truthy), 1 with --ensure when it is falsy, 2 on a syntax, type or evaluation error."
     )]
     Eval(eval::EvalArgs),
+    /// Draw a spec's flows as Graphviz (dot) or Mermaid: steps by kind, data and routing edges
+    #[command(
+        after_help = "Solid edges are data (depends_on, $.steps references in inputs and skip_if); dashed ones are routing (next, on_fail, a gate's approve, revise and kill); a bold edge runs a sub-flow, drawn as its own cluster.\n\nExamples:\n  stratumc graph examples/deploy.stratum.yaml | dot -Tsvg > deploy.svg\n  stratumc graph examples/deploy.stratum.yaml --flow integration_tests\n  stratumc graph examples/code-review.stratum.yaml --format mermaid -o review.mmd\n\nExit status: 0 when the picture was written, 1 when the spec has errors (printed as `check` prints them; nothing is drawn), 2 on an unknown --flow, a usage or I/O error."
+    )]
+    Graph(graph::GraphArgs),
     /// Print the long explanation of a diagnostic code (all codes when none is given)
     #[command(
         after_help = "Examples:\n  stratumc explain\n  stratumc explain E0029\n  stratumc explain unknown-field\n\nExit status: 0 when the code exists, 2 when it does not."
@@ -150,6 +156,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::check(&args),
         Command::Build(args) => build::build(&args),
         Command::Eval(args) => eval::eval(&args),
+        Command::Graph(args) => graph::graph(&args),
         Command::Explain { code } => explain(code.as_deref()),
         Command::Completions { shell } => {
             clap_complete::generate(
@@ -169,8 +176,8 @@ pub(crate) const SPEC_ERRORS: u8 = 1;
 /// Exit status of a usage or I/O error (and, for `eval`, of an expression that cannot run).
 pub(crate) const USAGE_OR_IO_ERROR: u8 = 2;
 
-pub(crate) fn human_style(color: Color) -> human::Style {
-    let terminal = std::io::stdout().is_terminal();
+/// The style of human output to a stream that is (or is not) a terminal.
+pub(crate) fn human_style(color: Color, terminal: bool) -> human::Style {
     let color = match color {
         Color::Always => true,
         Color::Never => false,

@@ -1,7 +1,7 @@
 //! Reporting diagnostics, the same way for every command: the chosen format, warnings denied
 //! or allowed, and the exit status they imply.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 use stratum_compiler::Compilation;
 use stratum_compiler::diagnostic::{Levels, Severity};
@@ -25,17 +25,25 @@ impl Outcome {
     }
 }
 
-/// Applies `--deny` / `--allow`, renders every diagnostic in `format` to `out` (stdout for
-/// `check`, stderr for commands whose stdout is their product) and counts them. With
-/// `summary`, a human report ends with a count on stderr.
+/// Where diagnostics go.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stream {
+    /// `check`: diagnostics are its product; a human report ends with a count on stderr.
+    Stdout,
+    /// Commands whose stdout is their product: nothing is printed for a clean spec.
+    Stderr,
+}
+
+/// Applies `--deny` / `--allow`, renders every diagnostic in `format` to `stream` and counts
+/// them.
 pub(crate) fn report(
     sources: &SourceMap,
     compilations: &mut [Compilation],
     args: &DiagnosticArgs,
     format: MessageFormat,
-    out: &mut dyn Write,
-    summary: bool,
+    stream: Stream,
 ) -> Outcome {
+    let summary = stream == Stream::Stdout;
     let levels = Levels {
         deny: args.deny.clone(),
         allow: args.allow.clone(),
@@ -63,16 +71,24 @@ pub(crate) fn report(
         );
     let output = match format {
         _ if quiet => String::new(),
-        MessageFormat::Human => human::render(sources, &reports, human_style(args.color)),
+        MessageFormat::Human => {
+            let terminal = match stream {
+                Stream::Stdout => std::io::stdout().is_terminal(),
+                Stream::Stderr => std::io::stderr().is_terminal(),
+            };
+            human::render(sources, &reports, human_style(args.color, terminal))
+        }
         MessageFormat::Short => render::short::render(sources, &reports),
         MessageFormat::Json => render::json::render(sources, &reports),
         MessageFormat::Github => render::github::render(sources, &reports),
         MessageFormat::Sarif => render::sarif::render(sources, &reports),
     };
-    let write_failed = out
-        .write_all(output.as_bytes())
-        .and_then(|()| out.flush())
-        .is_err();
+    let write = |out: &mut dyn Write| out.write_all(output.as_bytes()).and_then(|()| out.flush());
+    let write_failed = match stream {
+        Stream::Stdout => write(&mut std::io::stdout().lock()),
+        Stream::Stderr => write(&mut std::io::stderr().lock()),
+    }
+    .is_err();
     if summary && matches!(format, MessageFormat::Human) {
         eprintln!("{}", summary_line(compilations.len(), errors, warnings));
     }
