@@ -461,3 +461,94 @@ fn the_deepest_output_schema_a_spec_may_have_builds_and_loads() {
     let loaded = plan::load(plan.to_json(false).as_bytes()).expect("a plan we wrote loads");
     assert_eq!(loaded, plan);
 }
+
+/// Every integer of a JSON value, by its path, so that one can be replaced.
+fn integer_paths(value: &Value, path: &mut Vec<Value>, found: &mut Vec<Vec<Value>>) {
+    match value {
+        Value::Number(n) if n.is_u64() || n.is_i64() => found.push(path.clone()),
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                path.push(index.into());
+                integer_paths(item, path, found);
+                path.pop();
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                path.push(key.as_str().into());
+                integer_paths(item, path, found);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+fn at<'a>(value: &'a mut Value, path: &[Value]) -> &'a mut Value {
+    path.iter().fold(value, |value, step| match step {
+        Value::String(key) => &mut value[key.as_str()],
+        Value::Number(index) => &mut value[index.as_u64().unwrap() as usize],
+        _ => unreachable!(),
+    })
+}
+
+/// Runs every expression of a plan the loader accepted, as the runtime would.
+fn run_every_expression(plan: &Plan) {
+    let result =
+        serde_json::json!({"all_passed": true, "passed": 3, "failed": 0, "url": "https://x"});
+    let input = serde_json::json!({"project": "p"});
+    let bindings = stratum_grammar::Bindings::new()
+        .name("result", &result)
+        .input(&input)
+        .step("release", &result);
+    let limits = stratum_grammar::Limits {
+        instructions: 10_000,
+        ..stratum_grammar::Limits::default()
+    };
+    for flow in &plan.flows {
+        for step in &flow.steps {
+            let skip = step.skip.as_ref().map(|skip| &skip.condition);
+            for expression in step.ensure.iter().chain(skip) {
+                let _ = expression.program.evaluate(&bindings, &limits);
+                let _ = expression.program.explain(&bindings, &limits).to_string();
+            }
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 300,
+        failure_persistence: None,
+        ..Default::default()
+    })]
+
+    /// A plan whose numbers were changed and then sealed again, as a buggy or hostile tool
+    /// might write it, is refused or runs without a panic: operand indices, jump offsets, step
+    /// and path indices all included.
+    #[test]
+    fn a_plan_with_any_number_changed_is_refused_or_runs(
+        choices in proptest::collection::vec((0usize..10_000, proptest::prelude::any::<i64>()), 1..4),
+    ) {
+        let (name, text) = specs_in("examples")
+            .into_iter()
+            .find(|(name, _)| name.contains("deploy"))
+            .unwrap();
+        let plan = build_all(&name, &text);
+        let mut value = serde_json::to_value(&plan).unwrap();
+        let mut found = Vec::new();
+        integer_paths(&value, &mut Vec::new(), &mut found);
+        for (pick, number) in &choices {
+            let path = &found[pick % found.len()];
+            // Small numbers are the interesting ones: near the real indices and offsets.
+            *at(&mut value, path) = (number % 64).into();
+        }
+        let Ok(mut mutated) = serde_json::from_value::<Plan>(value) else {
+            return Ok(());
+        };
+        mutated.seal();
+        if let Ok(loaded) = plan::load(mutated.to_json(false).as_bytes()) {
+            run_every_expression(&loaded);
+        }
+    }
+}
