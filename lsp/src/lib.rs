@@ -5,4 +5,8 @@
 //! an analysis: the modules below. It has no parser and no rules of its own: diagnostics,
 //! fixes, symbols and types all come from `stratum-compiler`.
 
+pub mod actions;
 pub mod analysis;
+pub mod diagnostics;
+pub mod server;
+pub mod symbols;
