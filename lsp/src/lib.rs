@@ -6,3 +6,4 @@
 //! fixes, symbols and types all come from `stratum-compiler`.
 
 pub mod analysis;
+pub mod index;
