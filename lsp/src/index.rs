@@ -96,7 +96,7 @@ impl Index {
         };
         builder.build();
         let mut occurrences = builder.found;
-        occurrences.sort_by(|a, b| (a.span, a.definition).cmp(&(b.span, b.definition)));
+        occurrences.sort_by_key(|a| (a.span, a.definition));
         occurrences.dedup_by(|a, b| a.span == b.span && a.symbol == b.symbol);
         Index { occurrences }
     }
@@ -721,6 +721,7 @@ functions:
     output: Report
     ensure:
       - "len(result.summary) > 0"
+      - "all(f.title != '' for f in result.findings)"
 flows:
   review:
     input:
@@ -731,8 +732,6 @@ flows:
       - id: scan
         function: "scan_code"
         inputs: {path: "$.input.path"}
-        ensure:
-          - "all(f.title != '' for f in result.findings)"
       - id: triage
         intent: "Triage"
         inputs: {summary: "$.steps.scan.output.summary"}
