@@ -6,5 +6,7 @@
 //! fixes, symbols and types all come from `stratum-compiler`.
 
 pub mod analysis;
+pub mod hover;
 pub mod index;
+pub mod key_docs;
 pub mod navigate;
