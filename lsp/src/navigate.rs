@@ -545,3 +545,58 @@ flows:
         );
     }
 }
+
+#[cfg(test)]
+mod corpus {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+    use super::*;
+    use crate::hover::hover_in;
+
+    /// Every offset of every corpus spec, valid or not: each request answers without panicking,
+    /// and what it answers is consistent.
+    #[test]
+    fn every_offset_of_the_corpus_answers() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus");
+        let mut pending = vec![root];
+        let mut files = Vec::new();
+        while let Some(dir) = pending.pop() {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    pending.push(path);
+                } else if path.to_string_lossy().ends_with(".yaml") {
+                    files.push(path);
+                }
+            }
+        }
+        assert!(files.len() > 20);
+        for path in files {
+            let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+            let analysis = Analysis::new("spec.stratum.yaml", &text);
+            let index = Index::new(&analysis);
+            for occurrence in index.occurrences() {
+                // The name itself, unless written with escapes.
+                let written = text.get(occurrence.span.range()).unwrap();
+                assert!(
+                    written == occurrence.symbol.name() || written.contains('\\'),
+                    "{path:?}: {written:?} for {occurrence:?}"
+                );
+            }
+            for offset in 0..=text.len() {
+                let definition = definition_in(&analysis, &index, offset);
+                let references = references_in(&analysis, &index, offset, true);
+                if let Some(definition) = definition {
+                    assert!(references.contains(&definition), "{path:?} at {offset}");
+                }
+                prepare_rename_in(&analysis, &index, offset);
+                hover_in(&analysis, &index, offset);
+                if let Ok(edits) = rename_in(&analysis, &index, offset, "renamed_x") {
+                    for pair in edits.windows(2) {
+                        assert!(pair[0].0.end <= pair[1].0.start, "{path:?} at {offset}");
+                    }
+                }
+            }
+        }
+    }
+}
