@@ -18,6 +18,8 @@ pub struct Analysis {
     /// The document's text, as the client sent it.
     pub text: String,
     lines: LineIndex,
+    /// Every definition and reference, built on first use.
+    index: std::sync::OnceLock<crate::index::Index>,
 }
 
 impl Analysis {
@@ -30,7 +32,13 @@ impl Analysis {
             compilation,
             text: text.to_owned(),
             lines: LineIndex::new(text),
+            index: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The occurrence index of the document, built once.
+    pub fn index(&self) -> &crate::index::Index {
+        self.index.get_or_init(|| crate::index::Index::new(self))
     }
 
     /// The checked file.

@@ -8,5 +8,9 @@
 pub mod actions;
 pub mod analysis;
 pub mod diagnostics;
+pub mod hover;
+pub mod index;
+pub mod key_docs;
+pub mod navigate;
 pub mod server;
 pub mod symbols;

@@ -12,13 +12,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer};
 
 use crate::analysis::{Analysis, LineIndex};
 use crate::diagnostics::{self, ExplanationLinks};
-use crate::{actions, symbols};
+use crate::{actions, hover, navigate, symbols};
 
 /// How long a change waits for the next one before it is analysed, unless the client says
 /// otherwise (`initializationOptions: {"debounceMs": N}`).
@@ -183,6 +183,13 @@ impl LanguageServer for Backend {
                     TextDocumentSyncKind::INCREMENTAL,
                 )),
                 document_symbol_provider: Some(OneOf::Left(true)),
+                hover_provider: Some(HoverProviderCapability::Simple(true)),
+                definition_provider: Some(OneOf::Left(true)),
+                references_provider: Some(OneOf::Left(true)),
+                rename_provider: Some(OneOf::Right(RenameOptions {
+                    prepare_provider: Some(true),
+                    work_done_progress_options: WorkDoneProgressOptions::default(),
+                })),
                 folding_range_provider: Some(FoldingRangeProviderCapability::Simple(true)),
                 code_action_provider: Some(CodeActionProviderCapability::Options(
                     CodeActionOptions {
@@ -272,5 +279,110 @@ impl LanguageServer for Backend {
             params.range,
             &self.links,
         )))
+    }
+
+    async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
+        let at = params.text_document_position_params;
+        let Some(analysis) = self.analysis(&at.text_document.uri).await else {
+            return Ok(None);
+        };
+        let offset = analysis.offset(at.position);
+        Ok(
+            hover::hover_in(&analysis, analysis.index(), offset).map(|(span, markdown)| Hover {
+                contents: HoverContents::Markup(MarkupContent {
+                    kind: MarkupKind::Markdown,
+                    value: markdown,
+                }),
+                range: Some(analysis.range(span)),
+            }),
+        )
+    }
+
+    async fn goto_definition(
+        &self,
+        params: GotoDefinitionParams,
+    ) -> Result<Option<GotoDefinitionResponse>> {
+        let at = params.text_document_position_params;
+        let uri = at.text_document.uri;
+        let Some(analysis) = self.analysis(&uri).await else {
+            return Ok(None);
+        };
+        let offset = analysis.offset(at.position);
+        Ok(
+            navigate::definition_in(&analysis, analysis.index(), offset).map(|span| {
+                GotoDefinitionResponse::Scalar(Location {
+                    uri,
+                    range: analysis.range(span),
+                })
+            }),
+        )
+    }
+
+    async fn references(&self, params: ReferenceParams) -> Result<Option<Vec<Location>>> {
+        let at = params.text_document_position;
+        let uri = at.text_document.uri;
+        let Some(analysis) = self.analysis(&uri).await else {
+            return Ok(None);
+        };
+        let offset = analysis.offset(at.position);
+        let spans = navigate::references_in(
+            &analysis,
+            analysis.index(),
+            offset,
+            params.context.include_declaration,
+        );
+        Ok((!spans.is_empty()).then(|| {
+            spans
+                .into_iter()
+                .map(|span| Location {
+                    uri: uri.clone(),
+                    range: analysis.range(span),
+                })
+                .collect()
+        }))
+    }
+
+    async fn prepare_rename(
+        &self,
+        params: TextDocumentPositionParams,
+    ) -> Result<Option<PrepareRenameResponse>> {
+        let Some(analysis) = self.analysis(&params.text_document.uri).await else {
+            return Ok(None);
+        };
+        let offset = analysis.offset(params.position);
+        Ok(
+            navigate::prepare_rename_in(&analysis, analysis.index(), offset).map(
+                |(span, placeholder)| PrepareRenameResponse::RangeWithPlaceholder {
+                    range: analysis.range(span),
+                    placeholder,
+                },
+            ),
+        )
+    }
+
+    async fn rename(&self, params: RenameParams) -> Result<Option<WorkspaceEdit>> {
+        let at = params.text_document_position;
+        let uri = at.text_document.uri;
+        let Some(analysis) = self.analysis(&uri).await else {
+            return Ok(None);
+        };
+        let offset = analysis.offset(at.position);
+        match navigate::rename_in(&analysis, analysis.index(), offset, &params.new_name) {
+            Ok(edits) => {
+                let edits = edits
+                    .into_iter()
+                    .map(|(span, new_text)| TextEdit {
+                        range: analysis.range(span),
+                        new_text,
+                    })
+                    .collect();
+                Ok(Some(WorkspaceEdit {
+                    changes: Some(HashMap::from([(uri, edits)])),
+                    ..WorkspaceEdit::default()
+                }))
+            }
+            // The client shows the message and changes nothing.
+            Err(error) => Err(Error::invalid_params(error.to_string())),
+        }
     }
 }
