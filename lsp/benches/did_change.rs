@@ -29,7 +29,7 @@ fn did_change(c: &mut Criterion) {
         b.iter(|| {
             typed += 1;
             let mut text = spec.clone();
-            text.insert_str(at, if typed % 2 == 0 { "x" } else { "y" });
+            text.insert_str(at, if typed.is_multiple_of(2) { "x" } else { "y" });
             let analysis = Analysis::new("generated.stratum.yaml", &text);
             black_box(to_lsp(&analysis, &uri, &links))
         });
