@@ -692,6 +692,32 @@ fn every_offset_of_odd_texts_is_answered() {
 }
 
 #[test]
+fn every_line_deleted_in_turn_is_answered() {
+    let good = Analysis::new("t.stratum.yaml", BASE);
+    let lines: Vec<&str> = BASE.lines().collect();
+    for skipped in 0..lines.len() {
+        let text: String = lines
+            .iter()
+            .enumerate()
+            .filter(|&(at, _)| at != skipped)
+            .map(|(_, line)| format!("{line}\n"))
+            .collect();
+        let analysis = Analysis::new("t.stratum.yaml", &text);
+        for offset in (0..=text.len()).step_by(5) {
+            let _ = complete(&analysis, Some(&good), offset);
+        }
+    }
+}
+
+#[test]
+fn crlf_line_breaks_complete_as_lf_ones() {
+    let marked = base_replacing("doc: \"$.input.doc\"", "doc: \"$.input.‸\"").replace('\n', "\r\n");
+    assert_eq!(labels(&marked), ["doc", "limit"]);
+    let marked = base_with("        output_contract: Summary", "        ‸\n").replace('\n', "\r\n");
+    has(&labels(&marked), &["agent", "next"]);
+}
+
+#[test]
 fn results_and_details_are_bounded() {
     let fields: String = (0..3000)
         .map(|i| format!("    f{i}: {{type: string}}\n"))
@@ -772,7 +798,7 @@ fn refused_keys_are_errors_on_that_kind_of_step() {
 }
 
 #[test]
-fn snapshot_of_an_inline_steps_keys() {
+fn snapshot_of_an_inline_steps_keys_and_result_fields() {
     let completions = run(&base_with(
         "        output_contract: Summary",
         "        ‸\n",
@@ -788,6 +814,24 @@ fn snapshot_of_an_inline_steps_keys() {
                 c.insert_text.as_deref().unwrap_or("")
             )
         })
+        .collect();
+    let fields = run(&base_with(
+        "        output_contract: Summary",
+        "        max_iterations: 2\n        exit_criterion: \"result.‸\"\n",
+    ));
+    let shown: String = std::iter::once("keys of an inline step:\n".to_owned())
+        .chain(shown.lines().map(|line| format!("{line}\n")))
+        .chain(std::iter::once(
+            "result. in its exit_criterion:\n".to_owned(),
+        ))
+        .chain(fields.iter().map(|c| {
+            format!(
+                "{:<20} {:?} {:?}\n",
+                c.label,
+                c.kind,
+                c.detail.as_deref().unwrap_or("")
+            )
+        }))
         .collect();
     insta::assert_snapshot!(shown);
 }
