@@ -1337,13 +1337,7 @@ impl<'a> Cx<'a> {
             [] => scope
                 .result
                 .iter()
-                .map(|result| {
-                    item(
-                        "result",
-                        CompletionKind::Variable,
-                        describe_members(self, result),
-                    )
-                })
+                .map(|result| item("result", CompletionKind::Variable, describe_members(result)))
                 .collect(),
             ["$"] if dollar => {
                 let input = self.flow_input(scope.flow);
@@ -1487,13 +1481,10 @@ fn member(cx: &Cx<'_>, members: &Members, name: &str) -> Option<Members> {
     }
 }
 
-fn describe_members(cx: &Cx<'_>, members: &Members) -> String {
+fn describe_members(members: &Members) -> String {
     match members {
         Members::Contract(name) => name.clone(),
-        Members::Type(ty) => {
-            let _ = cx;
-            bounded(ty)
-        }
+        Members::Type(ty) => bounded(ty),
     }
 }
 
