@@ -7,7 +7,8 @@
 //! the YAML fail still completes; what the names mean (a step's kind, a contract's fields, a
 //! flow's input) comes from the compiler's model of the current text when it parsed, else of
 //! `last_good`. The keys themselves come from the compiler's shapes (`syntax::keys`), so they
-//! cannot drift from what the front end accepts.
+//! cannot drift from what the front end accepts, and their details are the first sentence of
+//! the documentation hover shows (`key_docs`).
 //!
 //! Results are in a meaningful order (required keys and the format's order first, names in
 //! declaration order); they are not filtered by the word typed so far, which is the client's
@@ -29,6 +30,7 @@ use stratum_compiler::syntax::keys::{self, Required, Shape};
 use stratum_grammar::types::Type;
 
 use crate::analysis::Analysis;
+use crate::key_docs::{self, KeyPlace};
 
 /// Most completions returned for one request.
 pub const MAX_COMPLETIONS: usize = 2_000;
@@ -770,15 +772,10 @@ impl<'a> Cx<'a> {
                 Required::InV01 => self.version == Version::V0_1,
                 Required::No => false,
             };
-            let hint = key_hint(place, key.name);
             let completion = Completion {
                 label: key.name.to_owned(),
                 kind: CompletionKind::Key,
-                detail: Some(if is_required {
-                    format!("required: {hint}")
-                } else {
-                    hint.to_owned()
-                }),
+                detail: key_detail(place, key.name, is_required),
                 insert_text: insert.then(|| format!("{}: ", key.name)),
                 replace: Some(replace),
             };
@@ -1552,77 +1549,39 @@ impl Capped {
 
 // ----- key documentation ------------------------------------------------------------------------
 
-/// One line about a key of the format, at a place.
-fn key_hint(place: Place<'_>, key: &str) -> &'static str {
-    match (place, key) {
-        (Place::WorkflowParam, "type") => "string, boolean, integer, number, array or object",
-        (Place::WorkflowParam, "required") => "whether the caller must give it",
-        (Place::WorkflowParam, "default") => "the value when the caller gives none",
-        (Place::Workflow, "input") => "the workflow's parameters: name → {type, required, default}",
-        (Place::Workflow, "name") => "the name the workflow is registered under",
-        (Place::Workflow, "description") => "what the workflow does",
-        (Place::Flow(_), "input") | (Place::Function(_), "input") => "parameters: name → {type: …}",
-        (Place::Flow(_), "output") => "the contract the flow's result satisfies",
-        (Place::Flow(_), "budget") => {
-            "limits of a whole run: ms, usd, max_agent_dispatches, max_tokens"
-        }
-        (Place::Step(_), "budget") | (Place::Function(_), "budget") => "limits: ms, usd, …",
-        (_, "version") => "the format version: \"0.1\" or \"0.2\"",
-        (_, "contracts") => "named record types: what functions and steps produce",
-        (_, "functions") => "reusable steps: infer, compute or gate",
-        (_, "flows") => "named DAGs of steps",
-        (_, "workflow") => "registers the spec under a name, with its inputs",
-        (_, "mode") => "infer (an agent), compute (code) or gate (a human decision)",
-        (_, "intent") => "the task, in words, for the agent",
-        (_, "output") => "the contract the result satisfies",
-        (_, "ensure") => "expressions over `result` that must hold",
-        (_, "retries") => "attempts after a failed ensure",
-        (_, "model") => "the model that runs it",
-        (_, "timeout") => "seconds before a pending gate is killed",
-        (_, "guardrails") => "regular expressions the output must not match",
-        (_, "cache") => "reuse a compute function's result for the same inputs",
-        (_, "ms") => "wall-clock limit in milliseconds",
-        (_, "usd") => "cost limit in US dollars",
-        (_, "max_agent_dispatches") => "most agent dispatches in a run",
-        (_, "max_tokens") => "most tokens in a run",
-        (_, "max_rounds") => "most gate revision rounds",
-        (_, "steps") => "the steps: a list of {id, function | intent | flow, …}",
-        (_, "id") => "the step's name, unique in its flow",
-        (_, "function") => "run a function",
-        (_, "flow") => "run another flow",
-        (_, "judge") => "a judge step's configuration",
-        (_, "inputs") => "arguments: name → `$.input.…`, `$.steps.<id>.output.…` or a literal",
-        (_, "depends_on") => "steps that must finish first",
-        (_, "output_schema") => "a JSON Schema the output must satisfy",
-        (_, "agent") => "the agent that runs the step: claude, codex, …",
-        (_, "output_contract") => "the contract the step's result satisfies",
-        (_, "on_approve") => "the step after an approval; `~` completes the flow",
-        (_, "on_revise") => "the earlier step that redoes the work",
-        (_, "on_kill") => "the step after a kill; `~` ends the flow",
-        (_, "policy") => "gate, flag or skip: who resolves the gate",
-        (_, "policy_fallback") => "the policy when `policy` cannot resolve the gate",
-        (_, "on_fail") => "the step to run when this one fails its checks",
-        (_, "next") => "the step to run after this one",
-        (_, "skip_if") => "an expression: skip the step when it holds",
-        (_, "skip_reason") => "why the step was skipped, for the record",
-        (_, "max_iterations") => "run the step up to this many times",
-        (_, "exit_criterion") => "an expression: stop iterating when it holds",
-        (_, "score_expr") => "a number scoring each iteration",
-        (_, "accumulate") => "a list collected across iterations",
-        (_, "accumulate_key") => "an expression over `item` that deduplicates what is accumulated",
-        (_, "reasoning_template") => "a reasoning certificate the agent fills in",
-        (_, "type") => "string, number, integer, boolean, array, object, a contract; `T?`, `T[]`",
-        (_, "values") => "the allowed values: an enum",
-        (_, "items") => "the type of an array's items",
-        (_, "optional") => "may be left out",
-        (_, "required") => "must be present",
-        (_, "description") => "what it is, in words",
-        (_, "default") => "the value when left out",
-        (_, "minimum") => "the smallest allowed number",
-        (_, "maximum") => "the largest allowed number",
-        (_, "min_length") => "the shortest allowed length",
-        (_, "max_length") => "the longest allowed length",
-        _ => "",
+/// A key's detail: `required` and the first sentence of its documentation (`key_docs`, the
+/// lines hover shows), without the version mark.
+fn key_detail(place: Place<'_>, key: &str, required: bool) -> Option<String> {
+    let doc_place = match place {
+        Place::Root => KeyPlace::Root,
+        Place::ContractField => KeyPlace::ContractField,
+        Place::FunctionInput | Place::FlowInput => KeyPlace::InputParam,
+        Place::Function(_) => KeyPlace::Function,
+        Place::Budget => KeyPlace::Budget,
+        Place::Flow(_) => KeyPlace::Flow,
+        Place::Step(_) => KeyPlace::Step,
+        Place::Workflow => KeyPlace::Workflow,
+        Place::WorkflowParam => KeyPlace::WorkflowParam,
+        Place::Contract | Place::StepInputs(_) | Place::Other => return None,
+    };
+    let line = key_docs::doc(doc_place, key).map(|doc| {
+        let doc = doc.trim_start_matches("Required. ");
+        // `(v0.2)`, `(v0.2, inline steps)`: the filters above already applied them.
+        let doc = match doc
+            .strip_prefix("(v0.")
+            .and_then(|rest| rest.split_once(") "))
+        {
+            Some((_, rest)) => rest,
+            None => doc,
+        };
+        let sentence = doc.split(". ").next().unwrap_or(doc);
+        sentence.trim_end_matches('.')
+    });
+    match (required, line) {
+        (true, Some(line)) => Some(bounded(&format!("required: {line}"))),
+        (true, None) => Some("required".to_owned()),
+        (false, Some(line)) => Some(bounded(line)),
+        (false, None) => None,
     }
 }
 
