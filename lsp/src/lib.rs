@@ -7,6 +7,7 @@
 
 pub mod actions;
 pub mod analysis;
+pub mod complete;
 pub mod diagnostics;
 pub mod hover;
 pub mod index;

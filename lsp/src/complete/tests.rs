@@ -1,0 +1,837 @@
+//! Completion tests: small specs with the cursor marked `‸` (removed before analysis).
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
+
+use super::*;
+
+const CURSOR: &str = "‸";
+
+/// A clean spec; tests insert lines into it.
+const BASE: &str = r#"version: "0.2"
+contracts:
+  Summary:
+    text: {type: string}
+    score: {type: number}
+    tone: {type: string, values: [calm, angry]}
+    address: {type: Address}
+  Address:
+    city: {type: string}
+    zip: {type: string, optional: true}
+functions:
+  summarize:
+    mode: infer
+    intent: "Summarise the document"
+    input:
+      doc: {type: string}
+    output: Summary
+    ensure:
+      - "len(result.text) > 0"
+  tally:
+    mode: compute
+    intent: "Count the items"
+    input:
+      items: {type: array}
+      label: {type: string}
+    output: Address
+  approve:
+    mode: gate
+flows:
+  main:
+    input:
+      doc: {type: string}
+      limit: {type: integer}
+    output: Summary
+    steps:
+      - id: first
+        function: summarize
+        inputs:
+          doc: "$.input.doc"
+      - id: second
+        intent: "Check the summary"
+        inputs:
+          text: "$.steps.first.output.text"
+        output_contract: Summary
+        depends_on: [first]
+      - id: review
+        function: approve
+        on_approve: ~
+        on_revise: first
+        on_kill: ~
+        depends_on: [second]
+  helper:
+    input:
+      items: {type: array}
+    output: Address
+    steps:
+      - id: count
+        function: tally
+        inputs:
+          items: "$.input.items"
+          label: "x"
+"#;
+
+/// The analysis of `marked` without its cursor, and the cursor's offset.
+fn at(marked: &str) -> (Analysis, usize) {
+    let offset = marked.find(CURSOR).expect("a cursor");
+    (
+        Analysis::new("t.stratum.yaml", &marked.replacen(CURSOR, "", 1)),
+        offset,
+    )
+}
+
+fn run(marked: &str) -> Vec<Completion> {
+    let (analysis, offset) = at(marked);
+    complete(&analysis, None, offset)
+}
+
+fn labels(marked: &str) -> Vec<String> {
+    run(marked).into_iter().map(|c| c.label).collect()
+}
+
+/// BASE with `insertion` put after the first line equal to `anchor` (without its newline).
+fn base_with(anchor: &str, insertion: &str) -> String {
+    let at = BASE.find(&format!("{anchor}\n")).expect("the anchor") + anchor.len() + 1;
+    format!("{}{insertion}{}", &BASE[..at], &BASE[at..])
+}
+
+/// BASE with the first `from` replaced by `to`.
+fn base_replacing(from: &str, to: &str) -> String {
+    assert!(BASE.contains(from), "{from:?} is not in BASE");
+    BASE.replacen(from, to, 1)
+}
+
+fn has(labels: &[String], wanted: &[&str]) {
+    for want in wanted {
+        assert!(
+            labels.iter().any(|l| l == want),
+            "{want:?} missing from {labels:?}"
+        );
+    }
+}
+
+fn lacks(labels: &[String], unwanted: &[&str]) {
+    for unwanted in unwanted {
+        assert!(
+            !labels.iter().any(|l| l == unwanted),
+            "{unwanted:?} offered in {labels:?}"
+        );
+    }
+}
+
+fn detail(completions: &[Completion], label: &str) -> String {
+    completions
+        .iter()
+        .find(|c| c.label == label)
+        .unwrap_or_else(|| panic!("no {label:?} in {completions:?}"))
+        .detail
+        .clone()
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_base_spec_is_clean() {
+    let analysis = Analysis::new("t.stratum.yaml", BASE);
+    assert!(
+        analysis.compilation.diagnostics.is_empty(),
+        "{:?}",
+        analysis.compilation.diagnostics
+    );
+}
+
+// ----- keys -------------------------------------------------------------------------------------
+
+#[test]
+fn root_keys_leave_out_the_written_ones_and_follow_the_version() {
+    let found = labels("version: \"0.2\"\n‸");
+    assert_eq!(found, ["contracts", "functions", "flows", "workflow"]);
+    let found = labels("version: \"0.1\"\nflows: {}\n‸\n");
+    assert_eq!(found, ["contracts", "functions"]);
+    let found = labels("‸");
+    has(&found, &["version", "contracts", "flows"]);
+}
+
+#[test]
+fn keys_of_an_inline_step() {
+    let found = labels(&base_with(
+        "        output_contract: Summary",
+        "        ‸\n",
+    ));
+    has(
+        &found,
+        &[
+            "agent",
+            "ensure",
+            "retries",
+            "next",
+            "on_fail",
+            "skip_if",
+            "max_iterations",
+            "model",
+            "budget",
+        ],
+    );
+    lacks(
+        &found,
+        &[
+            "id",
+            "intent",
+            "inputs",
+            "output_contract",
+            "depends_on", // written
+            "function",
+            "flow",
+            "judge", // a second kind
+            "on_approve",
+            "on_revise",
+            "on_kill",
+            "policy",
+            "policy_fallback", // gates only
+            "cache",           // compute functions only
+            "accumulate_key",  // needs accumulate
+        ],
+    );
+}
+
+#[test]
+fn keys_of_a_function_step_leave_what_belongs_to_the_function() {
+    let found = labels(&base_with("        function: summarize", "        ‸\n"));
+    has(
+        &found,
+        &[
+            "depends_on",
+            "next",
+            "on_fail",
+            "skip_if",
+            "max_iterations",
+            "agent",
+        ],
+    );
+    lacks(
+        &found,
+        &[
+            "ensure",
+            "retries",
+            "output_contract",
+            "model",
+            "budget",
+            "guardrails",
+            "cache",
+            "on_approve",
+            "intent",
+        ],
+    );
+    // A compute function's step may be cached.
+    let found = labels(&base_with("        function: tally", "        ‸\n"));
+    has(&found, &["cache"]);
+}
+
+#[test]
+fn keys_of_a_gate_step() {
+    let found = labels(&base_with("        function: approve", "        ‸\n"));
+    has(&found, &["policy", "skip_if", "agent"]);
+    lacks(
+        &found,
+        &[
+            "on_approve",
+            "on_revise",
+            "on_kill",
+            "depends_on",
+            "next",
+            "on_fail",
+            "ensure",
+            "retries",
+            "max_iterations",
+            "budget",
+            "cache",
+            "policy_fallback",
+        ],
+    );
+    let found = labels(&base_with(
+        "        function: approve",
+        "        policy: flag\n        ‸\n",
+    ));
+    has(&found, &["policy_fallback"]);
+}
+
+#[test]
+fn keys_of_a_flow_step() {
+    let found = labels(&base_with(
+        "          label: \"x\"",
+        "      - id: sub\n        flow: main\n        ‸\n",
+    ));
+    has(
+        &found,
+        &["inputs", "depends_on", "ensure", "output_contract"],
+    );
+    lacks(
+        &found,
+        &[
+            "agent",
+            "retries",
+            "model",
+            "budget",
+            "guardrails",
+            "reasoning_template",
+            "cache",
+            "function",
+        ],
+    );
+}
+
+#[test]
+fn a_new_step_starts_with_its_required_keys() {
+    let completions = run(&base_with("        label: \"x\"", "      - ‸\n"));
+    assert_eq!(completions[0].label, "id");
+    assert!(
+        completions[0]
+            .detail
+            .as_deref()
+            .unwrap()
+            .starts_with("required")
+    );
+    let found: Vec<String> = completions.into_iter().map(|c| c.label).collect();
+    has(
+        &found,
+        &["function", "intent", "flow", "inputs", "depends_on"],
+    );
+    // The next line of the same new step: `id` is written now.
+    let found = labels(&base_with(
+        "        label: \"x\"",
+        "      - id: last\n        ‸\n",
+    ));
+    has(&found, &["function", "intent"]);
+    lacks(&found, &["id"]);
+}
+
+#[test]
+fn keys_of_version_0_1_steps() {
+    let spec = "version: \"0.1\"\nfunctions:\n  f:\n    mode: infer\n    intent: \"x\"\n    input: {}\n    output: C\ncontracts:\n  C:\n    a: {type: string}\nflows:\n  run:\n    input: {}\n    output: C\n    steps:\n      - id: s\n        ‸\n";
+    let completions = run(spec);
+    let found: Vec<&str> = completions.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(
+        found[..2],
+        ["function", "inputs"],
+        "required in 0.1 first: {found:?}"
+    );
+    lacks(&labels(spec), &["intent", "next", "ensure", "on_fail"]);
+}
+
+#[test]
+fn keys_of_functions_flows_contract_fields_budgets_and_the_workflow() {
+    let found = labels(&base_with("    mode: gate", "    ‸\n"));
+    has(&found, &["intent", "timeout", "output"]);
+    lacks(&found, &["mode"]);
+    let found = labels(&base_replacing(
+        "    output: Address\n    steps:",
+        "    output: Address\n    ‸\n    steps:",
+    ));
+    has(&found, &["budget", "max_rounds"]);
+    lacks(&found, &["input", "output", "steps"]);
+    let found = labels(&base_with(
+        "    text: {type: string}",
+        "    score2:\n      ‸\n",
+    ));
+    assert_eq!(found[0], "type");
+    has(&found, &["values", "items", "optional", "description"]);
+    let found = labels(&base_replacing(
+        "    output: Address\n    steps:",
+        "    output: Address\n    budget:\n      ms: 10\n      ‸\n    steps:",
+    ));
+    assert_eq!(found, ["usd", "max_agent_dispatches", "max_tokens"]);
+    let found = labels("version: \"0.2\"\nworkflow:\n  name: w\n  ‸\n");
+    assert_eq!(found, ["description", "input"]);
+    let found = labels("version: \"0.2\"\nworkflow:\n  input:\n    x:\n      ‸\n");
+    assert_eq!(found, ["type", "required", "default"]);
+}
+
+#[test]
+fn key_completions_bring_their_colon_unless_the_line_has_one() {
+    let completions = run(&base_with(
+        "        output_contract: Summary",
+        "        ag‸\n",
+    ));
+    let agent = completions.iter().find(|c| c.label == "agent").unwrap();
+    assert_eq!(agent.insert_text.as_deref(), Some("agent: "));
+    let (analysis, offset) = at(&base_with(
+        "        output_contract: Summary",
+        "        ag‸: claude\n",
+    ));
+    let completions = complete(&analysis, None, offset);
+    let agent = completions.iter().find(|c| c.label == "agent").unwrap();
+    assert_eq!(agent.insert_text, None);
+    assert_eq!(analysis.slice(agent.replace.unwrap()), "ag");
+}
+
+#[test]
+fn the_inputs_of_a_function_step_are_its_functions_parameters() {
+    let completions = run(&base_replacing("          label: \"x\"\n", "          ‸\n"));
+    let found: Vec<&str> = completions.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(found, ["label"]);
+    assert_eq!(detail(&completions, "label"), "string");
+}
+
+#[test]
+fn nothing_in_comments_or_under_a_contract() {
+    assert!(
+        labels(&base_with(
+            "        output_contract: Summary",
+            "        # a note ‸\n"
+        ))
+        .is_empty()
+    );
+    assert!(labels(&base_with("  Summary:", "    ‸\n")).is_empty());
+}
+
+// ----- names ------------------------------------------------------------------------------------
+
+#[test]
+fn function_names_with_mode_and_output() {
+    let (analysis, offset) = at(&base_replacing("function: summarize", "function: sum‸"));
+    let completions = complete(&analysis, None, offset);
+    let found: Vec<&str> = completions.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(found, ["summarize", "tally", "approve"]);
+    assert_eq!(detail(&completions, "summarize"), "infer → Summary");
+    assert_eq!(detail(&completions, "approve"), "gate");
+    assert!(
+        completions
+            .iter()
+            .all(|c| c.kind == CompletionKind::Function)
+    );
+    assert_eq!(analysis.slice(completions[0].replace.unwrap()), "sum");
+}
+
+#[test]
+fn contract_names_with_their_field_counts() {
+    let completions = run(&base_replacing(
+        "output_contract: Summary",
+        "output_contract: ‸",
+    ));
+    assert_eq!(detail(&completions, "Summary"), "4 fields");
+    assert_eq!(detail(&completions, "Address"), "2 fields");
+    let found = labels(&base_replacing(
+        "    output: Address\n    steps",
+        "    output: ‸\n    steps",
+    ));
+    assert_eq!(found, ["Summary", "Address"]);
+}
+
+#[test]
+fn flow_names_with_their_input_except_the_flow_itself() {
+    let completions = run(&base_with("      - id: count", "        flow: ‸\n"));
+    let found: Vec<&str> = completions.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(found, ["main"]);
+    assert_eq!(
+        detail(&completions, "main"),
+        "{doc: string, limit: int} → Summary"
+    );
+}
+
+#[test]
+fn step_ids_in_an_inline_depends_on() {
+    let found = labels(&base_replacing(
+        "depends_on: [second]",
+        "depends_on: [second, ‸]",
+    ));
+    assert_eq!(found, ["first"]);
+    let completions = run(&base_replacing("depends_on: [first]", "depends_on: [‸]"));
+    let found: Vec<&str> = completions.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(found, ["first", "review"]);
+    assert_eq!(detail(&completions, "first"), "function step → Summary");
+    assert_eq!(detail(&completions, "review"), "gate step");
+}
+
+#[test]
+fn step_ids_in_a_block_depends_on() {
+    let found = labels(&base_replacing(
+        "        depends_on: [second]\n",
+        "        depends_on:\n          - first\n          - ‸\n",
+    ));
+    assert_eq!(found, ["second"]);
+    // A sequence at the key's own indentation.
+    let found = labels(&base_replacing(
+        "        depends_on: [second]\n",
+        "        depends_on:\n        - s‸\n",
+    ));
+    assert_eq!(found, ["first", "second"]);
+}
+
+#[test]
+fn step_ids_in_routing_fields() {
+    let found = labels(&base_replacing("on_revise: first", "on_revise: ‸"));
+    assert_eq!(found, ["first", "second"]);
+    let found = labels(&base_replacing("on_approve: ~", "on_approve: ‸"));
+    assert_eq!(found, ["first", "second", "~"]);
+    let found = labels(&base_with(
+        "        output_contract: Summary",
+        "        next: ‸\n",
+    ));
+    assert_eq!(found, ["first", "review"]);
+    let found = labels(&base_with(
+        "        output_contract: Summary",
+        "        on_fail: ‸\n",
+    ));
+    assert_eq!(found, ["first", "review"]);
+}
+
+#[test]
+fn fixed_values() {
+    assert_eq!(
+        labels(&base_replacing("mode: gate", "mode: ‸")),
+        ["infer", "compute", "gate"]
+    );
+    assert_eq!(
+        labels(&base_with(
+            "        function: approve",
+            "        policy: ‸\n"
+        )),
+        ["gate", "flag", "skip"]
+    );
+    let found = labels(&base_replacing(
+        "zip: {type: string, optional: true}",
+        "zip:\n      type: ‸",
+    ));
+    has(
+        &found,
+        &["string", "integer", "array", "Summary", "Address"],
+    );
+}
+
+// ----- expressions ------------------------------------------------------------------------------
+
+#[test]
+fn dollar_completes_input_and_steps() {
+    let completions = run(&base_replacing("doc: \"$.input.doc\"", "doc: \"$.‸\""));
+    let found: Vec<&str> = completions.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(found, ["input", "steps"]);
+    assert_eq!(detail(&completions, "input"), "{doc: string, limit: int}");
+}
+
+#[test]
+fn input_fields_with_their_types() {
+    let (analysis, offset) = at(&base_replacing(
+        "doc: \"$.input.doc\"",
+        "doc: \"$.input.d‸\"",
+    ));
+    let completions = complete(&analysis, None, offset);
+    let found: Vec<&str> = completions.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(found, ["doc", "limit"]);
+    assert_eq!(detail(&completions, "limit"), "int");
+    assert!(completions.iter().all(|c| c.kind == CompletionKind::Field));
+    assert_eq!(analysis.slice(completions[0].replace.unwrap()), "d");
+}
+
+#[test]
+fn step_ids_and_outputs_after_dollar_steps() {
+    let found = labels(&base_replacing(
+        "text: \"$.steps.first.output.text\"",
+        "text: \"$.steps.‸\"",
+    ));
+    assert_eq!(found, ["first", "review"]);
+    let completions = run(&base_replacing(
+        "text: \"$.steps.first.output.text\"",
+        "text: \"$.steps.first.‸\"",
+    ));
+    assert_eq!(completions.len(), 1);
+    assert_eq!(completions[0].label, "output");
+    assert_eq!(detail(&completions, "output"), "Summary");
+}
+
+#[test]
+fn output_fields_of_a_step_with_types_and_nested_contracts() {
+    let completions = run(&base_replacing(
+        "text: \"$.steps.first.output.text\"",
+        "text: \"$.steps.first.output.‸\"",
+    ));
+    let found: Vec<&str> = completions.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(found, ["text", "score", "tone", "address"]);
+    assert_eq!(detail(&completions, "text"), "string");
+    assert_eq!(detail(&completions, "score"), "float");
+    assert_eq!(detail(&completions, "tone"), "'calm' | 'angry'");
+    assert_eq!(detail(&completions, "address"), "Address");
+    let completions = run(&base_replacing(
+        "text: \"$.steps.first.output.text\"",
+        "text: \"$.steps.first.output.address.‸\"",
+    ));
+    assert_eq!(detail(&completions, "city"), "string");
+    assert_eq!(detail(&completions, "zip"), "string?");
+    // Flow-style inputs, unquoted.
+    let found = labels(&base_replacing(
+        "        inputs:\n          text: \"$.steps.first.output.text\"\n",
+        "        inputs: {text: $.steps.first.output.sc‸}\n",
+    ));
+    assert_eq!(found, ["text", "score", "tone", "address"]);
+}
+
+#[test]
+fn result_fields_in_a_steps_ensure_and_exit_criterion() {
+    let completions = run(&base_with(
+        "        output_contract: Summary",
+        "        ensure:\n          - \"result.‸\"\n",
+    ));
+    assert_eq!(detail(&completions, "score"), "float");
+    let found: Vec<&str> = completions.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(found, ["text", "score", "tone", "address"]);
+    let found = labels(&base_with(
+        "        output_contract: Summary",
+        "        max_iterations: 3\n        exit_criterion: \"result.score > 0.5 and result.address.‸\"\n",
+    ));
+    assert_eq!(found, ["city", "zip"]);
+    // A block scalar.
+    let found = labels(&base_with(
+        "        output_contract: Summary",
+        "        ensure:\n          - |\n            len(result.t‸\n",
+    ));
+    assert_eq!(found, ["text", "score", "tone", "address"]);
+    // An inline list.
+    let found = labels(&base_with(
+        "        output_contract: Summary",
+        "        ensure: [\"result.score > 0\", \"result.‸\"]\n",
+    ));
+    assert_eq!(found, ["text", "score", "tone", "address"]);
+}
+
+#[test]
+fn result_fields_in_a_functions_ensure() {
+    let completions = run(&base_replacing("len(result.text) > 0", "len(result.‸) > 0"));
+    let found: Vec<&str> = completions.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(found, ["text", "score", "tone", "address"]);
+    // No `$` in a function's ensure.
+    assert!(labels(&base_replacing("len(result.text) > 0", "$.‸")).is_empty());
+    // A bare name: `result`, typed.
+    let completions = run(&base_replacing("len(result.text) > 0", "len(‸"));
+    assert_eq!(completions.len(), 1);
+    assert_eq!(detail(&completions, "result"), "Summary");
+}
+
+#[test]
+fn an_ensure_sees_only_the_steps_that_ran_before() {
+    let found = labels(&base_with(
+        "        output_contract: Summary",
+        "        ensure:\n          - \"$.steps.‸\"\n",
+    ));
+    assert_eq!(found, ["first"]);
+}
+
+// ----- half-typed documents ---------------------------------------------------------------------
+
+#[test]
+fn a_half_typed_line_completes_from_the_last_good_analysis() {
+    let good = Analysis::new("t.stratum.yaml", BASE);
+    let marked = base_with("        function: summarize", "        dep‸\n");
+    let (current, offset) = at(&marked);
+    assert!(
+        current
+            .compilation
+            .diagnostics
+            .iter()
+            .any(|d| d.code.to_string() == "E0004"),
+        "the half-typed text must not parse: {:?}",
+        current.compilation.diagnostics
+    );
+    let completions = complete(&current, Some(&good), offset);
+    let found: Vec<&str> = completions.iter().map(|c| c.label.as_str()).collect();
+    assert!(found.contains(&"depends_on"), "{found:?}");
+    // The step's kind still comes through: a function step takes no `ensure`.
+    assert!(!found.contains(&"ensure"), "{found:?}");
+    let depends_on = completions
+        .iter()
+        .find(|c| c.label == "depends_on")
+        .unwrap();
+    assert_eq!(current.slice(depends_on.replace.unwrap()), "dep");
+    // Without the last good analysis the keys are still known, the kind is not.
+    let found: Vec<String> = complete(&current, None, offset)
+        .into_iter()
+        .map(|c| c.label)
+        .collect();
+    has(&found, &["depends_on", "ensure"]);
+}
+
+#[test]
+fn a_half_typed_reference_completes_from_the_last_good_analysis() {
+    let good = Analysis::new("t.stratum.yaml", BASE);
+    let marked = base_replacing(
+        "text: \"$.steps.first.output.text\"",
+        "text: \"$.steps.first.output.‸",
+    );
+    let (current, offset) = at(&marked);
+    let found: Vec<String> = complete(&current, Some(&good), offset)
+        .into_iter()
+        .map(|c| c.label)
+        .collect();
+    assert_eq!(found, ["text", "score", "tone", "address"]);
+    let marked = base_replacing("depends_on: [second]", "depends_on: [sec‸");
+    let (current, offset) = at(&marked);
+    let found: Vec<String> = complete(&current, Some(&good), offset)
+        .into_iter()
+        .map(|c| c.label)
+        .collect();
+    assert_eq!(found, ["first", "second"]);
+}
+
+// ----- robustness -------------------------------------------------------------------------------
+
+#[test]
+fn every_offset_of_odd_texts_is_answered() {
+    let good = Analysis::new("t.stratum.yaml", BASE);
+    let texts = [
+        BASE.to_owned(),
+        BASE.replace('\n', "\r\n"),
+        BASE.replace("  ", "\t"),
+        "é: 😀\n- - a: [b, {c: \"$.steps.\u{301}.output.\"}]\n  ? x\n: y\n\r\r---\n...\n".to_owned(),
+        "flows:\n  f:\n    steps:\n    - id: a\n      ensure: |\n        result.\n      depends_on:\n      - \n".to_owned(),
+        "- - - -\n:::\n'a\": b\n\"\": c\n  d: |\n e\n".to_owned(),
+        String::new(),
+    ];
+    for text in &texts {
+        let analysis = Analysis::new("t.stratum.yaml", text);
+        for offset in 0..=text.len() + 2 {
+            let _ = complete(&analysis, None, offset);
+            let _ = complete(&analysis, Some(&good), offset);
+        }
+    }
+}
+
+#[test]
+fn every_line_deleted_in_turn_is_answered() {
+    let good = Analysis::new("t.stratum.yaml", BASE);
+    let lines: Vec<&str> = BASE.lines().collect();
+    for skipped in 0..lines.len() {
+        let text: String = lines
+            .iter()
+            .enumerate()
+            .filter(|&(at, _)| at != skipped)
+            .map(|(_, line)| format!("{line}\n"))
+            .collect();
+        let analysis = Analysis::new("t.stratum.yaml", &text);
+        for offset in (0..=text.len()).step_by(5) {
+            let _ = complete(&analysis, Some(&good), offset);
+        }
+    }
+}
+
+#[test]
+fn crlf_line_breaks_complete_as_lf_ones() {
+    let marked = base_replacing("doc: \"$.input.doc\"", "doc: \"$.input.‸\"").replace('\n', "\r\n");
+    assert_eq!(labels(&marked), ["doc", "limit"]);
+    let marked = base_with("        output_contract: Summary", "        ‸\n").replace('\n', "\r\n");
+    has(&labels(&marked), &["agent", "next"]);
+}
+
+#[test]
+fn results_and_details_are_bounded() {
+    let fields: String = (0..3000)
+        .map(|i| format!("    f{i}: {{type: string}}\n"))
+        .collect();
+    let values: String = (0..500).map(|i| format!("v{i}, ")).collect();
+    let spec = format!(
+        "version: \"0.2\"\ncontracts:\n  Big:\n{fields}    e: {{type: string, values: [{values}]}}\nfunctions:\n  f:\n    mode: infer\n    intent: x\n    input: {{}}\n    output: Big\n    ensure:\n      - \"result.‸\"\n"
+    );
+    let completions = run(&spec);
+    assert_eq!(completions.len(), MAX_COMPLETIONS);
+    let spec = spec
+        .replace("result.‸", "result.e.x")
+        .replace("    ensure:", "    ensure:\n      - \"result.‸\"");
+    let _ = spec;
+    let long = detail(
+        &run(&format!(
+            "version: \"0.2\"\ncontracts:\n  Big:\n    e: {{type: string, values: [{values}]}}\nfunctions:\n  f:\n    mode: infer\n    intent: x\n    input: {{}}\n    output: Big\n    ensure:\n      - \"result.‸\"\n"
+        )),
+        "e",
+    );
+    assert_eq!(long.chars().count(), MAX_DETAIL + 1, "{long}");
+    assert!(long.ends_with('…'));
+}
+
+/// The key filters per step kind must agree with the middle end's rules: every key refused on
+/// a kind of step is an error there.
+#[test]
+fn refused_keys_are_errors_on_that_kind_of_step() {
+    let value = |key: &str| match key {
+        "output_schema" => "{type: object}",
+        "max_iterations" | "retries" => "2",
+        "exit_criterion" | "score_expr" => "\"1\"",
+        "accumulate" => "\"[1]\"",
+        "accumulate_key" => "\"item\"",
+        "on_fail" | "next" | "on_approve" | "on_revise" | "on_kill" => "first",
+        "ensure" => "[\"True\"]",
+        "output_contract" => "Summary",
+        "model" | "agent" => "claude",
+        "budget" => "{ms: 1}",
+        "guardrails" => "[\"x\"]",
+        "reasoning_template" => "{a: 1}",
+        "cache" => "true",
+        "policy" | "policy_fallback" => "flag",
+        other => panic!("no value for {other}"),
+    };
+    let kinds = [
+        (
+            StepSort::Gate,
+            "function: approve\n        on_approve: ~\n        on_revise: first\n        on_kill: ~",
+        ),
+        (StepSort::Function { compute: false }, "function: summarize"),
+        (StepSort::Flow, "flow: helper"),
+        (StepSort::Inline, "intent: \"go\""),
+    ];
+    for (sort, kind) in kinds {
+        for key in keys::STEP.keys.iter().map(|key| key.name) {
+            if !refused_on(sort, key) {
+                continue;
+            }
+            let step = format!(
+                "      - id: extra\n        {kind}\n        {key}: {}\n",
+                value(key)
+            );
+            let spec = base_with("        depends_on: [second]", &step);
+            let analysis = Analysis::new("t.stratum.yaml", &spec);
+            let mentioned = format!("`{key}");
+            assert!(
+                analysis
+                    .compilation
+                    .diagnostics
+                    .iter()
+                    .any(|d| d.is_error() && d.message.contains(&mentioned)),
+                "{key} on a {sort:?} step is not an error: {:?}",
+                analysis.compilation.diagnostics
+            );
+        }
+    }
+}
+
+#[test]
+fn snapshot_of_an_inline_steps_keys_and_result_fields() {
+    let completions = run(&base_with(
+        "        output_contract: Summary",
+        "        ‸\n",
+    ));
+    let shown: String = completions
+        .iter()
+        .map(|c| {
+            format!(
+                "{:<20} {:?} {:?} {:?}\n",
+                c.label,
+                c.kind,
+                c.detail.as_deref().unwrap_or(""),
+                c.insert_text.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    let fields = run(&base_with(
+        "        output_contract: Summary",
+        "        max_iterations: 2\n        exit_criterion: \"result.‸\"\n",
+    ));
+    let shown: String = std::iter::once("keys of an inline step:\n".to_owned())
+        .chain(shown.lines().map(|line| format!("{line}\n")))
+        .chain(std::iter::once(
+            "result. in its exit_criterion:\n".to_owned(),
+        ))
+        .chain(fields.iter().map(|c| {
+            format!(
+                "{:<20} {:?} {:?}\n",
+                c.label,
+                c.kind,
+                c.detail.as_deref().unwrap_or("")
+            )
+        }))
+        .collect();
+    insta::assert_snapshot!(shown);
+}
