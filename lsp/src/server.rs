@@ -17,6 +17,7 @@ use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer};
 
 use crate::analysis::{Analysis, LineIndex};
+use crate::complete::{self, CompletionKind};
 use crate::diagnostics::{self, ExplanationLinks};
 use crate::{actions, hover, navigate, symbols};
 
@@ -121,7 +122,6 @@ impl Backend {
         Some(analysis)
     }
 
-    #[allow(dead_code)] // completion
     fn last_good(&self, uri: &Uri) -> Option<Arc<Analysis>> {
         self.state()
             .documents
@@ -184,6 +184,10 @@ impl LanguageServer for Backend {
                 )),
                 document_symbol_provider: Some(OneOf::Left(true)),
                 hover_provider: Some(HoverProviderCapability::Simple(true)),
+                completion_provider: Some(CompletionOptions {
+                    trigger_characters: Some([".", "$", " ", "[", ","].map(str::to_owned).to_vec()),
+                    ..CompletionOptions::default()
+                }),
                 definition_provider: Some(OneOf::Left(true)),
                 references_provider: Some(OneOf::Left(true)),
                 rename_provider: Some(OneOf::Right(RenameOptions {
@@ -384,5 +388,51 @@ impl LanguageServer for Backend {
             // The client shows the message and changes nothing.
             Err(error) => Err(Error::invalid_params(error.to_string())),
         }
+    }
+
+    async fn completion(&self, params: CompletionParams) -> Result<Option<CompletionResponse>> {
+        let at = params.text_document_position;
+        let uri = at.text_document.uri;
+        let Some(analysis) = self.analysis(&uri).await else {
+            return Ok(None);
+        };
+        let last_good = self.last_good(&uri);
+        let offset = analysis.offset(at.position);
+        let items = complete::complete(&analysis, last_good.as_deref(), offset)
+            .into_iter()
+            .enumerate()
+            .map(|(rank, item)| {
+                let new_text = item
+                    .insert_text
+                    .clone()
+                    .unwrap_or_else(|| item.label.clone());
+                CompletionItem {
+                    kind: Some(match item.kind {
+                        CompletionKind::Key => CompletionItemKind::PROPERTY,
+                        CompletionKind::Contract => CompletionItemKind::STRUCT,
+                        CompletionKind::Function => CompletionItemKind::FUNCTION,
+                        CompletionKind::Flow => CompletionItemKind::MODULE,
+                        CompletionKind::Step => CompletionItemKind::REFERENCE,
+                        CompletionKind::Field => CompletionItemKind::FIELD,
+                        CompletionKind::Variable => CompletionItemKind::VARIABLE,
+                        CompletionKind::Value => CompletionItemKind::ENUM_MEMBER,
+                    }),
+                    detail: item.detail,
+                    // The server's order: required keys first, then the format's order.
+                    sort_text: Some(format!("{rank:05}")),
+                    filter_text: Some(item.label.clone()),
+                    text_edit: item.replace.map(|span| {
+                        CompletionTextEdit::Edit(TextEdit {
+                            range: analysis.range(span),
+                            new_text: new_text.clone(),
+                        })
+                    }),
+                    insert_text: Some(new_text),
+                    label: item.label,
+                    ..CompletionItem::default()
+                }
+            })
+            .collect();
+        Ok(Some(CompletionResponse::Array(items)))
     }
 }

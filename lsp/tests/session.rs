@@ -284,6 +284,26 @@ fn a_whole_session() {
         "{clash}"
     );
 
+    let (line, column) = find(&fixed, "label == 'ok'", 0);
+    let completion = server.request("textDocument/completion", at(line, column));
+    insta::assert_snapshot!(
+        "completion_output_fields",
+        server.shown(&completion["result"])
+    );
+    let (line, column) = find(&fixed, "[scan]", 0);
+    let completion = server.request("textDocument/completion", at(line, column + 1));
+    let labels: Vec<&str> = completion["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        ["scan"],
+        "step ids in depends_on, not the step itself"
+    );
+
     let symbols = server.request(
         "textDocument/documentSymbol",
         json!({"textDocument": {"uri": URI}}),
@@ -342,7 +362,11 @@ fn a_half_typed_document_never_stops_the_server() {
                    "contentChanges": [{"range": {"start": start, "end": start},
                                        "text": c.to_string()}]}),
         );
-        for method in ["textDocument/hover", "textDocument/definition"] {
+        for method in [
+            "textDocument/hover",
+            "textDocument/definition",
+            "textDocument/completion",
+        ] {
             let response = server.request(method, at(line, column as u32));
             assert!(response.get("error").is_none(), "{method}: {response}");
         }
