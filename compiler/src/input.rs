@@ -83,11 +83,18 @@ pub fn decode(bytes: &[u8]) -> Result<String, Rejected> {
 /// and carriage return, DEL, and C1 controls other than NEL.
 pub fn forbidden_character(src: &SourceFile) -> Option<Diagnostic> {
     let text = src.text();
-    let (offset, c) = text.char_indices().find(|&(_, c)| {
-        (c < ' ' && !matches!(c, '\t' | '\n' | '\r'))
-            || c == '\u{7f}'
-            || (('\u{80}'..='\u{9f}').contains(&c) && c != '\u{85}')
+    // By bytes: the text is UTF-8, so a control character below U+0080 is its own byte, and
+    // one of U+0080..=U+009F is 0xC2 followed by its low byte (0xC2 is only ever a lead byte).
+    let bytes = text.as_bytes();
+    let offset = bytes.iter().enumerate().position(|(at, &b)| {
+        (b < b' ' && !matches!(b, b'\t' | b'\n' | b'\r'))
+            || b == 0x7f
+            || (b == 0xc2
+                && bytes
+                    .get(at + 1)
+                    .is_some_and(|&low| (0x80..=0x9f).contains(&low) && low != 0x85))
     })?;
+    let c = text.get(offset..)?.chars().next()?;
     let span = src.span(offset..offset + c.len_utf8());
     let diagnostic = if c == '\0' {
         Diagnostic::new(
@@ -135,5 +142,31 @@ mod tests {
                 utf16: false
             })
         );
+    }
+
+    /// The byte scan finds the first character the definition by characters forbids.
+    #[test]
+    fn control_characters_are_found_by_bytes_as_by_characters() {
+        let forbidden = |c: char| {
+            (c < ' ' && !matches!(c, '\t' | '\n' | '\r'))
+                || c == '\u{7f}'
+                || (('\u{80}'..='\u{9f}').contains(&c) && c != '\u{85}')
+        };
+        let found = |text: &str| {
+            let file = SourceFile::new(crate::source::FileId(0), "t", text);
+            forbidden_character(&file).map(|d| d.primary.span.range())
+        };
+        for c in (0..0x3000)
+            .filter_map(char::from_u32)
+            .chain(['\u{FEFF}', '😀'])
+        {
+            for text in [format!("{c}"), format!("aé{c}b{c}"), format!("\u{85}x{c}")] {
+                let expected = text
+                    .char_indices()
+                    .find(|&(_, c)| forbidden(c))
+                    .map(|(at, c)| at..at + c.len_utf8());
+                assert_eq!(found(&text), expected, "{text:?}");
+            }
+        }
     }
 }

@@ -19,6 +19,7 @@ mod errors;
 mod grammar;
 mod limits;
 mod refs;
+mod simple;
 
 use chumsky::Parser as _;
 use chumsky::input::Input as _;
@@ -42,6 +43,11 @@ pub struct Parsed {
 
 /// Parses one expression.
 pub fn parse(src: &str) -> Parsed {
+    parse_with(src, true)
+}
+
+/// Parses one expression; with `shortcut`, a valid one that [`simple`] reads skips the grammar.
+fn parse_with(src: &str, shortcut: bool) -> Parsed {
     if let Some(problem) = limits::too_long(src) {
         return Parsed {
             expr: None,
@@ -53,6 +59,15 @@ pub fn parse(src: &str) -> Parsed {
     if let Some(problem) = limits::token_limits(&lexed.tokens) {
         problems.push(problem);
         return finish(None, problems);
+    }
+
+    // Most expressions are valid and simple: those are read without building the grammar.
+    let read = match shortcut && problems.is_empty() {
+        true => simple::parse(&lexed.tokens),
+        false => None,
+    };
+    if let Some(expr) = read {
+        return walked(expr, src, problems);
     }
 
     let tokens: Vec<_> = lexed
@@ -83,6 +98,11 @@ pub fn parse(src: &str) -> Parsed {
     let Some(expr) = expr else {
         return finish(None, problems);
     };
+    walked(expr, src, problems)
+}
+
+/// The tree's depth and misplaced generators checked, then the result.
+fn walked(expr: Expr, src: &str, mut problems: Vec<Problem>) -> Parsed {
     let walk = limits::walk(&expr, src);
     if let Some(problem) = walk.too_deep {
         problems.push(problem);

@@ -94,6 +94,15 @@ impl ScalarMap {
     pub fn new(src: &str, token: Range<usize>, style: ScalarStyle, value: &str) -> ScalarMap {
         // Offsets are stored as u32 (like `Span`); larger texts only get the fallback.
         let fits = u32::try_from(src.len()).is_ok();
+        if fits && let Some(map) = verbatim(src, &token, style, value) {
+            return map;
+        }
+        ScalarMap::decoded(src, token, style, value)
+    }
+
+    /// [`ScalarMap::new`] by re-decoding, whatever the scalar.
+    fn decoded(src: &str, token: Range<usize>, style: ScalarStyle, value: &str) -> ScalarMap {
+        let fits = u32::try_from(src.len()).is_ok();
         let decoded = if fits && src.get(token.clone()).is_some() {
             decode(src, token.clone(), style, value)
         } else {
@@ -146,6 +155,41 @@ impl ScalarMap {
             },
         }
     }
+}
+
+/// The map of a flow scalar written on one line exactly as its value, without escapes or
+/// properties: the shifted copy that decoding would find, without decoding (most scalars are
+/// such). `None` for any other scalar, which is decoded.
+fn verbatim(src: &str, token: &Range<usize>, style: ScalarStyle, value: &str) -> Option<ScalarMap> {
+    let text = src.get(token.clone())?;
+    let base = match style {
+        ScalarStyle::Plain => {
+            let copy =
+                text == value && !value.contains(['\n', '\r']) && !text.starts_with(['!', '&']);
+            copy.then_some(token.start)?
+        }
+        ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => {
+            let (quote, special): (char, &[char]) = match style {
+                ScalarStyle::SingleQuoted => ('\'', &['\'', '\n', '\r']),
+                _ => ('"', &['"', '\\', '\n', '\r']),
+            };
+            let after = text
+                .strip_prefix(quote)?
+                .strip_prefix(value)?
+                .strip_prefix(quote)?;
+            if value.contains(special) || !is_blanks_then_comment(after) {
+                return None;
+            }
+            token.start.checked_add(1)?
+        }
+        ScalarStyle::Literal | ScalarStyle::Folded => return None,
+    };
+    Some(ScalarMap {
+        repr: Repr::Shifted {
+            base: narrow(base),
+            len: narrow(value.len()),
+        },
+    })
 }
 
 /// Clamps a decoded range to `0..len`, never letting it end before it starts.
@@ -1784,6 +1828,11 @@ mod tests {
         assert_eq!(scalar.value, value, "encoder bug: {src:?}");
         let map = ScalarMap::new(src, scalar.token.clone(), style, value);
         assert!(map.is_exact(), "{style:?} {value:?} in {src:?}");
+        assert_eq!(
+            map,
+            ScalarMap::decoded(src, scalar.token.clone(), style, value),
+            "the shortcut differs from decoding: {style:?} {value:?} in {src:?}"
+        );
         // Block scalars map their leading empty lines between the header and the span start.
         let allowed = offset..scalar.token.end.max(offset);
         let mut previous = 0..0;
@@ -1809,5 +1858,41 @@ mod tests {
         assert!(
             previous.end <= end.start && allowed.contains(&end.start) || end.start == allowed.end
         );
+    }
+
+    /// A scalar the shortcut maps is mapped exactly as decoding maps it, with the parser's span
+    /// and with the span cut at the closing quote; the rest are decoded.
+    #[test]
+    fn verbatim_scalars_map_as_decoding_maps_them() {
+        let docs = [
+            "a: x\nb: 'y z'\nc: \"w\"  # c\nd: ''\ne: \"\"\n",
+            "a: 'it''s'\nb: \"q\\\"x\"\nc: \"t\\tx\"\nd: !!str x\ne: &k v\nf: *k\n",
+            "a: x #c\nb: x#c\nc: 'x' #c\nd: \"a\tb \" \ne: [a b, 'c d', \"e\", ]\n",
+            "a: 'x\n  y'\nb: \"x\\\n  y\"\nc: x\n  y\nd: |\n  z\ne: >\n  w\n",
+            "{a: b, 'c': \"d\", e}\n",
+            "- 'é😀'\n- \"é\"\n- é x\n- ! x\n- !t 'y'\n",
+        ];
+        let mut shortcut = 0;
+        for src in docs {
+            for scalar in parse_scalars(src) {
+                let mut tokens = vec![scalar.token.clone()];
+                if let Some(close) = src[scalar.token.clone()].rfind(['\'', '"']) {
+                    tokens.push(scalar.token.start..scalar.token.start + close + 1);
+                }
+                for token in tokens {
+                    let decoded =
+                        ScalarMap::decoded(src, token.clone(), scalar.style, &scalar.value);
+                    if let Some(map) = verbatim(src, &token, scalar.style, &scalar.value) {
+                        assert_eq!(map, decoded, "{scalar:?} as {token:?} in {src:?}");
+                        shortcut += 1;
+                    }
+                    assert_eq!(
+                        ScalarMap::new(src, token.clone(), scalar.style, &scalar.value),
+                        decoded
+                    );
+                }
+            }
+        }
+        assert!(shortcut > 20, "only {shortcut} scalars took the shortcut");
     }
 }
