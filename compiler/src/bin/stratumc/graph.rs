@@ -5,14 +5,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use stratum_compiler::check_bytes;
 use stratum_compiler::graph::{self, Format};
-use stratum_compiler::source::SourceMap;
 
-use crate::inputs::{Input, read_input};
 use crate::output::write_product;
-use crate::report::{Stream, report};
-use crate::{DiagnosticArgs, MessageFormat, SPEC_ERRORS, USAGE_OR_IO_ERROR};
+use crate::report::check_single;
+use crate::{DiagnosticArgs, MessageFormat, USAGE_OR_IO_ERROR};
 
 #[derive(clap::Args)]
 pub(crate) struct GraphArgs {
@@ -43,35 +40,20 @@ enum GraphFormat {
 }
 
 pub(crate) fn graph(args: &GraphArgs) -> ExitCode {
-    let input = Input::single(&args.spec);
-    let bytes = match read_input(&input) {
-        Ok(bytes) => bytes,
-        Err(error) => {
-            eprintln!("error: cannot read {}: {error}", input.display());
-            return ExitCode::from(USAGE_OR_IO_ERROR);
-        }
-    };
-    let mut sources = SourceMap::new();
-    let mut compilations = vec![check_bytes(&mut sources, &input.display(), &bytes)];
-    let outcome = report(
-        &sources,
-        &mut compilations,
+    let (_sources, compilation) = match check_single(
+        &args.spec,
         &args.diagnostics,
         args.message_format,
-        Stream::Stderr,
-    );
-    if !outcome.passed(&args.diagnostics) {
-        eprintln!("error: nothing drawn: the spec has errors");
-        return ExitCode::from(SPEC_ERRORS);
-    }
-    let Some(compilation) = compilations.first() else {
-        return ExitCode::from(USAGE_OR_IO_ERROR);
+        "nothing drawn",
+    ) {
+        Ok(checked) => checked,
+        Err(status) => return status,
     };
     let format = match args.format {
         GraphFormat::Dot => Format::Dot,
         GraphFormat::Mermaid => Format::Mermaid,
     };
-    let picture = match graph::draw(compilation, args.flow.as_deref(), format) {
+    let picture = match graph::draw(&compilation, args.flow.as_deref(), format) {
         Ok(picture) => picture,
         Err(unknown) => {
             eprintln!("error: {unknown}");

@@ -99,6 +99,37 @@ pub(crate) fn report(
     }
 }
 
+/// Reads and checks the one spec a command works on, reporting its diagnostics on stderr.
+/// `Err` is the exit status when the spec cannot be used: unreadable (2), or with errors (1;
+/// `refusal` says what was not done).
+pub(crate) fn check_single(
+    spec: &std::path::Path,
+    args: &DiagnosticArgs,
+    format: MessageFormat,
+    refusal: &str,
+) -> Result<(SourceMap, Compilation), std::process::ExitCode> {
+    let input = crate::inputs::Input::single(spec);
+    let bytes = crate::inputs::read_input(&input).map_err(|error| {
+        eprintln!("error: cannot read {}: {error}", input.display());
+        std::process::ExitCode::from(crate::USAGE_OR_IO_ERROR)
+    })?;
+    let mut sources = SourceMap::new();
+    let mut compilations = vec![stratum_compiler::check_bytes(
+        &mut sources,
+        &input.display(),
+        &bytes,
+    )];
+    let outcome = report(&sources, &mut compilations, args, format, Stream::Stderr);
+    if !outcome.passed(args) {
+        eprintln!("error: {refusal}: the spec has errors");
+        return Err(std::process::ExitCode::from(crate::SPEC_ERRORS));
+    }
+    let compilation = compilations
+        .pop()
+        .ok_or(std::process::ExitCode::from(crate::USAGE_OR_IO_ERROR))?;
+    Ok((sources, compilation))
+}
+
 fn summary_line(files: usize, errors: usize, warnings: usize) -> String {
     let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
     let checked = plural(files, "spec");
