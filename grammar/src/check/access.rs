@@ -10,15 +10,15 @@ use crate::types::Type;
 
 impl Checker<'_> {
     pub(super) fn attribute(&mut self, base: &Expr, base_ty: &Type, name: &Ident) -> Type {
-        let subject = text::subject(base);
+        let subject = || text::subject(base);
         self.field(&subject, base.span, base_ty, name, FieldSyntax::Attribute)
     }
 
-    /// The field `name` of a value of type `ty`: `subject` (already in backticks) and
-    /// `base_span` say what the value is in messages.
+    /// The field `name` of a value of type `ty`: `subject` (already in backticks; made only for
+    /// a message) and `base_span` say what the value is in messages.
     pub(super) fn field(
         &mut self,
-        subject: &str,
+        subject: &dyn Fn() -> String,
         base_span: Span,
         ty: &Type,
         name: &Ident,
@@ -47,12 +47,13 @@ impl Checker<'_> {
 
     fn unknown_field(
         &mut self,
-        subject: &str,
+        subject: &dyn Fn() -> String,
         base_span: Span,
         record: &std::sync::Arc<crate::types::Record>,
         name: &Ident,
         syntax: FieldSyntax,
     ) {
+        let subject = subject();
         let field = name.name.as_str();
         let problem = Problem::new(
             ProblemKind::UnknownField,
@@ -100,12 +101,13 @@ impl Checker<'_> {
 
     fn no_fields(
         &mut self,
-        subject: &str,
+        subject: &dyn Fn() -> String,
         base_span: Span,
         ty: &Type,
         name: &Ident,
         syntax: FieldSyntax,
     ) {
+        let subject = subject();
         let field = name.name.as_str();
         let shown = text::ty(ty);
         let problem = Problem::new(
@@ -157,7 +159,7 @@ impl Checker<'_> {
                         name: key.clone(),
                         span: index.span,
                     };
-                    let subject = text::subject(base);
+                    let subject = || text::subject(base);
                     self.field(
                         &subject,
                         base.span,

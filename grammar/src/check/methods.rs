@@ -254,7 +254,7 @@ impl Checker<'_> {
                     name: name.clone(),
                     span: key.span,
                 };
-                let subject = text::subject(receiver_expr);
+                let subject = || text::subject(receiver_expr);
                 self.field(
                     &subject,
                     receiver_expr.span,

@@ -123,7 +123,7 @@ impl Checker<'_> {
         let mut base_span = root_span;
         for (i, field) in reference.path.iter().enumerate() {
             let prefix = reference.path.get(..i).unwrap_or(&[]);
-            let subject = format!("`{}`", text::reference_prefix(&reference.root, prefix));
+            let subject = || format!("`{}`", text::reference_prefix(&reference.root, prefix));
             ty = self.field(&subject, base_span, &ty, field, FieldSyntax::Attribute);
             base_span = Span {
                 start: span.start,
