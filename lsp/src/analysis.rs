@@ -75,6 +75,19 @@ impl Analysis {
     }
 }
 
+/// The analysis of a spec that must check clean, for tests: they assert against a spec whose
+/// every name resolves.
+#[cfg(test)]
+pub(crate) fn clean(text: &str) -> Analysis {
+    let analysis = Analysis::new("spec.stratum.yaml", text);
+    assert!(
+        analysis.compilation.diagnostics.is_empty(),
+        "{:#?}",
+        analysis.compilation.diagnostics
+    );
+    analysis
+}
+
 /// The start of every line, for conversions between offsets and UTF-16 positions.
 #[derive(Clone, Debug, Default)]
 pub struct LineIndex {

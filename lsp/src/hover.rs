@@ -560,13 +560,7 @@ flows:
 "#;
 
     fn analysis() -> Analysis {
-        let analysis = Analysis::new("spec.stratum.yaml", SPEC);
-        assert!(
-            analysis.compilation.diagnostics.is_empty(),
-            "{:#?}",
-            analysis.compilation.diagnostics
-        );
-        analysis
+        crate::analysis::clean(SPEC)
     }
 
     /// The hover at `into` bytes into the `nth` occurrence of `needle`, with the hovered text.

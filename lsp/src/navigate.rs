@@ -335,13 +335,7 @@ flows:
 "#;
 
     fn analysis() -> Analysis {
-        let analysis = Analysis::new("spec.stratum.yaml", SPEC);
-        assert!(
-            analysis.compilation.diagnostics.is_empty(),
-            "{:#?}",
-            analysis.compilation.diagnostics
-        );
-        analysis
+        crate::analysis::clean(SPEC)
     }
 
     /// The offset of the `nth` (from 0) occurrence of `needle`, plus `into`.
