@@ -1,0 +1,210 @@
+//! What the agent (or an operator) asks of the runtime: one [`Command`] per MCP tool that
+//! touches a flow, and the [`Context`] it runs in (the time and the entropy the pure core may
+//! not fetch for itself).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use stratum_compiler::plan::Plan;
+
+/// One request.
+#[derive(Clone, Debug)]
+pub enum Command {
+    /// Start a flow of a compiled plan (`stratum_plan` after compiling). `flow: None` starts
+    /// the plan's entry flow.
+    Start {
+        plan: Arc<Plan>,
+        flow: Option<String>,
+        inputs: Value,
+    },
+    StepDone {
+        flow_id: String,
+        step_id: String,
+        result: Value,
+        usage: Option<Value>,
+    },
+    SkipStep {
+        flow_id: String,
+        step_id: String,
+        reason: String,
+    },
+    GateResolve {
+        flow_id: String,
+        step_id: String,
+        outcome: String,
+        rationale: String,
+        resolved_by: String,
+    },
+    CheckTimeouts {
+        flow_id: String,
+    },
+    Commit {
+        flow_id: String,
+        label: String,
+    },
+    Revert {
+        flow_id: String,
+        label: String,
+    },
+    IterationStart {
+        flow_id: String,
+        step_id: String,
+    },
+    IterationReport {
+        flow_id: String,
+        step_id: String,
+        result: Value,
+    },
+    IterationAbort {
+        flow_id: String,
+        step_id: String,
+        reason: String,
+    },
+    Resume {
+        flow_id: String,
+    },
+    Audit {
+        flow_id: String,
+    },
+}
+
+impl Command {
+    /// The flow the command acts on, as sent (none for `Start`).
+    pub fn flow_id(&self) -> Option<&str> {
+        match self {
+            Command::Start { .. } => None,
+            Command::StepDone { flow_id, .. }
+            | Command::SkipStep { flow_id, .. }
+            | Command::GateResolve { flow_id, .. }
+            | Command::CheckTimeouts { flow_id }
+            | Command::Commit { flow_id, .. }
+            | Command::Revert { flow_id, .. }
+            | Command::IterationStart { flow_id, .. }
+            | Command::IterationReport { flow_id, .. }
+            | Command::IterationAbort { flow_id, .. }
+            | Command::Resume { flow_id }
+            | Command::Audit { flow_id } => Some(flow_id),
+        }
+    }
+
+    /// Whether the command only reads.
+    pub fn is_read_only(&self) -> bool {
+        matches!(self, Command::Audit { .. })
+    }
+}
+
+/// What a command may know of the world: the time, entropy for new ids, and the settings.
+#[derive(Clone, Debug)]
+pub struct Context {
+    /// Wall-clock milliseconds since the Unix epoch.
+    pub now_ms: u64,
+    /// New flow ids are derived from it (see [`FlowId::derive`](crate::FlowId::derive)).
+    pub seed: u128,
+    pub config: Arc<Config>,
+}
+
+impl Context {
+    pub fn new(now_ms: u64, seed: u128, config: Arc<Config>) -> Context {
+        Context {
+            now_ms,
+            seed,
+            config,
+        }
+    }
+}
+
+/// The runtime's settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// How often routing may enter one step again in one round, when its flow sets no
+    /// `max_rounds`.
+    pub max_reentries: u32,
+    /// Bounds of every expression evaluation (and the root `file_exists` / `file_contains`
+    /// are confined to).
+    pub limits: stratum_grammar::Limits,
+    /// Prices of models, for `usage` given in tokens.
+    pub pricing: Pricing,
+    /// Bounds of one guardrail match.
+    pub guardrail_backtrack_limit: usize,
+}
+
+/// The bound on routing back into a step when a flow sets no `max_rounds`.
+pub const DEFAULT_MAX_REENTRIES: u32 = 100;
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            max_reentries: DEFAULT_MAX_REENTRIES,
+            limits: stratum_grammar::Limits::default(),
+            pricing: Pricing::default(),
+            guardrail_backtrack_limit: 1_000_000,
+        }
+    }
+}
+
+impl Config {
+    /// Confines the file built-ins to `root`.
+    pub fn with_root(mut self, root: impl Into<PathBuf>) -> Config {
+        self.limits.root = Some(root.into());
+        self
+    }
+}
+
+/// Dollars per million tokens, by model name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pricing {
+    pub models: BTreeMap<String, ModelPrice>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelPrice {
+    /// Dollars per million input tokens.
+    pub input: f64,
+    /// Dollars per million output tokens.
+    pub output: f64,
+}
+
+impl Default for Pricing {
+    /// Public list prices (dollars per million tokens) of the models agents commonly name.
+    fn default() -> Pricing {
+        let models = [
+            ("claude-opus-4", 15.0, 75.0),
+            ("claude-sonnet-4", 3.0, 15.0),
+            ("claude-haiku-4", 1.0, 5.0),
+            ("gpt-5", 1.25, 10.0),
+            ("gpt-5-mini", 0.25, 2.0),
+        ];
+        Pricing {
+            models: models
+                .into_iter()
+                .map(|(name, input, output)| (name.to_owned(), ModelPrice { input, output }))
+                .collect(),
+        }
+    }
+}
+
+impl Pricing {
+    /// The price of `model`: an exact name, else the longest listed name it starts with
+    /// (`claude-sonnet-4-6` is priced as `claude-sonnet-4`).
+    pub fn price(&self, model: &str) -> Option<ModelPrice> {
+        if let Some(price) = self.models.get(model) {
+            return Some(*price);
+        }
+        self.models
+            .iter()
+            .filter(|(name, _)| model.starts_with(name.as_str()))
+            .max_by_key(|(name, _)| name.len())
+            .map(|(_, price)| *price)
+    }
+
+    /// A table read from JSON (`{"models": {"name": {"input": 3.0, "output": 15.0}}}`) laid
+    /// over the defaults: a user's prices win.
+    pub fn with_overrides(mut self, json: &str) -> Result<Pricing, serde_json::Error> {
+        let overrides: Pricing = serde_json::from_str(json)?;
+        self.models.extend(overrides.models);
+        Ok(self)
+    }
+}

@@ -1,0 +1,758 @@
+//! Moving the cursor and saying what the agent must do next.
+//!
+//! [`advance`] walks from the cursor until it reaches something an agent or a person must
+//! do: it records skips (`skip_if`), auto-approves gates whose policy is `flag` or `skip`,
+//! serves cached results, starts child flows, and returns the dispatch; at the end of the
+//! flow it finishes it. The walk is a loop, not recursion, and every backward move counts
+//! against the step's re-entry bound, so no chain of skips or policies can run away.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use stratum_compiler::plan::{Action, Binding, FunctionMode, Policy, Step, Target};
+
+use super::{Run, budget, current, finish, validate};
+use crate::response::{
+    ErrorResponse, FlowDispatch, GateDispatch, PolicyRecord, Record, Response, SkipRecord,
+    StepDispatch, StepRecord,
+};
+use crate::state::{Cursor, EventBody, FlowHeader, FlowStatus, ParentLink};
+use crate::store::StoreError;
+
+use super::work::Work;
+
+/// What a dispatch carries about how it came about.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Note {
+    /// The step whose failure (or success) routed here.
+    pub(crate) routed_from: Option<String>,
+    pub(crate) violations: Option<Vec<String>>,
+    pub(crate) reverted_to: Option<String>,
+    /// The status of a re-dispatch after a failed attempt (`ensure_failed`, …).
+    pub(crate) status: Option<&'static str>,
+}
+
+/// How a move came about: it decides what a backward move clears.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Move {
+    /// Success, a skip or a gate approval: steps from the target on run afresh.
+    Forward,
+    /// `on_fail`: like `Forward`, but the failed step keeps its output for the recovery step.
+    Recover { failed: u32 },
+}
+
+/// Walks from the cursor to the next thing to do, and returns it.
+pub(crate) fn advance(work: &mut Work<'_>, run: &Run<'_>, note: Note) -> Result<Response, StoreError> {
+    let bound = run.steps().len().saturating_mul(run.max_reentries() as usize + 2) + 16;
+    for _ in 0..bound {
+        let header = work.get(&run.id)?;
+        if header.status.is_finished() {
+            return finish::envelope(work, run, None);
+        }
+        let Some(index) = current(&header) else {
+            return finish::complete(work, run, note);
+        };
+        let step = run.step(index)?;
+        let mut skip_if_error = None;
+        if let Some(skip) = &step.skip {
+            match evaluate_skip(work, run, &header, step)? {
+                Ok(true) => {
+                    if let Some(done) = skip_step_now(work, run, index, skip.reason.as_deref(), &skip.condition.program)? {
+                        return Ok(done);
+                    }
+                    continue;
+                }
+                Ok(false) => {}
+                Err(message) => skip_if_error = Some(message),
+            }
+        }
+        if let Some(exhausted) = budget::exhausted_before_dispatch(work, run)? {
+            return Ok(exhausted);
+        }
+        match &step.action {
+            Action::Gate { policy: Some(policy @ (Policy::Flag | Policy::Skip)), on_approve, .. } => {
+                let name = match policy {
+                    Policy::Flag => "flag",
+                    _ => "skip",
+                };
+                record_policy(work, run, index, name, format!("policy: {name} — auto-approved"))?;
+                if let Some(stopped) = move_to(work, run, index, *on_approve, Move::Forward)? {
+                    return Ok(stopped);
+                }
+            }
+            Action::Gate { .. } => {
+                mark_dispatched(work, run, false)?;
+                return Ok(gate_dispatch(run, index, step, note));
+            }
+            Action::Flow { flow } => return dispatch_child(work, run, index, *flow, note),
+            Action::Function { .. } | Action::Inline { .. } | Action::Judge { .. } => {
+                if step.cache
+                    && let Some(done) = serve_from_cache(work, run, index, step)?
+                {
+                    if let Some(stopped) = done {
+                        return Ok(stopped);
+                    }
+                    continue;
+                }
+                mark_dispatched(work, run, true)?;
+                let mut dispatch = step_dispatch(work, run, index, note)?;
+                dispatch.skip_if_error = skip_if_error;
+                return Ok(Response::Step(Box::new(dispatch)));
+            }
+        }
+    }
+    Ok(fail_flow(
+        work,
+        run,
+        "routing_loop",
+        format!(
+            "the flow kept moving without reaching a step to dispatch (skips, policies and routing \
+             formed a loop past {bound} moves); the flow has ended"
+        ),
+        None,
+    )?)
+}
+
+/// `stratum_resume`: what the flow is waiting for now, without touching its clocks.
+pub(crate) fn resume(work: &mut Work<'_>, run: &Run<'_>) -> Result<Response, StoreError> {
+    let header = work.get(&run.id)?;
+    if header.status.is_finished() {
+        return Ok(Response::Status(crate::response::StatusOnly {
+            status: header.status.as_str().to_owned(),
+            flow_id: run.id.to_string(),
+        }));
+    }
+    advance(work, run, Note::default())
+}
+
+/// Records that the current step was dispatched, unless it already was (a resume keeps the
+/// first dispatch time, so gate timeouts and durations survive restarts).
+fn mark_dispatched(work: &mut Work<'_>, run: &Run<'_>, agent: bool) -> Result<(), StoreError> {
+    let now = run.ctx.now_ms;
+    let fresh = work.update(&run.id, |header| {
+        let fresh = header.dispatched_ms.is_none();
+        if fresh {
+            header.dispatched_ms = Some(now);
+        }
+        fresh
+    })?;
+    if fresh && agent {
+        budget::count_dispatch(work, run)?;
+    }
+    Ok(())
+}
+
+/// Moves the cursor from step `from` to `target`. A move back (to `from` or earlier) enters
+/// the target again: it counts against the bound and clears the steps from it on. Returns
+/// the response that ends the flow when the bound is passed or the target is `Kill`.
+pub(crate) fn move_to(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    from: u32,
+    target: Target,
+    how: Move,
+) -> Result<Option<Response>, StoreError> {
+    match target {
+        Target::End => {
+            work.update(&run.id, |header| {
+                header.cursor = Cursor::End;
+                header.dispatched_ms = None;
+            })?;
+        }
+        Target::Kill => {
+            work.update(&run.id, |header| {
+                header.cursor = Cursor::End;
+                header.status = FlowStatus::Killed;
+                header.finished_ms = Some(run.ctx.now_ms);
+                header.dispatched_ms = None;
+            })?;
+            return finish::envelope(work, run, None).map(Some);
+        }
+        Target::Step(to) => {
+            if to <= from {
+                let entries = work.update_step(&run.id, to, |state| {
+                    state.entries += 1;
+                    state.entries
+                })?;
+                let limit = run.max_reentries();
+                if entries > limit {
+                    let id = run.step_id(Some(to)).unwrap_or_default();
+                    let source = if run.flow().and_then(|flow| flow.max_rounds).is_some() {
+                        "the flow's max_rounds"
+                    } else {
+                        "the runtime's default; set max_rounds on the flow to change it"
+                    };
+                    return fail_flow(
+                        work,
+                        run,
+                        "routing_loop",
+                        format!(
+                            "step '{id}' was entered again by routing {entries} times in one round, more than the limit of {limit} ({source}); the flow has ended"
+                        ),
+                        Some(id),
+                    )
+                    .map(Some);
+                }
+                let preserve = match how {
+                    Move::Recover { failed } => Some(failed),
+                    Move::Forward => None,
+                };
+                clear_from(work, run, to, preserve, false)?;
+            } else if to != from + 1 {
+                clear_from(work, run, to, None, false)?;
+            }
+            work.update(&run.id, |header| {
+                header.cursor = Cursor::Step(to);
+                header.dispatched_ms = None;
+            })?;
+        }
+    }
+    Ok(None)
+}
+
+/// Clears the steps at index `from` or later for a fresh run: outputs, attempts, iteration
+/// state and child links; `preserve` keeps its output (the failed step an `on_fail` recovery
+/// reads). Re-entry counts survive unless `new_round`.
+pub(crate) fn clear_from(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    from: u32,
+    preserve: Option<u32>,
+    new_round: bool,
+) -> Result<(), StoreError> {
+    for index in work.steps_from(&run.id, from)? {
+        work.update_step(&run.id, index, |state| {
+            let output = state.output.take();
+            let entries = state.entries;
+            *state = Default::default();
+            if preserve == Some(index) {
+                state.output = output;
+            }
+            if !new_round {
+                state.entries = entries;
+            }
+        })?;
+    }
+    work.update(&run.id, |header| {
+        if header.active_iteration.is_some_and(|step| step >= from) {
+            header.active_iteration = None;
+        }
+    })?;
+    Ok(())
+}
+
+/// Ends the flow as failed (`retries_exhausted`, `routing_loop`, …) and says so.
+pub(crate) fn fail_flow(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    error_type: &str,
+    message: String,
+    step_id: Option<String>,
+) -> Result<Response, StoreError> {
+    work.update(&run.id, |header| {
+        header.status = FlowStatus::Failed;
+        header.error_type = Some(error_type.to_owned());
+        header.finished_ms = Some(run.ctx.now_ms);
+        header.dispatched_ms = None;
+        header.active_iteration = None;
+    })?;
+    let mut error = ErrorResponse::new(error_type, message).flow(run.id.as_str());
+    error.step_id = step_id;
+    Ok(error.into_response())
+}
+
+/// Evaluates a step's `skip_if`: whether to skip, or why it could not be decided.
+fn evaluate_skip(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    header: &FlowHeader,
+    step: &Step,
+) -> Result<Result<bool, String>, StoreError> {
+    let Some(skip) = &step.skip else {
+        return Ok(Ok(false));
+    };
+    let outputs = dependency_outputs(work, run, step)?;
+    let scope = validate::Scope {
+        input: &header.inputs,
+        steps: &outputs,
+    };
+    let bindings = scope.bindings(&Value::Null);
+    Ok(skip
+        .condition
+        .program
+        .evaluate_bool(&bindings, &run.ctx.config.limits)
+        .map_err(|error| format!("skip_if '{}' could not be evaluated: {}", skip.condition.program.source(), error.message)))
+}
+
+/// The outputs of the steps `step` depends on, by id (null for a step without one): what
+/// `$.steps.<id>.output` reads in its `skip_if` and `ensure`s.
+pub(crate) fn dependency_outputs(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    step: &Step,
+) -> Result<Vec<(String, Value)>, StoreError> {
+    let mut outputs = Vec::with_capacity(step.depends_on.len());
+    for &dependency in &step.depends_on {
+        let id = run.step(dependency)?.id.clone();
+        let output = work.output(&run.id, dependency)?.unwrap_or(Value::Null);
+        outputs.push((id, output));
+    }
+    Ok(outputs)
+}
+
+/// Skips the current step because its `skip_if` held (a gate is approved by it instead).
+fn skip_step_now(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    index: u32,
+    reason: Option<&str>,
+    condition: &stratum_grammar::Program,
+) -> Result<Option<Response>, StoreError> {
+    let step = run.step(index)?;
+    let because = format!("skip_if: {}", condition.source());
+    if let Action::Gate { on_approve, .. } = &step.action {
+        record_policy(work, run, index, "skip_if", because)?;
+        work.update_step(&run.id, index, |state| {
+            state.output = None;
+            state.skipped = true;
+        })?;
+        return move_to(work, run, index, *on_approve, Move::Forward);
+    }
+    record_skip(work, run, index, reason.map(str::to_owned).unwrap_or(because))?;
+    move_to(work, run, index, step.next, Move::Forward)
+}
+
+/// Writes a skip record and marks the step skipped (output null).
+pub(crate) fn record_skip(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    index: u32,
+    reason: String,
+) -> Result<(), StoreError> {
+    let header = work.get(&run.id)?;
+    let step_id = run.step(index)?.id.clone();
+    work.update_step(&run.id, index, |state| {
+        state.output = None;
+        state.skipped = true;
+        state.child = None;
+    })?;
+    work.push_event(
+        &run.id,
+        EventBody::Record(Record::Skip(SkipRecord {
+            step_id,
+            skip_reason: reason,
+            round: header.round,
+            round_start_step_id: run.step_id(header.round_start),
+            at_ms: run.ctx.now_ms,
+        })),
+    )
+}
+
+fn record_policy(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    index: u32,
+    policy: &str,
+    rationale: String,
+) -> Result<(), StoreError> {
+    let header = work.get(&run.id)?;
+    work.push_event(
+        &run.id,
+        EventBody::Record(Record::Policy(PolicyRecord {
+            step_id: run.step(index)?.id.clone(),
+            effective_policy: policy.to_owned(),
+            resolved_outcome: "approve".to_owned(),
+            rationale,
+            round: header.round,
+            round_start_step_id: run.step_id(header.round_start),
+            at_ms: run.ctx.now_ms,
+        })),
+    )
+}
+
+/// The dispatch of an agent step (function, inline or judge).
+pub(crate) fn step_dispatch(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    index: u32,
+    note: Note,
+) -> Result<StepDispatch, StoreError> {
+    let header = work.get(&run.id)?;
+    let step = run.step(index)?;
+    let attempts = work.step(&run.id, index)?.attempts;
+    let inputs = resolve_inputs(work, run, &header, step)?;
+    let (step_mode, function, mode, intent, agent, model) = match &step.action {
+        Action::Function {
+            function,
+            mode,
+            intent,
+            agent,
+            ..
+        } => (
+            "function",
+            Some(function.clone()),
+            Some(match mode {
+                FunctionMode::Infer => "infer",
+                FunctionMode::Compute => "compute",
+            }
+            .to_owned()),
+            intent.clone(),
+            agent.clone(),
+            None,
+        ),
+        Action::Inline { intent, agent, model } => (
+            "inline",
+            None,
+            None,
+            Some(intent.clone()),
+            agent.clone(),
+            Some(model.clone()),
+        ),
+        _ => ("judge", None, None, None, None, Some(None)),
+    };
+    let agent = match agent {
+        Some(agent) if agent.starts_with('$') => resolve_reference(work, run, &header, &agent)?
+            .map(|value| match value {
+                Value::String(text) => text,
+                other => other.to_string(),
+            }),
+        other => other,
+    };
+    let (output_contract, output_fields) = output_description(run, step);
+    Ok(StepDispatch {
+        status: note.status.unwrap_or("execute_step").to_owned(),
+        flow_id: run.id.to_string(),
+        step_number: index + 1,
+        total_steps: run.total_steps(),
+        step_id: step.id.clone(),
+        step_mode: step_mode.to_owned(),
+        function,
+        agent,
+        mode,
+        intent,
+        inputs,
+        output_contract,
+        output_fields,
+        ensure: step
+            .ensure
+            .iter()
+            .map(|ensure| ensure.program.source().to_owned())
+            .collect(),
+        retries_remaining: step.retries.saturating_sub(attempts),
+        model,
+        violations: note.violations,
+        routed_from: note.routed_from,
+        reverted_to: note.reverted_to,
+        skip_if_error: None,
+        max_iterations: step.iteration.as_ref().and_then(|iteration| iteration.max_iterations),
+    })
+}
+
+/// The contract's name and its fields' types (`any` where a field names none).
+fn output_description(run: &Run<'_>, step: &Step) -> (Option<String>, BTreeMap<String, String>) {
+    let Some(contract) = step
+        .output
+        .contract
+        .and_then(|index| run.plan.contracts.get(index as usize))
+    else {
+        return (None, BTreeMap::new());
+    };
+    let fields = contract
+        .schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|properties| {
+            properties
+                .iter()
+                .map(|(name, schema)| {
+                    let ty = schema
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("any")
+                        .to_owned();
+                    (name.clone(), ty)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    (Some(contract.name.clone()), fields)
+}
+
+fn gate_dispatch(run: &Run<'_>, index: u32, step: &Step, note: Note) -> Response {
+    let (function, on_approve, on_revise, on_kill, timeout, agent) = match &step.action {
+        Action::Gate {
+            function,
+            on_approve,
+            on_revise,
+            on_kill,
+            timeout,
+            ..
+        } => (
+            function.clone(),
+            target_name(run, *on_approve),
+            target_name(run, *on_revise),
+            target_name(run, *on_kill),
+            *timeout,
+            None,
+        ),
+        _ => (String::new(), None, None, None, None, None),
+    };
+    Response::Gate(Box::new(GateDispatch {
+        status: "await_gate",
+        flow_id: run.id.to_string(),
+        step_number: index + 1,
+        total_steps: run.total_steps(),
+        step_id: step.id.clone(),
+        step_mode: "function",
+        function,
+        agent,
+        on_approve,
+        on_revise,
+        on_kill,
+        timeout,
+        routed_from: note.routed_from,
+        reverted_to: note.reverted_to,
+        violations: note.violations,
+    }))
+}
+
+fn target_name(run: &Run<'_>, target: Target) -> Option<String> {
+    match target {
+        Target::Step(index) => run.step_id(Some(index)),
+        Target::End | Target::Kill => None,
+    }
+}
+
+/// A flow step: its child execution's current dispatch, starting the child if it has none.
+fn dispatch_child(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    index: u32,
+    called: u32,
+    note: Note,
+) -> Result<Response, StoreError> {
+    let step = run.step(index)?;
+    let existing = work.step(&run.id, index)?.child;
+    let child_id = match existing {
+        Some(child) if work.header(&child)?.is_some() => child,
+        _ => {
+            let header = work.get(&run.id)?;
+            let inputs: serde_json::Map<String, Value> =
+                resolve_inputs(work, run, &header, step)?.into_iter().collect();
+            let child = work.mint(run.ctx.seed);
+            let Some(flow) = run.plan.flows.get(called as usize) else {
+                return Err(StoreError::Corrupt(format!("step {} calls a flow its plan lacks", step.id)));
+            };
+            let start = match flow.start {
+                Target::Step(at) => Cursor::Step(at),
+                Target::End | Target::Kill => Cursor::End,
+            };
+            work.create_flow(FlowHeader {
+                id: child.clone(),
+                plan: header.plan.clone(),
+                flow: called,
+                flow_name: flow.name.clone(),
+                inputs: Value::Object(inputs),
+                cursor: start,
+                status: FlowStatus::Running,
+                error_type: None,
+                killing: false,
+                round: 0,
+                round_start: None,
+                started_ms: run.ctx.now_ms,
+                updated_ms: run.ctx.now_ms,
+                finished_ms: None,
+                dispatched_ms: None,
+                active_iteration: None,
+                budget: budget::ledger(flow.budget.as_ref()),
+                output: None,
+                parent: Some(ParentLink {
+                    flow: run.id.clone(),
+                    step: index,
+                }),
+                events: 0,
+                children: 0,
+                version: 0,
+            });
+            work.update(&run.id, |header| header.children += 1)?;
+            work.update_step(&run.id, index, |state| state.child = Some(child.clone()))?;
+            mark_dispatched(work, run, false)?;
+            child
+        }
+    };
+    let child_header = work.get(&child_id)?;
+    let child_run = run.other(child_id.clone(), child_header.flow, run.ctx);
+    let child_step = if child_header.status.is_finished() {
+        finish::envelope(work, &child_run, None)?
+    } else {
+        advance(work, &child_run, Note::default())?
+    };
+    Ok(Response::Flow(Box::new(FlowDispatch {
+        status: "execute_flow",
+        parent_flow_id: run.id.to_string(),
+        parent_step_id: step.id.clone(),
+        child_flow_id: child_id.to_string(),
+        child_flow_name: child_header.flow_name,
+        child_step,
+        step_number: index + 1,
+        total_steps: run.total_steps(),
+        routed_from: note.routed_from,
+        reverted_to: note.reverted_to,
+        violations: note.violations,
+    })))
+}
+
+/// Serves a `cache: true` step from the result cache: `Some(None)` when a cached result
+/// passed the step's checks again and the walk goes on, `Some(Some(response))` when that ended
+/// the flow, `None` on a miss (or a cached result that no longer passes).
+fn serve_from_cache(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    index: u32,
+    step: &Step,
+) -> Result<Option<Option<Response>>, StoreError> {
+    let header = work.get(&run.id)?;
+    let key = cache_key(work, run, &header, index, step)?;
+    let Some(result) = work.cached(&key)? else {
+        return Ok(None);
+    };
+    let outputs = dependency_outputs(work, run, step)?;
+    let scope = validate::Scope {
+        input: &header.inputs,
+        steps: &outputs,
+    };
+    let verdict = validate::check_result(
+        &run.plan,
+        step,
+        &result,
+        &scope,
+        &run.ctx.config.limits,
+        run.ctx.config.guardrail_backtrack_limit,
+    );
+    if !verdict.passed() {
+        return Ok(None);
+    }
+    work.update_step(&run.id, index, |state| {
+        state.output = Some(result);
+        state.skipped = false;
+    })?;
+    let (function_name, agent, step_mode) = record_identity(step);
+    work.push_event(
+        &run.id,
+        EventBody::Record(Record::Step(StepRecord {
+            step_id: step.id.clone(),
+            function_name,
+            attempts: 0,
+            duration_ms: 0,
+            round: header.round,
+            round_start_step_id: run.step_id(header.round_start),
+            agent,
+            step_mode,
+            child_flow_id: None,
+            cache_hit: true,
+            cache_key: Some(key),
+            at_ms: run.ctx.now_ms,
+            violations: Vec::new(),
+        })),
+    )?;
+    Ok(Some(move_to(work, run, index, step.next, Move::Forward)?))
+}
+
+/// The result-cache key of a step: the plan, the flow, the step and its canonical inputs.
+pub(crate) fn cache_key(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    header: &FlowHeader,
+    index: u32,
+    step: &Step,
+) -> Result<String, StoreError> {
+    let inputs = resolve_inputs(work, run, header, step)?;
+    let material = serde_json::json!({
+        "plan": run.plan.checksum,
+        "flow": run.flow,
+        "step": index,
+        "inputs": inputs,
+    });
+    Ok(stratum_compiler::plan::sha256(validate::canonical_json(&material).as_bytes()))
+}
+
+/// What a step record says of the step: its function, agent and mode.
+pub(crate) fn record_identity(step: &Step) -> (String, Option<String>, String) {
+    match &step.action {
+        Action::Function { function, agent, .. } => (function.clone(), agent.clone(), "function".to_owned()),
+        Action::Inline { agent, .. } => (String::new(), agent.clone(), "inline".to_owned()),
+        Action::Flow { .. } => (String::new(), None, "flow".to_owned()),
+        Action::Gate { function, .. } => (function.clone(), None, "gate".to_owned()),
+        Action::Judge { .. } => (String::new(), None, "judge".to_owned()),
+    }
+}
+
+/// A step's inputs, resolved: `$.input…` from the flow's inputs, `$.steps.<id>.output…` from
+/// that step's output (null where the step was skipped or the field is absent).
+pub(crate) fn resolve_inputs(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    header: &FlowHeader,
+    step: &Step,
+) -> Result<BTreeMap<String, Value>, StoreError> {
+    let mut inputs = BTreeMap::new();
+    for input in &step.inputs {
+        let value = match &input.value {
+            Binding::Input { path } => walk(&header.inputs, path_of(run, *path)),
+            Binding::Step { step, path } => {
+                let output = work.output(&run.id, *step)?.unwrap_or(Value::Null);
+                walk(&output, path_of(run, *path))
+            }
+            Binding::Const(value) => value.clone(),
+        };
+        inputs.insert(input.name.clone(), value);
+    }
+    Ok(inputs)
+}
+
+fn path_of<'p>(run: &'p Run<'_>, path: u32) -> &'p [String] {
+    run.plan
+        .paths
+        .get(path as usize)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
+/// Follows `path` into `value`: object fields, and list indices written as numbers.
+pub(crate) fn walk(value: &Value, path: &[String]) -> Value {
+    let mut at = value;
+    for segment in path {
+        let next = match at {
+            Value::Object(map) => map.get(segment),
+            Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get(i)),
+            _ => None,
+        };
+        match next {
+            Some(value) => at = value,
+            None => return Value::Null,
+        }
+    }
+    at.clone()
+}
+
+/// Resolves a `$`-reference written as text (an `agent: $.input.who`).
+fn resolve_reference(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    header: &FlowHeader,
+    text: &str,
+) -> Result<Option<Value>, StoreError> {
+    let parts: Vec<String> = text.trim_start_matches("$.").split('.').map(str::to_owned).collect();
+    match parts.as_slice() {
+        [root, rest @ ..] if root == "input" => Ok(Some(walk(&header.inputs, rest))),
+        [root, id, output, rest @ ..] if root == "steps" && output == "output" => {
+            let Some(index) = run.steps().iter().position(|step| step.id == *id) else {
+                return Ok(None);
+            };
+            let index = u32::try_from(index).unwrap_or(u32::MAX);
+            let value = work.output(&run.id, index)?.unwrap_or(Value::Null);
+            Ok(Some(walk(&value, rest)))
+        }
+        _ => Ok(None),
+    }
+}

@@ -1,0 +1,229 @@
+//! Gates: `stratum_gate_resolve` (approve, revise, kill), rounds and `max_rounds`, and gate
+//! timeouts, measured from the dispatch time kept in the flow's header so that they fire after
+//! a restart, on `stratum_check_timeouts` and on any other call that touches the flow.
+
+use stratum_compiler::plan::{Action, Target};
+
+use super::dispatch::{self, Move, Note};
+use super::{Run, already_finished, current, finish};
+use crate::response::{ErrorResponse, GateRecord, NoTimeout, Record, Response};
+use crate::state::{Cursor, EventBody, FlowStatus};
+use crate::store::StoreError;
+
+use super::work::Work;
+
+const OUTCOMES: [&str; 3] = ["approve", "kill", "revise"];
+const RESOLVERS: [&str; 3] = ["agent", "human", "system"];
+
+pub(crate) fn resolve(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    step_id: &str,
+    outcome: &str,
+    rationale: &str,
+    resolved_by: &str,
+) -> Result<Response, StoreError> {
+    let header = work.get(&run.id)?;
+    if header.status.is_finished() {
+        return Ok(already_finished(&header));
+    }
+    let Some(index) = current(&header) else {
+        return Ok(already_finished(&header));
+    };
+    let step = run.step(index)?;
+    let Action::Gate {
+        on_approve,
+        on_revise,
+        on_kill,
+        ..
+    } = step.action
+    else {
+        let mut error = ErrorResponse::new(
+            "not_a_gate_step",
+            format!("Step '{step_id}' is not a gate step; the current step is '{}'", step.id),
+        )
+        .flow(run.id.as_str());
+        error.step_id = Some(step.id.clone());
+        return Ok(error.into_response());
+    };
+    if !OUTCOMES.contains(&outcome) {
+        return Ok(ErrorResponse::new(
+            "invalid_outcome",
+            format!("outcome must be one of ['approve', 'kill', 'revise'], got '{outcome}'"),
+        )
+        .flow(run.id.as_str())
+        .into_response());
+    }
+    if !RESOLVERS.contains(&resolved_by) {
+        return Ok(ErrorResponse::new(
+            "invalid_resolved_by",
+            format!("resolved_by must be one of ['agent', 'human', 'system'], got '{resolved_by}'"),
+        )
+        .flow(run.id.as_str())
+        .into_response());
+    }
+    if step.id != step_id {
+        let mut error = ErrorResponse::new(
+            "wrong_step",
+            format!("Expected gate step '{}', got '{step_id}'", step.id),
+        )
+        .flow(run.id.as_str());
+        error.step_id = Some(step.id.clone());
+        return Ok(error.into_response());
+    }
+    record_gate(work, run, index, outcome, rationale, resolved_by)?;
+    match outcome {
+        "approve" => {
+            if let Some(stopped) = dispatch::move_to(work, run, index, on_approve, Move::Forward)? {
+                return Ok(stopped);
+            }
+            dispatch::advance(work, run, Note::default())
+        }
+        "revise" => revise(work, run, on_revise),
+        _ => kill(work, run, index, on_kill, None),
+    }
+}
+
+fn record_gate(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    index: u32,
+    outcome: &str,
+    rationale: &str,
+    resolved_by: &str,
+) -> Result<(), StoreError> {
+    let header = work.get(&run.id)?;
+    work.push_event(
+        &run.id,
+        EventBody::Record(Record::Gate(GateRecord {
+            step_id: run.step(index)?.id.clone(),
+            outcome: outcome.to_owned(),
+            rationale: rationale.to_owned(),
+            resolved_by: resolved_by.to_owned(),
+            duration_ms: header
+                .dispatched_ms
+                .map_or(0, |at| run.ctx.now_ms.saturating_sub(at)),
+            round: header.round,
+            round_start_step_id: run.step_id(header.round_start),
+            at_ms: run.ctx.now_ms,
+        })),
+    )
+}
+
+/// A new round from the `on_revise` target: the steps from it on are cleared, the trace of
+/// the round ends (kept in `rounds`), its iterations are archived.
+fn revise(work: &mut Work<'_>, run: &Run<'_>, on_revise: Target) -> Result<Response, StoreError> {
+    let header = work.get(&run.id)?;
+    if let Some(max_rounds) = run.flow().and_then(|flow| flow.max_rounds)
+        && header.round >= max_rounds
+    {
+        let mut error = ErrorResponse::new(
+            "max_rounds_exceeded",
+            format!("Maximum rounds ({max_rounds}) exceeded"),
+        )
+        .flow(run.id.as_str());
+        error.round = Some(header.round);
+        return Ok(error.into_response());
+    }
+    let target = match on_revise {
+        Target::Step(target) => target,
+        Target::End | Target::Kill => 0,
+    };
+    dispatch::clear_from(work, run, target, None, true)?;
+    work.update(&run.id, |header| {
+        header.round += 1;
+        header.round_start = Some(target);
+        header.cursor = Cursor::Step(target);
+        header.dispatched_ms = None;
+        header.active_iteration = None;
+    })?;
+    dispatch::advance(work, run, Note::default())
+}
+
+/// Kills the flow at its gate, or routes to the `on_kill` cleanup step: the flow then reports
+/// `killed` once the cleanup is done.
+fn kill(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    index: u32,
+    on_kill: Target,
+    reason: Option<&str>,
+) -> Result<Response, StoreError> {
+    match on_kill {
+        Target::Step(_) => {
+            work.update(&run.id, |header| header.killing = true)?;
+            if let Some(stopped) = dispatch::move_to(work, run, index, on_kill, Move::Forward)? {
+                return Ok(stopped);
+            }
+            dispatch::advance(work, run, Note::default())
+        }
+        Target::End | Target::Kill => {
+            work.update(&run.id, |header| {
+                header.status = FlowStatus::Killed;
+                header.cursor = Cursor::End;
+                header.finished_ms = Some(run.ctx.now_ms);
+                header.dispatched_ms = None;
+            })?;
+            finish::envelope(work, run, reason)
+        }
+    }
+}
+
+/// The current gate's timeout and when it was dispatched, if it has both.
+fn gate_clock(work: &mut Work<'_>, run: &Run<'_>) -> Result<Result<(u32, u64, u64), &'static str>, StoreError> {
+    let header = work.get(&run.id)?;
+    if header.status.is_finished() {
+        return Ok(Err("Flow is already complete"));
+    }
+    let Some(index) = current(&header) else {
+        return Ok(Err("Flow is already complete"));
+    };
+    let Action::Gate { timeout, .. } = run.step(index)?.action else {
+        return Ok(Err("Current step is not a gate step"));
+    };
+    let Some(timeout) = timeout else {
+        return Ok(Err("Gate has no timeout configured"));
+    };
+    let Some(dispatched) = header.dispatched_ms else {
+        return Ok(Err("Gate not yet dispatched"));
+    };
+    Ok(Ok((index, timeout, dispatched)))
+}
+
+/// Kills the current gate if its timeout has passed; the envelope (or cleanup dispatch).
+pub(crate) fn expire(work: &mut Work<'_>, run: &Run<'_>) -> Result<Option<Response>, StoreError> {
+    let Ok((index, timeout, dispatched)) = gate_clock(work, run)? else {
+        return Ok(None);
+    };
+    if run.ctx.now_ms.saturating_sub(dispatched) < timeout.saturating_mul(1000) {
+        return Ok(None);
+    }
+    let Action::Gate { on_kill, .. } = run.step(index)?.action else {
+        return Ok(None);
+    };
+    record_gate(work, run, index, "kill", "timeout", "system")?;
+    kill(work, run, index, on_kill, Some("timeout")).map(Some)
+}
+
+/// `stratum_check_timeouts`.
+pub(crate) fn check_timeouts(work: &mut Work<'_>, run: &Run<'_>) -> Result<Response, StoreError> {
+    if let Some(killed) = expire(work, run)? {
+        return Ok(killed);
+    }
+    Ok(Response::NoTimeout(match gate_clock(work, run)? {
+        Err(message) => NoTimeout {
+            status: "no_timeout",
+            message: Some(message.to_owned()),
+            remaining_seconds: None,
+        },
+        Ok((_, timeout, dispatched)) => {
+            let elapsed = run.ctx.now_ms.saturating_sub(dispatched);
+            let remaining = timeout.saturating_mul(1000).saturating_sub(elapsed);
+            NoTimeout {
+                status: "no_timeout",
+                message: None,
+                remaining_seconds: Some(remaining as f64 / 1000.0),
+            }
+        }
+    }))
+}

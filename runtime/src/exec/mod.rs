@@ -1,0 +1,193 @@
+//! The interpreter: `(state, plan, command) -> (changes, response)`, with no IO, no clock and
+//! no randomness of its own. State is read through [`Work`] (which the store backs with its
+//! transaction) and every write stays in it until the store commits.
+//!
+//! One module per concern, in the order a flow meets them: [`dispatch`] moves the cursor and
+//! says what to do next, [`results`] takes `step_done` and `skip_step`, [`gates`], [`iterations`],
+//! [`checkpoints`], [`budget`], and [`finish`] ends flows and writes audits.
+
+pub(crate) mod budget;
+pub(crate) mod checkpoints;
+pub(crate) mod dispatch;
+pub(crate) mod finish;
+pub(crate) mod gates;
+pub(crate) mod iterations;
+pub(crate) mod results;
+pub(crate) mod start;
+pub(crate) mod validate;
+pub mod work;
+
+use std::sync::Arc;
+
+use stratum_compiler::plan::{self, Plan};
+
+use crate::command::{Command, Context};
+use crate::ids::FlowId;
+use crate::response::{ErrorResponse, Response};
+use crate::state::{Cursor, FlowHeader};
+use crate::store::StoreError;
+pub use work::Work;
+
+/// Runs one command.
+pub fn run(work: &mut Work<'_>, command: &Command, ctx: &Context) -> Result<Response, StoreError> {
+    if let Command::Start { plan, flow, inputs } = command {
+        return start::start(work, plan.clone(), flow.as_deref(), inputs, ctx);
+    }
+    let Some(sent) = command.flow_id() else {
+        return Ok(ErrorResponse::new("execution_error", "the command names no flow").into_response());
+    };
+    let Some(id) = FlowId::parse(sent) else {
+        return Ok(not_found(sent));
+    };
+    let Some(header) = work.header(&id)? else {
+        return Ok(not_found(sent));
+    };
+    let plan = work.plan(&header.plan)?;
+    let run = Run {
+        plan,
+        flow: header.flow,
+        id,
+        ctx,
+    };
+    if run.flow().is_none() {
+        return Err(StoreError::Corrupt(format!(
+            "flow {} names flow {} of a plan that has {}",
+            run.id,
+            header.flow,
+            run.plan.flows.len()
+        )));
+    }
+    // A gate whose time ran out is killed before anything else looks at the flow, so that a
+    // timeout fires on the first call after it, whichever call that is.
+    if !command.is_read_only()
+        && !matches!(command, Command::CheckTimeouts { .. })
+        && let Some(killed) = gates::expire(work, &run)?
+    {
+        return Ok(killed);
+    }
+    match command {
+        Command::Start { .. } => Ok(ErrorResponse::new("execution_error", "unreachable").into_response()),
+        Command::StepDone {
+            step_id,
+            result,
+            usage,
+            ..
+        } => results::step_done(work, &run, step_id, result, usage.as_ref()),
+        Command::SkipStep {
+            step_id, reason, ..
+        } => results::skip_step(work, &run, step_id, reason),
+        Command::GateResolve {
+            step_id,
+            outcome,
+            rationale,
+            resolved_by,
+            ..
+        } => gates::resolve(work, &run, step_id, outcome, rationale, resolved_by),
+        Command::CheckTimeouts { .. } => gates::check_timeouts(work, &run),
+        Command::Commit { label, .. } => checkpoints::commit(work, &run, label),
+        Command::Revert { label, .. } => checkpoints::revert(work, &run, label),
+        Command::IterationStart { step_id, .. } => iterations::start(work, &run, step_id),
+        Command::IterationReport {
+            step_id, result, ..
+        } => iterations::report(work, &run, step_id, result),
+        Command::IterationAbort {
+            step_id, reason, ..
+        } => iterations::abort(work, &run, step_id, reason),
+        Command::Resume { .. } => dispatch::resume(work, &run),
+        Command::Audit { .. } => finish::audit(work, &run),
+    }
+}
+
+/// `flow_not_found`, in the reference's words.
+pub(crate) fn not_found(sent: &str) -> Response {
+    ErrorResponse::new(
+        "flow_not_found",
+        format!("No active flow with id '{sent}'"),
+    )
+    .into_response()
+}
+
+/// One flow execution and the plan it runs on, for the length of a command.
+pub(crate) struct Run<'c> {
+    pub(crate) plan: Arc<Plan>,
+    /// Its flow's index in the plan.
+    pub(crate) flow: u32,
+    pub(crate) id: FlowId,
+    pub(crate) ctx: &'c Context,
+}
+
+impl Run<'_> {
+    pub(crate) fn flow(&self) -> Option<&plan::Flow> {
+        self.plan.flows.get(self.flow as usize)
+    }
+
+    pub(crate) fn steps(&self) -> &[plan::Step] {
+        self.flow().map(|flow| flow.steps.as_slice()).unwrap_or_default()
+    }
+
+    pub(crate) fn step(&self, index: u32) -> Result<&plan::Step, StoreError> {
+        self.steps().get(index as usize).ok_or_else(|| {
+            StoreError::Corrupt(format!("flow {} points at step {index}, which its plan lacks", self.id))
+        })
+    }
+
+    pub(crate) fn step_id(&self, index: Option<u32>) -> Option<String> {
+        index.and_then(|index| self.steps().get(index as usize).map(|step| step.id.clone()))
+    }
+
+    pub(crate) fn total_steps(&self) -> u32 {
+        u32::try_from(self.steps().len()).unwrap_or(u32::MAX)
+    }
+
+    /// The same plan, another execution (a child or parent flow).
+    pub(crate) fn other<'c>(&self, id: FlowId, flow: u32, ctx: &'c Context) -> Run<'c> {
+        Run {
+            plan: self.plan.clone(),
+            flow,
+            id,
+            ctx,
+        }
+    }
+
+    /// How often routing may enter one step again in a round.
+    pub(crate) fn max_reentries(&self) -> u32 {
+        self.flow()
+            .and_then(|flow| flow.max_rounds)
+            .unwrap_or(self.ctx.config.max_reentries)
+    }
+}
+
+/// The current step's index, when the cursor is on one.
+pub(crate) fn current(header: &FlowHeader) -> Option<u32> {
+    match header.cursor {
+        Cursor::Step(index) => Some(index),
+        Cursor::End => None,
+    }
+}
+
+/// The error for a command on a flow that has ended.
+pub(crate) fn already_finished(header: &FlowHeader) -> Response {
+    let status = header.status.as_str();
+    let mut error = ErrorResponse::new(
+        "flow_already_complete",
+        format!(
+            "Flow '{}' has already finished ({status}); start a new flow with stratum_plan, or read what happened with stratum_audit",
+            header.id
+        ),
+    )
+    .flow(header.id.as_str());
+    error.flow_status = Some(status.to_owned());
+    error.into_response()
+}
+
+/// The error for a command naming a step other than the current one.
+pub(crate) fn wrong_step(run: &Run<'_>, header: &FlowHeader, expected: &str, got: &str) -> Response {
+    let mut error = ErrorResponse::new(
+        "wrong_step",
+        format!("Expected step '{expected}', got '{got}'"),
+    )
+    .flow(run.id.as_str());
+    error.step_id = Some(expected.to_owned());
+    let _ = header;
+    error.into_response()
+}

@@ -1,0 +1,348 @@
+//! `stratum_step_done` and `stratum_skip_step`: taking a result (or a skip) for the current
+//! step, checking it, and routing on.
+//!
+//! The order of a result's life: the flow and step are checked (the current step, not a
+//! gate, a flow step's child finished), an iteration loop still open on the step is closed
+//! and its best result substituted, the attempt is counted, the result is checked
+//! ([`validate`]), usage is debited, and then the step succeeds (its `next`), retries (same
+//! step, with the violations), recovers (`on_fail`, fresh attempts for the target) or ends
+//! the flow (`retries_exhausted`).
+
+use serde_json::Value;
+use stratum_compiler::plan::{Action, Step};
+
+use super::dispatch::{self, Move, Note};
+use super::{Run, already_finished, budget, current, finish, iterations, validate, wrong_step};
+use crate::response::{ErrorResponse, Record, Response, StepRecord};
+use crate::state::EventBody;
+use crate::store::StoreError;
+
+use super::work::Work;
+
+pub(crate) fn step_done(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    step_id: &str,
+    result: &Value,
+    usage: Option<&Value>,
+) -> Result<Response, StoreError> {
+    let header = work.get(&run.id)?;
+    if header.status.is_finished() {
+        return Ok(already_finished(&header));
+    }
+    let Some(index) = current(&header) else {
+        return Ok(already_finished(&header));
+    };
+    let step = run.step(index)?;
+    if let Action::Gate { .. } = step.action {
+        let mut error = ErrorResponse::new(
+            "gate_step_requires_gate_resolve",
+            format!("Step '{}' is a gate step. Use stratum_gate_resolve to resolve it.", step.id),
+        )
+        .flow(run.id.as_str());
+        error.step_id = Some(step.id.clone());
+        return Ok(error.into_response());
+    }
+    if step.id != step_id {
+        return Ok(wrong_step(run, &header, &step.id, step_id));
+    }
+    let mut result = result.clone();
+    let mut child_problem = None;
+    if let Action::Flow { .. } = step.action {
+        match child_result(work, run, index, &result)? {
+            ChildResult::Waiting(response) => return Ok(response),
+            ChildResult::Output(output) => result = output,
+            ChildResult::Ended(problem) => child_problem = Some(problem),
+        }
+    }
+    if let Some(best) = iterations::close_for_result(work, run, index)? {
+        result = best;
+    }
+    let attempts = work.update_step(&run.id, index, |state| {
+        state.attempts += 1;
+        state.attempts
+    })?;
+    let mut verdict = match child_problem {
+        Some(problem) => validate::Verdict {
+            failure: Some(validate::Failure::Schema),
+            violations: vec![problem],
+        },
+        None => {
+            let outputs = dispatch::dependency_outputs(work, run, step)?;
+            let scope = validate::Scope {
+                input: &header.inputs,
+                steps: &outputs,
+            };
+            validate::check_result(
+                &run.plan,
+                step,
+                &result,
+                &scope,
+                &run.ctx.config.limits,
+                run.ctx.config.guardrail_backtrack_limit,
+            )
+        }
+    };
+    if let Some(usage) = usage {
+        budget::debit(work, run, usage)?;
+    }
+    if !verdict.passed() {
+        let failure = verdict.failure.unwrap_or(validate::Failure::Ensure);
+        let violations = std::mem::take(&mut verdict.violations);
+        return failed_attempt(work, run, index, attempts, failure, violations, result);
+    }
+    if let Some(merged) = iterations::merge_accumulated(work, run, index, &result)? {
+        result = merged;
+    }
+    accept(work, run, index, step, attempts, result)?;
+    if let Some(exhausted) = budget::exhausted_after(work, run)? {
+        return Ok(exhausted);
+    }
+    if let Some(stopped) = dispatch::move_to(work, run, index, step.next, Move::Forward)? {
+        return Ok(stopped);
+    }
+    dispatch::advance(work, run, Note::default())
+}
+
+/// Stores an accepted result, writes the step record, fills the cache.
+fn accept(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    index: u32,
+    step: &Step,
+    attempts: u32,
+    result: Value,
+) -> Result<(), StoreError> {
+    let header = work.get(&run.id)?;
+    let child = work.step(&run.id, index)?.child;
+    let cache_key = if step.cache {
+        let key = dispatch::cache_key(work, run, &header, index, step)?;
+        work.put_cache(key.clone(), result.clone());
+        Some(key)
+    } else {
+        None
+    };
+    work.update_step(&run.id, index, |state| {
+        state.output = Some(result);
+        state.skipped = false;
+        state.iteration = None;
+    })?;
+    write_step_record(work, run, index, attempts, child.map(|id| id.to_string()), cache_key, Vec::new())
+}
+
+pub(crate) fn write_step_record(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    index: u32,
+    attempts: u32,
+    child_flow_id: Option<String>,
+    cache_key: Option<String>,
+    violations: Vec<String>,
+) -> Result<(), StoreError> {
+    let header = work.get(&run.id)?;
+    let step = run.step(index)?;
+    let (function_name, agent, step_mode) = dispatch::record_identity(step);
+    let duration_ms = header
+        .dispatched_ms
+        .map_or(0, |at| run.ctx.now_ms.saturating_sub(at));
+    work.push_event(
+        &run.id,
+        EventBody::Record(Record::Step(StepRecord {
+            step_id: step.id.clone(),
+            function_name,
+            attempts,
+            duration_ms,
+            round: header.round,
+            round_start_step_id: run.step_id(header.round_start),
+            agent,
+            step_mode,
+            child_flow_id,
+            cache_hit: false,
+            cache_key,
+            at_ms: run.ctx.now_ms,
+            violations,
+        })),
+    )
+}
+
+/// A result that failed its checks: retry the step, recover by `on_fail`, or end the flow.
+pub(crate) fn failed_attempt(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    index: u32,
+    attempts: u32,
+    failure: validate::Failure,
+    violations: Vec<String>,
+    result: Value,
+) -> Result<Response, StoreError> {
+    let step = run.step(index)?;
+    iterations::clear_step(work, run, index)?;
+    if attempts < step.retries {
+        // A fresh attempt: a new child for a flow step, a new clock for the duration.
+        work.update_step(&run.id, index, |state| state.child = None)?;
+        work.update(&run.id, |header| header.dispatched_ms = None)?;
+        if let Some(exhausted) = budget::exhausted_after(work, run)? {
+            return Ok(exhausted);
+        }
+        return dispatch::advance(
+            work,
+            run,
+            Note {
+                status: Some(failure.status()),
+                violations: Some(violations),
+                ..Note::default()
+            },
+        );
+    }
+    let child = work.step(&run.id, index)?.child.map(|id| id.to_string());
+    write_step_record(work, run, index, attempts, child, None, violations.clone())?;
+    if let Some(target) = step.on_fail {
+        // The recovery step reads the failed result as `$.steps.<failed>.output`.
+        work.update_step(&run.id, index, |state| {
+            state.output = Some(result);
+            state.attempts = 0;
+        })?;
+        if let Some(exhausted) = budget::exhausted_after(work, run)? {
+            return Ok(exhausted);
+        }
+        if let Some(stopped) = dispatch::move_to(work, run, index, target, Move::Recover { failed: index })? {
+            return Ok(stopped);
+        }
+        return dispatch::advance(
+            work,
+            run,
+            Note {
+                routed_from: Some(step.id.clone()),
+                violations: Some(violations),
+                ..Note::default()
+            },
+        );
+    }
+    let header = work.get(&run.id)?;
+    let agent = dispatch::record_identity(step).1;
+    let response = dispatch::fail_flow(
+        work,
+        run,
+        "retries_exhausted",
+        format!("Step '{}' exhausted all retries", step.id),
+        Some(step.id.clone()),
+    )?;
+    let _ = header;
+    Ok(match response {
+        Response::Error(mut error) => {
+            error.step_mode = Some(dispatch::record_identity(step).2);
+            error.agent = Some(agent);
+            error.violations = Some(violations);
+            if let Some(parent) = work.get(&run.id)?.parent {
+                error.message.push_str(&format!(
+                    "; this is a child flow: report it with stratum_step_done on flow '{}' so the parent step retries or recovers",
+                    parent.flow
+                ));
+            }
+            Response::Error(error)
+        }
+        other => other,
+    })
+}
+
+enum ChildResult {
+    /// The child has not finished: the answer tells the agent to finish it first.
+    Waiting(Response),
+    /// The child completed: the result to check (what the agent sent, unwrapped).
+    Output(Value),
+    /// The child ended without completing: a violation of the parent step.
+    Ended(String),
+}
+
+/// A flow step accepts a result only once its child execution completed.
+fn child_result(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    index: u32,
+    sent: &Value,
+) -> Result<ChildResult, StoreError> {
+    let step_id = run.step(index)?.id.clone();
+    let child = work.step(&run.id, index)?.child;
+    let Some(child) = child else {
+        let mut error = ErrorResponse::new(
+            "child_flow_not_started",
+            format!(
+                "Step '{step_id}' runs a sub-flow that has not been started; call stratum_resume on flow '{}' to start it",
+                run.id
+            ),
+        )
+        .flow(run.id.as_str());
+        error.step_id = Some(step_id);
+        return Ok(ChildResult::Waiting(error.into_response()));
+    };
+    let Some(header) = work.header(&child)? else {
+        return Err(StoreError::Corrupt(format!("child flow {child} of {} is missing", run.id)));
+    };
+    if !header.status.is_finished() {
+        let mut error = ErrorResponse::new(
+            "child_flow_not_complete",
+            format!(
+                "Step '{step_id}' runs sub-flow '{}' (flow id '{child}'), which has not finished; drive it to completion with stratum_step_done on '{child}', then report its result here",
+                header.flow_name
+            ),
+        )
+        .flow(run.id.as_str());
+        error.step_id = Some(step_id);
+        error.child_flow_id = Some(child.to_string());
+        return Ok(ChildResult::Waiting(error.into_response()));
+    }
+    if header.status != crate::state::FlowStatus::Complete {
+        return Ok(ChildResult::Ended(format!(
+            "sub-flow '{}' (flow id '{child}') ended {}{}",
+            header.flow_name,
+            header.status.as_str(),
+            header.error_type.map(|kind| format!(" ({kind})")).unwrap_or_default()
+        )));
+    }
+    // The agent may send the child's whole completion envelope or its output.
+    let output = match sent {
+        Value::Object(map) if map.contains_key("status") && map.contains_key("output") => {
+            map.get("output").cloned().unwrap_or(Value::Null)
+        }
+        other => other.clone(),
+    };
+    Ok(ChildResult::Output(output))
+}
+
+pub(crate) fn skip_step(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    step_id: &str,
+    reason: &str,
+) -> Result<Response, StoreError> {
+    let header = work.get(&run.id)?;
+    if header.status.is_finished() {
+        return Ok(already_finished(&header));
+    }
+    if let Some(exhausted) = budget::exhausted_after(work, run)? {
+        return Ok(exhausted);
+    }
+    let Some(index) = current(&header) else {
+        return Ok(already_finished(&header));
+    };
+    let step = run.step(index)?;
+    if step.id != step_id {
+        return Ok(wrong_step(run, &header, &step.id, step_id));
+    }
+    if let Action::Gate { .. } = step.action {
+        let mut error = ErrorResponse::new(
+            "gate_step_requires_gate_resolve",
+            format!("Step '{}' is a gate step — use stratum_gate_resolve to resolve it", step.id),
+        )
+        .flow(run.id.as_str());
+        error.step_id = Some(step.id.clone());
+        return Ok(error.into_response());
+    }
+    iterations::clear_step(work, run, index)?;
+    dispatch::record_skip(work, run, index, reason.to_owned())?;
+    if let Some(stopped) = dispatch::move_to(work, run, index, step.next, Move::Forward)? {
+        return Ok(stopped);
+    }
+    let _ = finish::envelope;
+    dispatch::advance(work, run, Note::default())
+}

@@ -1,0 +1,108 @@
+//! Starting a flow: the plan stored once by checksum, the flow chosen, the inputs checked
+//! against the flow's input schema (every problem at once), the header written, and the
+//! first dispatch.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use stratum_compiler::plan::{Plan, Target};
+
+use super::dispatch::{self, Note};
+use super::{Run, budget, validate};
+use crate::command::Context;
+use crate::response::{ErrorResponse, Response};
+use crate::state::{Cursor, FlowHeader, FlowStatus};
+use crate::store::StoreError;
+
+use super::work::Work;
+
+pub(crate) fn start(
+    work: &mut Work<'_>,
+    plan: Arc<Plan>,
+    flow: Option<&str>,
+    inputs: &Value,
+    ctx: &Context,
+) -> Result<Response, StoreError> {
+    let index = match flow {
+        Some(name) => plan.flows.iter().position(|flow| flow.name == name),
+        None => plan.entry.map(|entry| entry as usize),
+    };
+    let Some((index, chosen)) = index.and_then(|index| plan.flows.get(index).map(|flow| (index, flow))) else {
+        let names: Vec<&str> = plan.flows.iter().map(|flow| flow.name.as_str()).collect();
+        let message = match flow {
+            Some(name) => {
+                let hint = stratum_compiler::diagnostic::did_you_mean(name, names.iter().copied())
+                    .map(|best| format!("; did you mean '{best}'?"))
+                    .unwrap_or_else(|| format!("; the spec declares {}", quoted(&names)));
+                format!("Flow '{name}' not found in spec{hint}")
+            }
+            None => format!(
+                "the spec declares several flows and no workflow entry; name one of {}",
+                quoted(&names)
+            ),
+        };
+        return Ok(ErrorResponse::new("execution_error", message).into_response());
+    };
+    let inputs = match inputs {
+        Value::Null => Value::Object(Default::default()),
+        other => other.clone(),
+    };
+    let problems = validate::schema_violations(&chosen.input, &inputs);
+    if !problems.is_empty() {
+        let mut error = ErrorResponse::new(
+            "invalid_inputs",
+            format!(
+                "the inputs do not match flow '{}''s input: {}",
+                chosen.name,
+                problems.join("; ")
+            ),
+        );
+        error.violations = Some(problems);
+        return Ok(error.into_response());
+    }
+    work.add_plan(plan.clone())?;
+    let id = work.mint(ctx.seed);
+    let flow_index = u32::try_from(index).unwrap_or(u32::MAX);
+    work.create_flow(FlowHeader {
+        id: id.clone(),
+        plan: plan.checksum.clone(),
+        flow: flow_index,
+        flow_name: chosen.name.clone(),
+        inputs,
+        cursor: match chosen.start {
+            Target::Step(at) => Cursor::Step(at),
+            Target::End | Target::Kill => Cursor::End,
+        },
+        status: FlowStatus::Running,
+        error_type: None,
+        killing: false,
+        round: 0,
+        round_start: None,
+        started_ms: ctx.now_ms,
+        updated_ms: ctx.now_ms,
+        finished_ms: None,
+        dispatched_ms: None,
+        active_iteration: None,
+        budget: budget::ledger(chosen.budget.as_ref()),
+        output: None,
+        parent: None,
+        events: 0,
+        children: 0,
+        version: 0,
+    });
+    let run = Run {
+        plan,
+        flow: flow_index,
+        id,
+        ctx,
+    };
+    dispatch::advance(work, &run, Note::default())
+}
+
+fn quoted(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|name| format!("'{name}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,414 @@
+//! What the runtime answers: typed values that serialize to the reference server's JSON
+//! shapes (field names, `status` and `error_type` values), so that the MCP layer only
+//! serializes them and existing agent skills keep working.
+//!
+//! Where we add to a shape (a dispatch's `skip_if_error`, a child's completion naming its
+//! parent, the violations of a failed step record), the field is new and optional; no
+//! reference field changes meaning.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::state::BudgetLedger;
+
+/// Every answer of [`execute`](crate::execute).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Response {
+    Step(Box<StepDispatch>),
+    Gate(Box<GateDispatch>),
+    Flow(Box<FlowDispatch>),
+    Finished(Box<Finished>),
+    Error(Box<ErrorResponse>),
+    Committed(Committed),
+    IterationStarted(IterationStarted),
+    IterationReport(Box<IterationReport>),
+    IterationAborted(Box<IterationAborted>),
+    NoTimeout(NoTimeout),
+    /// `stratum_resume` of a flow that has finished.
+    Status(StatusOnly),
+    Audit(Box<Audit>),
+}
+
+impl Response {
+    /// The `status` field.
+    pub fn status(&self) -> &str {
+        match self {
+            Response::Step(step) => &step.status,
+            Response::Gate(_) => "await_gate",
+            Response::Flow(_) => "execute_flow",
+            Response::Finished(finished) => &finished.status,
+            Response::Error(_) => "error",
+            Response::Committed(_) => "committed",
+            Response::IterationStarted(_) => "iteration_started",
+            Response::IterationReport(report) => &report.status,
+            Response::IterationAborted(_) => "iteration_aborted",
+            Response::NoTimeout(_) => "no_timeout",
+            Response::Status(status) => &status.status,
+            Response::Audit(audit) => &audit.status,
+        }
+    }
+
+    /// The `error_type` of an error.
+    pub fn error_type(&self) -> Option<&str> {
+        match self {
+            Response::Error(error) => Some(&error.error_type),
+            _ => None,
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// `execute_step` (and, for a failed attempt, `ensure_failed` / `schema_failed` /
+/// `guardrail_blocked`): what the agent must do now.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StepDispatch {
+    pub status: String,
+    pub flow_id: String,
+    pub step_number: u32,
+    pub total_steps: u32,
+    pub step_id: String,
+    /// `function` or `inline`.
+    pub step_mode: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+    pub agent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    pub intent: Option<String>,
+    pub inputs: BTreeMap<String, Value>,
+    pub output_contract: Option<String>,
+    pub output_fields: BTreeMap<String, String>,
+    pub ensure: Vec<String>,
+    pub retries_remaining: u32,
+    /// Inline steps only (the reference's shape).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub violations: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routed_from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reverted_to: Option<String>,
+    /// The step's `skip_if` failed to evaluate, so the step runs: why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skip_if_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_iterations: Option<u32>,
+}
+
+/// `await_gate`: a gate waits for `stratum_gate_resolve`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GateDispatch {
+    pub status: &'static str,
+    pub flow_id: String,
+    pub step_number: u32,
+    pub total_steps: u32,
+    pub step_id: String,
+    pub step_mode: &'static str,
+    pub function: String,
+    pub agent: Option<String>,
+    pub on_approve: Option<String>,
+    pub on_revise: Option<String>,
+    pub on_kill: Option<String>,
+    pub timeout: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routed_from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reverted_to: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub violations: Option<Vec<String>>,
+}
+
+/// `execute_flow`: a flow step started (or resumed) its child; `child_step` is the child's
+/// own dispatch. Like the reference, it has no `flow_id`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlowDispatch {
+    pub status: &'static str,
+    pub parent_flow_id: String,
+    pub parent_step_id: String,
+    pub child_flow_id: String,
+    pub child_flow_name: String,
+    pub child_step: Response,
+    pub step_number: u32,
+    pub total_steps: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routed_from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reverted_to: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub violations: Option<Vec<String>>,
+}
+
+/// A flow that ended: `complete`, `killed` or `budget_exhausted`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finished {
+    pub status: String,
+    pub flow_id: String,
+    /// Absent for a flow killed at a gate with no cleanup step (the reference's shape).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    pub trace: Vec<Record>,
+    pub total_duration_ms: u64,
+    /// `timeout`, for a gate killed by its timeout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_state: Option<BudgetLedger>,
+    /// A child flow's completion names the parent step it was run for: report it there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_flow_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_step_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reverted_to: Option<String>,
+}
+
+/// `{"status": "error", "error_type", "message", ...}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ErrorResponse {
+    pub status: &'static str,
+    pub error_type: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_mode: Option<String>,
+    /// Present (possibly null) on `retries_exhausted`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub violations: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
+    /// Checkpoint labels, on `checkpoint_not_found`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub available: Option<Vec<String>>,
+    /// The child execution a flow step waits for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub child_flow_id: Option<String>,
+    /// The flow's status, on errors about a finished flow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow_status: Option<String>,
+}
+
+impl ErrorResponse {
+    pub fn new(error_type: &str, message: impl Into<String>) -> ErrorResponse {
+        ErrorResponse {
+            status: "error",
+            error_type: error_type.to_owned(),
+            message: message.into(),
+            ..ErrorResponse::default()
+        }
+    }
+
+    pub fn flow(mut self, flow_id: &str) -> ErrorResponse {
+        self.flow_id = Some(flow_id.to_owned());
+        self
+    }
+
+    pub fn into_response(self) -> Response {
+        Response::Error(Box::new(self))
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Committed {
+    pub status: &'static str,
+    pub flow_id: String,
+    pub label: String,
+    pub step_number: Option<u32>,
+    pub current_step_id: Option<String>,
+    pub checkpoints: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct IterationStarted {
+    pub status: &'static str,
+    pub flow_id: String,
+    pub step_id: String,
+    pub max_iterations: u32,
+    pub exit_criterion: Option<String>,
+    pub iteration: u32,
+}
+
+/// `iteration_continue` or `iteration_exit`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct IterationReport {
+    pub status: String,
+    pub flow_id: String,
+    pub step_id: String,
+    pub iteration: u32,
+    pub max_iterations: u32,
+    pub exit_criterion_met: bool,
+    pub outcome: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_criterion_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accumulate_error: Option<String>,
+    /// Accumulating loops: items new in this report (null when the extractor failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_count: Option<Option<u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dry_streak: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<Option<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_result: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best_score: Option<Option<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best_iteration: Option<Option<u32>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accumulated: Option<Vec<Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accumulated_count: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct IterationAborted {
+    pub status: &'static str,
+    pub flow_id: String,
+    pub step_id: String,
+    pub iteration: u32,
+    pub reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best_result: Option<Option<Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best_score: Option<Option<f64>>,
+}
+
+/// `check_timeouts` found nothing to do.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NoTimeout {
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remaining_seconds: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StatusOnly {
+    pub status: String,
+    pub flow_id: String,
+}
+
+/// `stratum_audit`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Audit {
+    pub flow_id: String,
+    pub flow_name: String,
+    /// `in_progress`, `complete`, `killed`, `failed` or `budget_exhausted`.
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_type: Option<String>,
+    pub budget_state: Option<BudgetLedger>,
+    /// Steps with a step record in the current round.
+    pub steps_completed: u32,
+    pub total_steps: u32,
+    pub trace: Vec<Record>,
+    pub cache_hits: u32,
+    pub total_duration_ms: u64,
+    pub round: u32,
+    pub rounds: Vec<RoundRecords>,
+    pub iterations: BTreeMap<String, Vec<Value>>,
+    pub archived_iterations: Vec<BTreeMap<String, Vec<Value>>>,
+    pub child_audits: BTreeMap<String, Vec<Audit>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_flow_id: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RoundRecords {
+    pub round: u32,
+    pub steps: Vec<Record>,
+}
+
+/// One trace record, as the reference writes them (`type` tells which).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    Step(StepRecord),
+    Gate(GateRecord),
+    Skip(SkipRecord),
+    Policy(PolicyRecord),
+}
+
+impl Record {
+    pub fn step_id(&self) -> &str {
+        match self {
+            Record::Step(record) => &record.step_id,
+            Record::Gate(record) => &record.step_id,
+            Record::Skip(record) => &record.step_id,
+            Record::Policy(record) => &record.step_id,
+        }
+    }
+}
+
+/// A step's final success or final failure (not one per failed attempt).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub step_id: String,
+    /// Empty for steps that are not function steps.
+    pub function_name: String,
+    pub attempts: u32,
+    /// From the last dispatch of the step to its result.
+    pub duration_ms: u64,
+    pub round: u32,
+    pub round_start_step_id: Option<String>,
+    pub agent: Option<String>,
+    pub step_mode: String,
+    pub child_flow_id: Option<String>,
+    pub cache_hit: bool,
+    pub cache_key: Option<String>,
+    /// Wall-clock milliseconds when the result was accepted (or finally refused).
+    pub at_ms: u64,
+    /// The last attempt's violations, when the step finally failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GateRecord {
+    pub step_id: String,
+    pub outcome: String,
+    pub rationale: String,
+    pub resolved_by: String,
+    pub duration_ms: u64,
+    pub round: u32,
+    pub round_start_step_id: Option<String>,
+    pub at_ms: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SkipRecord {
+    pub step_id: String,
+    pub skip_reason: String,
+    pub round: u32,
+    pub round_start_step_id: Option<String>,
+    pub at_ms: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PolicyRecord {
+    pub step_id: String,
+    /// `flag`, `skip` or `skip_if`.
+    pub effective_policy: String,
+    pub resolved_outcome: String,
+    pub rationale: String,
+    pub round: u32,
+    pub round_start_step_id: Option<String>,
+    pub at_ms: u64,
+}

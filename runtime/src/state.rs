@@ -1,0 +1,218 @@
+//! The durable state of flow executions, in the pieces a store keeps apart so that a command
+//! writes only what it changed.
+//!
+//! - [`FlowHeader`]: one per execution, small and of fixed size: where the cursor is, the
+//!   round, the terminal status, the budget ledger, the active iteration, the version.
+//! - [`StepState`]: one per step that has any state (an output, attempts, an iteration), keyed
+//!   by the step's index in the plan's flow.
+//! - [`Event`]s: the append-only trace (step, gate, skip and policy records, iteration
+//!   reports), numbered per flow.
+//! - [`Checkpoint`]s: named snapshots, written only by `commit`.
+//!
+//! Invariant: nothing here is derived from the spec again; a header names its plan by checksum
+//! and its flow by index, and the plan is immutable.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ids::FlowId;
+use crate::response::Record;
+
+/// Where a flow's cursor is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cursor {
+    /// The step at this index of the flow is current.
+    Step(u32),
+    /// Past the last step: the flow has finished, or finishes on the next look.
+    End,
+}
+
+/// How an execution stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowStatus {
+    Running,
+    Complete,
+    Killed,
+    /// A step exhausted its attempts with no `on_fail`, or routing looped past its bound.
+    Failed,
+    BudgetExhausted,
+}
+
+impl FlowStatus {
+    pub fn is_finished(self) -> bool {
+        self != FlowStatus::Running
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlowStatus::Running => "running",
+            FlowStatus::Complete => "complete",
+            FlowStatus::Killed => "killed",
+            FlowStatus::Failed => "failed",
+            FlowStatus::BudgetExhausted => "budget_exhausted",
+        }
+    }
+}
+
+/// One flow execution, without its steps and trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlowHeader {
+    pub id: FlowId,
+    /// The checksum of the plan it runs on.
+    pub plan: String,
+    /// The index of its flow in the plan.
+    pub flow: u32,
+    pub flow_name: String,
+    pub inputs: Value,
+    pub cursor: Cursor,
+    pub status: FlowStatus,
+    /// Why a failed flow failed: `retries_exhausted`, `routing_loop`, `output_contract_failed`.
+    pub error_type: Option<String>,
+    /// A gate was killed and routed to a cleanup step: the flow reports `killed` when the
+    /// cleanup is done.
+    pub killing: bool,
+    pub round: u32,
+    /// Where the current round started (the `on_revise` target), by index.
+    pub round_start: Option<u32>,
+    /// Wall-clock milliseconds.
+    pub started_ms: u64,
+    pub updated_ms: u64,
+    pub finished_ms: Option<u64>,
+    /// When the current step was dispatched; kept across restarts so that gate timeouts fire.
+    pub dispatched_ms: Option<u64>,
+    /// The step the iteration loop in progress belongs to.
+    pub active_iteration: Option<u32>,
+    pub budget: Option<BudgetLedger>,
+    /// The final output, once finished.
+    pub output: Option<Value>,
+    pub parent: Option<ParentLink>,
+    /// How many events the flow has written: the next event's number.
+    pub events: u64,
+    /// How many child flows it has started: keeps derived ids unique.
+    pub children: u64,
+    /// Bumped by every command that changes the flow: a compare-and-set guard for stores.
+    pub version: u64,
+}
+
+/// A child flow's place in its parent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentLink {
+    pub flow: FlowId,
+    pub step: u32,
+}
+
+/// What one step of one execution has: absent steps have the default.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepState {
+    /// Attempts at a result since the step was last entered fresh.
+    pub attempts: u32,
+    /// Its accepted result (for a step that failed and routed by `on_fail`, the failing one).
+    pub output: Option<Value>,
+    pub skipped: bool,
+    /// How often routing (`on_fail`, `next`, gate approval) entered it again in this round.
+    pub entries: u32,
+    /// The child execution a flow step runs.
+    pub child: Option<FlowId>,
+    pub iteration: Option<IterationState>,
+}
+
+impl StepState {
+    pub fn is_empty(&self) -> bool {
+        *self == StepState::default()
+    }
+}
+
+/// An iteration loop's state on one step.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IterationState {
+    pub active: bool,
+    /// Reports received.
+    pub count: u32,
+    /// How the last loop ended (`exit_success`, …), until the step's result is accepted.
+    pub outcome: Option<String>,
+    pub best: Option<Best>,
+    /// Every score reported, in order.
+    pub scores: Vec<f64>,
+    /// Iterations since the best score last improved.
+    pub since_best: u32,
+    /// Fingerprints of the last results, newest last (at most [`FINGERPRINTS_KEPT`]).
+    pub fingerprints: Vec<String>,
+    pub accumulator: Option<Accumulator>,
+}
+
+/// How many result fingerprints stagnation compares.
+pub const FINGERPRINTS_KEPT: usize = 3;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Best {
+    pub score: f64,
+    pub iteration: u32,
+    pub result: Value,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Accumulator {
+    pub items: Vec<Value>,
+    /// The dedup key of every item, in the items' order.
+    pub keys: Vec<String>,
+    pub dry_streak: u32,
+}
+
+/// A flow's budget: its caps and what it has spent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BudgetLedger {
+    pub caps: BudgetCaps,
+    pub consumed: BudgetConsumed,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BudgetCaps {
+    pub ms: Option<u64>,
+    pub usd: Option<f64>,
+    pub max_agent_dispatches: Option<u64>,
+    pub max_tokens: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BudgetConsumed {
+    pub wall_s: f64,
+    pub dispatches: u64,
+    pub tokens: u64,
+    pub dollars: f64,
+}
+
+/// One entry of a flow's append-only trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Its number in the flow, from 0.
+    pub seq: u64,
+    pub round: u32,
+    /// Undone by a `revert`: kept for the record, left out of traces.
+    pub reverted: bool,
+    pub body: EventBody,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventBody {
+    Record(Record),
+    /// One `stratum_iteration_report` (or abort) of a step.
+    Iteration { step_id: String, report: Value },
+}
+
+/// A named snapshot of everything `revert` restores.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub label: String,
+    pub cursor: Cursor,
+    pub killing: bool,
+    pub round: u32,
+    pub round_start: Option<u32>,
+    pub active_iteration: Option<u32>,
+    pub children: u64,
+    /// Events numbered from this on are undone by a revert.
+    pub events: u64,
+    pub steps: Vec<(u32, StepState)>,
+}

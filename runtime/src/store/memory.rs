@@ -1,0 +1,186 @@
+//! A store in memory: the pure core's test bench and the reference the SQLite store is
+//! compared with. One mutex makes every transaction exclusive.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use stratum_compiler::plan::Plan;
+
+use super::{Changes, Snapshot, Store, StoreError};
+use crate::ids::FlowId;
+use crate::state::{Checkpoint, Event, FlowHeader, StepState};
+
+#[derive(Default)]
+pub struct MemoryStore {
+    data: Mutex<Data>,
+}
+
+#[derive(Default, Clone)]
+struct Data {
+    plans: HashMap<String, Arc<Plan>>,
+    flows: BTreeMap<FlowId, Rows>,
+    /// Flow ids in creation order.
+    order: Vec<FlowId>,
+    cache: HashMap<String, Value>,
+}
+
+#[derive(Default, Clone)]
+struct Rows {
+    header: Option<FlowHeader>,
+    steps: BTreeMap<u32, StepState>,
+    events: Vec<Event>,
+    checkpoints: BTreeMap<String, Checkpoint>,
+}
+
+impl MemoryStore {
+    pub fn new() -> MemoryStore {
+        MemoryStore::default()
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Data>, StoreError> {
+        self.data
+            .lock()
+            .map_err(|_| StoreError::Database("the memory store's lock is poisoned".to_owned()))
+    }
+}
+
+impl Snapshot for Data {
+    fn plan(&mut self, checksum: &str) -> Result<Option<Arc<Plan>>, StoreError> {
+        Ok(self.plans.get(checksum).cloned())
+    }
+
+    fn flow(&mut self, id: &FlowId) -> Result<Option<FlowHeader>, StoreError> {
+        Ok(self.flows.get(id).and_then(|rows| rows.header.clone()))
+    }
+
+    fn step(&mut self, id: &FlowId, step: u32) -> Result<Option<StepState>, StoreError> {
+        Ok(self.flows.get(id).and_then(|rows| rows.steps.get(&step).cloned()))
+    }
+
+    fn steps_from(&mut self, id: &FlowId, from: u32) -> Result<Vec<(u32, StepState)>, StoreError> {
+        Ok(self
+            .flows
+            .get(id)
+            .map(|rows| {
+                rows.steps
+                    .range(from..)
+                    .map(|(index, state)| (*index, state.clone()))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    fn events(&mut self, id: &FlowId) -> Result<Vec<Event>, StoreError> {
+        Ok(self.flows.get(id).map(|rows| rows.events.clone()).unwrap_or_default())
+    }
+
+    fn children(&mut self, id: &FlowId) -> Result<Vec<FlowId>, StoreError> {
+        Ok(self
+            .order
+            .iter()
+            .filter(|child| {
+                self.flows
+                    .get(*child)
+                    .and_then(|rows| rows.header.as_ref())
+                    .and_then(|header| header.parent.as_ref())
+                    .is_some_and(|link| link.flow == *id)
+            })
+            .cloned()
+            .collect())
+    }
+
+    fn checkpoint(&mut self, id: &FlowId, label: &str) -> Result<Option<Checkpoint>, StoreError> {
+        Ok(self
+            .flows
+            .get(id)
+            .and_then(|rows| rows.checkpoints.get(label).cloned()))
+    }
+
+    fn checkpoint_labels(&mut self, id: &FlowId) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .flows
+            .get(id)
+            .map(|rows| rows.checkpoints.keys().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    fn cached(&mut self, key: &str) -> Result<Option<Value>, StoreError> {
+        Ok(self.cache.get(key).cloned())
+    }
+}
+
+impl Data {
+    fn apply(&mut self, changes: Changes) -> Result<(), StoreError> {
+        for plan in changes.plans {
+            self.plans.entry(plan.checksum.clone()).or_insert(plan);
+        }
+        for (id, change) in changes.flows {
+            let current = self.flows.get(&id).and_then(|rows| rows.header.as_ref()).map(|h| h.version);
+            if current != change.base_version {
+                return Err(StoreError::Conflict(id));
+            }
+            if change.base_version.is_none() {
+                self.order.push(id.clone());
+            }
+            let rows = self.flows.entry(id).or_default();
+            rows.header = Some(change.header);
+            if change.replace_steps {
+                rows.steps.clear();
+            }
+            for (index, state) in change.steps {
+                if state.is_empty() {
+                    rows.steps.remove(&index);
+                } else {
+                    rows.steps.insert(index, state);
+                }
+            }
+            if let Some(from) = change.revert_events_from {
+                for event in &mut rows.events {
+                    if event.seq >= from {
+                        event.reverted = true;
+                    }
+                }
+            }
+            rows.events.extend(change.events);
+            for checkpoint in change.checkpoints {
+                rows.checkpoints.insert(checkpoint.label.clone(), checkpoint);
+            }
+        }
+        for (key, value) in changes.cache {
+            self.cache.insert(key, value);
+        }
+        Ok(())
+    }
+}
+
+impl Store for MemoryStore {
+    fn transact(
+        &self,
+        work: &mut dyn FnMut(&mut dyn Snapshot) -> Result<Changes, StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut data = self.lock()?;
+        // The core reads a copy, so that an error leaves the store as it was.
+        let mut view = data.clone();
+        let changes = work(&mut view)?;
+        data.apply(changes)
+    }
+
+    fn read(
+        &self,
+        work: &mut dyn FnMut(&mut dyn Snapshot) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut data = self.lock()?;
+        work(&mut *data)
+    }
+
+    fn list_flows(&self) -> Result<Vec<FlowHeader>, StoreError> {
+        let data = self.lock()?;
+        Ok(data
+            .order
+            .iter()
+            .rev()
+            .filter_map(|id| data.flows.get(id).and_then(|rows| rows.header.clone()))
+            .collect())
+    }
+}

@@ -1,0 +1,114 @@
+//! Where flow executions live: the [`Store`] trait, the [`Snapshot`] the core reads through
+//! and the [`Changes`] it hands back, an in-memory store for tests, and SQLite.
+//!
+//! Every command is one transaction: the store opens it (a write transaction that excludes
+//! every other writer, in every process), lets the core read what it needs through a
+//! [`Snapshot`] inside it, writes the [`Changes`] the core returns and commits; only then does
+//! the caller see the response. No process keeps flow state between commands, so two
+//! processes on one store never act on a stale copy. Plans are immutable and named by their
+//! checksum, so they alone may be cached across transactions.
+
+pub mod memory;
+pub mod sqlite;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use stratum_compiler::plan::Plan;
+use thiserror::Error;
+
+use crate::ids::FlowId;
+use crate::state::{Checkpoint, Event, FlowHeader, StepState};
+
+pub use memory::MemoryStore;
+// pub use sqlite::SqliteStore;
+
+/// Why a store could not do what was asked.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("the state database could not be used: {0}")]
+    Database(String),
+    #[error(
+        "the state database has schema version {found}, newer than this program's {supported}; \
+         upgrade stratum-mcp (or point STRATUM_HOME at another directory)"
+    )]
+    NewerSchema { found: i64, supported: i64 },
+    #[error("cannot prepare the state directory {path}: {reason}")]
+    Directory { path: String, reason: String },
+    #[error("stored state is damaged: {0}")]
+    Corrupt(String),
+    #[error("another process changed flow {0} at the same time; retry the call")]
+    Conflict(FlowId),
+    #[error("the plan {0} this flow runs on is not in the store")]
+    MissingPlan(String),
+}
+
+/// Reads inside the current transaction. Absent rows are `None` (or empty).
+pub trait Snapshot {
+    fn plan(&mut self, checksum: &str) -> Result<Option<Arc<Plan>>, StoreError>;
+    fn flow(&mut self, id: &FlowId) -> Result<Option<FlowHeader>, StoreError>;
+    fn step(&mut self, id: &FlowId, step: u32) -> Result<Option<StepState>, StoreError>;
+    /// Every step of the flow with state, at index `from` or later, by index.
+    fn steps_from(&mut self, id: &FlowId, from: u32) -> Result<Vec<(u32, StepState)>, StoreError>;
+    /// The flow's events, by number.
+    fn events(&mut self, id: &FlowId) -> Result<Vec<Event>, StoreError>;
+    /// The child executions the flow started, oldest first.
+    fn children(&mut self, id: &FlowId) -> Result<Vec<FlowId>, StoreError>;
+    fn checkpoint(&mut self, id: &FlowId, label: &str) -> Result<Option<Checkpoint>, StoreError>;
+    fn checkpoint_labels(&mut self, id: &FlowId) -> Result<Vec<String>, StoreError>;
+    fn cached(&mut self, key: &str) -> Result<Option<Value>, StoreError>;
+}
+
+/// What one command changed: written in the command's transaction, nothing else.
+#[derive(Debug, Default)]
+pub struct Changes {
+    /// Plans to store (by checksum; storing one that exists is a no-op).
+    pub plans: Vec<Arc<Plan>>,
+    pub flows: BTreeMap<FlowId, FlowChange>,
+    /// Result-cache entries to store.
+    pub cache: Vec<(String, Value)>,
+}
+
+impl Changes {
+    pub fn is_empty(&self) -> bool {
+        self.plans.is_empty() && self.flows.is_empty() && self.cache.is_empty()
+    }
+}
+
+/// What changed in one flow.
+#[derive(Debug)]
+pub struct FlowChange {
+    /// The header as it is now (its `version` already bumped).
+    pub header: FlowHeader,
+    /// The version the command read; `None` for a flow the command created. A store that
+    /// finds another version has lost a race and must fail with [`StoreError::Conflict`].
+    pub base_version: Option<u64>,
+    /// Step rows to write; a default [`StepState`] deletes the row.
+    pub steps: BTreeMap<u32, StepState>,
+    /// Delete every step row before writing `steps` (a revert).
+    pub replace_steps: bool,
+    pub events: Vec<Event>,
+    /// Mark events numbered from this on as reverted.
+    pub revert_events_from: Option<u64>,
+    pub checkpoints: Vec<Checkpoint>,
+}
+
+/// A durable home for flow executions.
+pub trait Store: Send + Sync {
+    /// Runs `work` inside one write transaction, writes the changes it returns, and commits
+    /// before returning. An error from `work` rolls everything back.
+    fn transact(
+        &self,
+        work: &mut dyn FnMut(&mut dyn Snapshot) -> Result<Changes, StoreError>,
+    ) -> Result<(), StoreError>;
+
+    /// Runs `work` inside one read transaction (a consistent view; writes nothing).
+    fn read(
+        &self,
+        work: &mut dyn FnMut(&mut dyn Snapshot) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
+
+    /// Every flow's header, newest first (for operators).
+    fn list_flows(&self) -> Result<Vec<FlowHeader>, StoreError>;
+}

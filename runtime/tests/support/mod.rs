@@ -1,0 +1,260 @@
+//! The scenario driver: a spec, a store, a simulated clock, and a transcript of every command
+//! and its response (flow ids replaced by `<flow-N>` in order of appearance), for snapshots.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use stratum_compiler::plan::Plan;
+use stratum_runtime::{Command, Config, Context, FlowId, MemoryStore, Response, Store, execute};
+
+/// The clock every scenario starts at: 2026-01-01T00:00:00Z.
+pub const EPOCH_MS: u64 = 1_767_225_600_000;
+
+pub struct Scenario {
+    pub store: Arc<dyn Store>,
+    pub config: Arc<Config>,
+    pub plan: Arc<Plan>,
+    pub now_ms: u64,
+    seed: u128,
+    transcript: String,
+    names: HashMap<String, String>,
+    ids: Vec<String>,
+}
+
+/// Compiles a spec, or panics with its diagnostics.
+pub fn plan(spec: &str) -> Plan {
+    match stratum_runtime::compile::plan_from_spec("scenario.stratum.yaml", spec) {
+        Ok(plan) => plan,
+        Err(stratum_runtime::compile::CompileError::Spec { diagnostics, .. }) => {
+            let messages: Vec<String> = diagnostics
+                .iter()
+                .filter(|d| d.is_error())
+                .map(|d| format!("{:?}: {}", d.code, d.message))
+                .collect();
+            panic!("the scenario's spec has errors:\n{}", messages.join("\n"))
+        }
+        Err(error) => panic!("{error}"),
+    }
+}
+
+impl Scenario {
+    pub fn new(spec: &str) -> Scenario {
+        Scenario::with(spec, Arc::new(MemoryStore::new()), Config::default())
+    }
+
+    pub fn with(spec: &str, store: Arc<dyn Store>, config: Config) -> Scenario {
+        Scenario {
+            store,
+            config: Arc::new(config),
+            plan: Arc::new(plan(spec)),
+            now_ms: EPOCH_MS,
+            seed: 1,
+            transcript: String::new(),
+            names: HashMap::new(),
+            ids: Vec::new(),
+        }
+    }
+
+    /// Moves the simulated clock.
+    pub fn wait_ms(&mut self, ms: u64) {
+        self.now_ms += ms;
+        self.transcript.push_str(&format!("# {ms} ms pass\n\n"));
+    }
+
+    /// A note in the transcript.
+    pub fn note(&mut self, text: &str) {
+        self.transcript.push_str(&format!("# {text}\n\n"));
+    }
+
+    /// The id of the `n`th flow seen (1-based).
+    pub fn flow(&self, n: usize) -> String {
+        self.ids.get(n - 1).cloned().unwrap_or_else(|| panic!("no flow {n} yet"))
+    }
+
+    pub fn transcript(&self) -> &str {
+        &self.transcript
+    }
+
+    /// Runs a command and records it; returns the response as JSON (ids as they are).
+    pub fn run(&mut self, label: &str, command: Command) -> Value {
+        let response = self.raw(&command).unwrap_or_else(|error| panic!("{label}: store error: {error}"));
+        let json = response.to_json();
+        self.learn_ids(&json);
+        let shown = self.normalize(&json);
+        let shown_label = self.normalize_text(label);
+        self.transcript.push_str(&format!(
+            "> {shown_label}\n{}\n\n",
+            serde_json::to_string_pretty(&shown).unwrap_or_default()
+        ));
+        json
+    }
+
+    /// Runs a command without recording it.
+    pub fn raw(&mut self, command: &Command) -> Result<Response, stratum_runtime::StoreError> {
+        self.seed += 1;
+        let ctx = Context::new(self.now_ms, self.seed, self.config.clone());
+        execute(self.store.as_ref(), command, &ctx)
+    }
+
+    pub fn start(&mut self, flow: Option<&str>, inputs: Value) -> Value {
+        let label = format!("start {} {}", flow.unwrap_or("(entry)"), inputs);
+        self.run(
+            &label,
+            Command::Start {
+                plan: self.plan.clone(),
+                flow: flow.map(str::to_owned),
+                inputs,
+            },
+        )
+    }
+
+    pub fn done(&mut self, flow: &str, step: &str, result: Value) -> Value {
+        self.run(
+            &format!("step_done {flow} {step} {result}"),
+            Command::StepDone {
+                flow_id: flow.to_owned(),
+                step_id: step.to_owned(),
+                result,
+                usage: None,
+            },
+        )
+    }
+
+    pub fn done_with_usage(&mut self, flow: &str, step: &str, result: Value, usage: Value) -> Value {
+        self.run(
+            &format!("step_done {flow} {step} {result} usage={usage}"),
+            Command::StepDone {
+                flow_id: flow.to_owned(),
+                step_id: step.to_owned(),
+                result,
+                usage: Some(usage),
+            },
+        )
+    }
+
+    pub fn skip(&mut self, flow: &str, step: &str, reason: &str) -> Value {
+        self.run(
+            &format!("skip_step {flow} {step} {reason:?}"),
+            Command::SkipStep {
+                flow_id: flow.to_owned(),
+                step_id: step.to_owned(),
+                reason: reason.to_owned(),
+            },
+        )
+    }
+
+    pub fn gate(&mut self, flow: &str, step: &str, outcome: &str, rationale: &str, by: &str) -> Value {
+        self.run(
+            &format!("gate_resolve {flow} {step} {outcome} {rationale:?} by {by}"),
+            Command::GateResolve {
+                flow_id: flow.to_owned(),
+                step_id: step.to_owned(),
+                outcome: outcome.to_owned(),
+                rationale: rationale.to_owned(),
+                resolved_by: by.to_owned(),
+            },
+        )
+    }
+
+    pub fn check_timeouts(&mut self, flow: &str) -> Value {
+        self.run(&format!("check_timeouts {flow}"), Command::CheckTimeouts { flow_id: flow.to_owned() })
+    }
+
+    pub fn commit(&mut self, flow: &str, label: &str) -> Value {
+        self.run(
+            &format!("commit {flow} {label:?}"),
+            Command::Commit {
+                flow_id: flow.to_owned(),
+                label: label.to_owned(),
+            },
+        )
+    }
+
+    pub fn revert(&mut self, flow: &str, label: &str) -> Value {
+        self.run(
+            &format!("revert {flow} {label:?}"),
+            Command::Revert {
+                flow_id: flow.to_owned(),
+                label: label.to_owned(),
+            },
+        )
+    }
+
+    pub fn iteration_start(&mut self, flow: &str, step: &str) -> Value {
+        self.run(
+            &format!("iteration_start {flow} {step}"),
+            Command::IterationStart {
+                flow_id: flow.to_owned(),
+                step_id: step.to_owned(),
+            },
+        )
+    }
+
+    pub fn iteration_report(&mut self, flow: &str, step: &str, result: Value) -> Value {
+        self.run(
+            &format!("iteration_report {flow} {step} {result}"),
+            Command::IterationReport {
+                flow_id: flow.to_owned(),
+                step_id: step.to_owned(),
+                result,
+            },
+        )
+    }
+
+    pub fn iteration_abort(&mut self, flow: &str, step: &str, reason: &str) -> Value {
+        self.run(
+            &format!("iteration_abort {flow} {step} {reason:?}"),
+            Command::IterationAbort {
+                flow_id: flow.to_owned(),
+                step_id: step.to_owned(),
+                reason: reason.to_owned(),
+            },
+        )
+    }
+
+    pub fn resume(&mut self, flow: &str) -> Value {
+        self.run(&format!("resume {flow}"), Command::Resume { flow_id: flow.to_owned() })
+    }
+
+    pub fn audit(&mut self, flow: &str) -> Value {
+        self.run(&format!("audit {flow}"), Command::Audit { flow_id: flow.to_owned() })
+    }
+
+    fn learn_ids(&mut self, value: &Value) {
+        match value {
+            Value::String(text) => {
+                if FlowId::parse(text).is_some() && !self.names.contains_key(text) {
+                    self.ids.push(text.clone());
+                    self.names.insert(text.clone(), format!("<flow-{}>", self.ids.len()));
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| self.learn_ids(item)),
+            Value::Object(map) => map.values().for_each(|item| self.learn_ids(item)),
+            _ => {}
+        }
+    }
+
+    fn normalize(&self, value: &Value) -> Value {
+        match value {
+            Value::String(text) => Value::String(self.normalize_text(text)),
+            Value::Array(items) => Value::Array(items.iter().map(|item| self.normalize(item)).collect()),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(key, item)| (key.clone(), self.normalize(item)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    fn normalize_text(&self, text: &str) -> String {
+        let mut text = text.to_owned();
+        for (id, name) in &self.names {
+            text = text.replace(id, name);
+        }
+        text
+    }
+}
