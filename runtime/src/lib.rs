@@ -28,7 +28,7 @@ use std::sync::Arc;
 pub use command::{Command, Config, Context, ModelPrice, Pricing};
 pub use ids::FlowId;
 pub use response::Response;
-pub use store::{MemoryStore, Store, StoreError};
+pub use store::{MemoryStore, SqliteOptions, SqliteStore, Store, StoreError, Synchronous};
 
 /// Runs one command in one transaction of `store`. The response is returned only after the
 /// transaction committed: what it reports is durable.

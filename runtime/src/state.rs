@@ -86,6 +86,11 @@ pub struct FlowHeader {
     pub active_iteration: Option<u32>,
     pub budget: Option<BudgetLedger>,
     /// The final output, once finished.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "kept_null"
+    )]
     pub output: Option<Value>,
     pub parent: Option<ParentLink>,
     /// How many events the flow has written: the next event's number.
@@ -109,6 +114,11 @@ pub struct StepState {
     /// Attempts at a result since the step was last entered fresh.
     pub attempts: u32,
     /// Its accepted result (for a step that failed and routed by `on_fail`, the failing one).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "kept_null"
+    )]
     pub output: Option<Value>,
     pub skipped: bool,
     /// How often routing (`on_fail`, `next`, gate approval) entered it again in this round.
@@ -199,7 +209,18 @@ pub struct Event {
 pub enum EventBody {
     Record(Record),
     /// One `stratum_iteration_report` (or abort) of a step.
-    Iteration { step_id: String, report: Value },
+    Iteration {
+        step_id: String,
+        report: Value,
+    },
+}
+
+/// Reads an `Option<Value>` field that is present as `Some`, even when it is `null`: with
+/// `skip_serializing_if = "Option::is_none"` and `default`, `None` is left out and `Some(null)`
+/// written as `null`, so that a stored state reads back as it was (plain `Option<Value>` reads
+/// `null` as `None`, and a flow that ended with a null output would lose it).
+fn kept_null<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
 }
 
 /// A named snapshot of everything `revert` restores.

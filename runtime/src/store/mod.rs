@@ -22,7 +22,7 @@ use crate::ids::FlowId;
 use crate::state::{Checkpoint, Event, FlowHeader, StepState};
 
 pub use memory::MemoryStore;
-// pub use sqlite::SqliteStore;
+pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 
 /// Why a store could not do what was asked.
 #[derive(Debug, Error)]

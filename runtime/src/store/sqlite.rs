@@ -1,1 +1,914 @@
-//! The SQLite store (placeholder until written).
+//! The SQLite store: flow executions in one database file, shared by every process on one
+//! machine (an MCP server, a CLI, several agents' servers at once).
+//!
+//! Takes a path (or `$STRATUM_HOME/stratum.db`, by default `~/.stratum/stratum.db`) and
+//! [`SqliteOptions`]; gives a [`Store`] whose every [`transact`](Store::transact) is one
+//! `BEGIN IMMEDIATE` transaction: the command reads the flow's rows inside it (through a
+//! [`Snapshot`] over the live transaction), its [`Changes`] are written, and the transaction
+//! commits before the caller sees the response. Writers in every process are serialised by
+//! SQLite's write lock; readers see a consistent snapshot (WAL) and never block them.
+//!
+//! Invariants:
+//! - no flow state is kept between transactions: only plans, immutable and named by their
+//!   checksum, are cached in-process (as `Arc<Plan>`), and a plan read from the database is
+//!   loaded through [`plan::load`], which verifies its checksum, so that a stored plan
+//!   edited by hand is refused ([`StoreError::Corrupt`]) rather than run;
+//! - a command writes only the rows it changed, by primary key: a `step_done` costs the same
+//!   in a flow of ten steps as in one of ten thousand;
+//! - the directory is created `0700` and the database (with its `-wal` and `-shm` files)
+//!   is `0600`: results and inputs are the user's alone;
+//! - the schema is versioned by `PRAGMA user_version`; a database from a newer program is
+//!   refused with [`StoreError::NewerSchema`] and left untouched.
+//!
+//! The SQL is kept portable (plain tables, `ON CONFLICT … DO UPDATE`, no SQLite-only types)
+//! so that a PostgreSQL store can use the same shapes.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{
+    Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use stratum_compiler::plan::{self, Plan};
+
+use super::{Changes, FlowChange, Snapshot, Store, StoreError};
+use crate::ids::FlowId;
+use crate::state::{Checkpoint, Event, EventBody, FlowHeader, StepState};
+
+/// The database's file name in the state directory.
+pub const DATABASE_FILE: &str = "stratum.db";
+
+/// The schema, one migration per version: migration `n` (from 0) takes `user_version` `n`
+/// to `n + 1`. Append only; never edit one that has shipped.
+const MIGRATIONS: &[&str] = &[
+    // 1: the tables. `flows.seq` is the creation order (for `list_flows` and `children`);
+    // the other columns beside `header` copy fields of it for operators' queries.
+    "CREATE TABLE plans (
+        checksum TEXT PRIMARY KEY,
+        json TEXT NOT NULL
+    );
+    CREATE TABLE flows (
+        id TEXT PRIMARY KEY,
+        seq INTEGER NOT NULL UNIQUE,
+        parent TEXT,
+        plan TEXT NOT NULL,
+        status TEXT NOT NULL,
+        flow_name TEXT NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        version INTEGER NOT NULL,
+        header TEXT NOT NULL
+    );
+    CREATE INDEX flows_parent ON flows (parent, seq);
+    CREATE TABLE steps (
+        flow TEXT NOT NULL,
+        step INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        PRIMARY KEY (flow, step)
+    );
+    CREATE TABLE events (
+        flow TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        round INTEGER NOT NULL,
+        reverted INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (flow, seq)
+    );
+    CREATE TABLE checkpoints (
+        flow TEXT NOT NULL,
+        label TEXT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (flow, label)
+    );
+    CREATE TABLE cache (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );",
+];
+
+/// The schema version this program writes (and the newest it reads).
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// How many parsed plans a store keeps in memory. A plan of a 10,000-step spec is about
+/// 16 MiB of JSON, so the bound matters to a long-running server.
+const PLAN_CACHE_CAPACITY: usize = 16;
+
+/// The deepest JSON document the store reads back (see [`decode`]).
+const MAX_STORED_DEPTH: usize = 1024;
+
+/// Enough for every statement the store prepares, so none is prepared twice.
+const STATEMENT_CACHE_CAPACITY: usize = 64;
+
+/// What a commit waits for before it returns.
+///
+/// In WAL mode:
+/// - [`Synchronous::Normal`] (the default) writes the commit to the WAL file without waiting
+///   for the disk. It survives any crash of the process, `kill -9` included (the operating
+///   system has the data), and never corrupts the database; a power loss or kernel crash may
+///   lose the last commits before a checkpoint (the database rolls back to an earlier,
+///   consistent state: an agent then finds its last acknowledged steps current again).
+/// - [`Synchronous::Full`] also waits for the WAL to reach the disk (`fsync`) on every
+///   commit: it survives power loss too, at the price of one disk flush per command
+///   (measured on a virtual disk, a `step_done` took about 0.27 ms with `FULL` against
+///   0.09 ms with `NORMAL` when the disk was quiet, and 3.4 ms against 0.2 ms while other
+///   programs were writing to it).
+///
+/// `Normal` is the default: agents' processes die far more often than machines lose power, and
+/// what a power loss takes back (at most the commits since the last checkpoint, which SQLite
+/// runs every 1,000 pages of log, a few hundred commands) leaves every flow consistent, as it
+/// stood some steps earlier: its agent is told `wrong_step` with the step that is current, or
+/// asks `stratum_resume`, and does those steps again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Synchronous {
+    #[default]
+    Normal,
+    Full,
+}
+
+impl Synchronous {
+    fn pragma(self) -> &'static str {
+        match self {
+            Synchronous::Normal => "NORMAL",
+            Synchronous::Full => "FULL",
+        }
+    }
+}
+
+/// How a [`SqliteStore`] uses its database.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SqliteOptions {
+    pub synchronous: Synchronous,
+    /// How long a command waits for another process's write transaction before it fails.
+    pub busy_timeout: Duration,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> SqliteOptions {
+        SqliteOptions {
+            synchronous: Synchronous::default(),
+            busy_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Flow executions in a SQLite database. One connection per store, behind a mutex: a server
+/// shares one store between its requests, and each process opens its own.
+pub struct SqliteStore {
+    path: PathBuf,
+    inner: Mutex<Inner>,
+}
+
+struct Inner {
+    conn: Connection,
+    plans: PlanCache,
+}
+
+impl SqliteStore {
+    /// Opens (creating it if need be) the database at `path`, with the default options.
+    /// Missing parent directories are created `0700`.
+    pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_with(path, SqliteOptions::default())
+    }
+
+    /// Opens the database at [`SqliteStore::default_path`], making its directory `0700`.
+    pub fn open_default() -> Result<SqliteStore, StoreError> {
+        let path = SqliteStore::default_path()?;
+        if let Some(dir) = path.parent() {
+            // The state directory is Stratum's own: tightened even when it already existed
+            // (an older version may have made it readable by others).
+            prepare_dir(dir, true)?;
+        }
+        SqliteStore::open_with(path, SqliteOptions::default())
+    }
+
+    /// `$STRATUM_HOME/stratum.db`, with `STRATUM_HOME` defaulting to `~/.stratum`.
+    pub fn default_path() -> Result<PathBuf, StoreError> {
+        let home = std::env::var_os("STRATUM_HOME").filter(|home| !home.is_empty());
+        let dir = match home {
+            Some(home) => PathBuf::from(home),
+            None => std::env::var_os("HOME")
+                .filter(|home| !home.is_empty())
+                .map(|home| PathBuf::from(home).join(".stratum"))
+                .ok_or_else(|| StoreError::Directory {
+                    path: "~/.stratum".to_owned(),
+                    reason: "HOME is not set; set STRATUM_HOME to the directory to keep state in"
+                        .to_owned(),
+                })?,
+        };
+        Ok(dir.join(DATABASE_FILE))
+    }
+
+    /// Opens (creating it if need be) the database at `path`.
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        options: SqliteOptions,
+    ) -> Result<SqliteStore, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            prepare_dir(dir, false)?;
+        }
+        create_private_file(&path)?;
+        // No SQLITE_OPEN_URI: a path is a path, never a `file:` URI with options.
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&path, flags).map_err(|error| {
+            StoreError::Database(format!("cannot open {}: {error}", path.display()))
+        })?;
+        conn.busy_timeout(options.busy_timeout)
+            .map_err(failed("set the busy timeout"))?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
+        // Refuse a newer database before changing anything in it, its journal mode included.
+        check_version(user_version(&conn)?)?;
+        let mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+            .map_err(failed("switch the database to WAL journal mode"))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Database(format!(
+                "cannot switch {} to WAL journal mode (it stays in {mode} mode); keep the state \
+                 directory on a local filesystem",
+                path.display()
+            )));
+        }
+        conn.pragma_update(None, "synchronous", options.synchronous.pragma())
+            .map_err(failed("set the synchronous mode"))?;
+        migrate(&conn)?;
+        restrict_files(&path)?;
+        Ok(SqliteStore {
+            path,
+            inner: Mutex::new(Inner {
+                conn,
+                plans: PlanCache::default(),
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic inside a command dropped its transaction, which rolled it back: the
+        // connection is usable, so a poisoned lock is taken over rather than refused.
+        let guard = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        if !guard.conn.is_autocommit() {
+            let _ = guard.conn.execute_batch("ROLLBACK");
+        }
+        guard
+    }
+}
+
+impl Store for SqliteStore {
+    fn transact(
+        &self,
+        work: &mut dyn FnMut(&mut dyn Snapshot) -> Result<Changes, StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut guard = self.lock();
+        let Inner { conn, plans } = &mut *guard;
+        let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)
+            .map_err(failed("begin a write transaction"))?;
+        // An error from here on drops `tx`, which rolls the transaction back.
+        let changes = work(&mut Reader { conn: &tx, plans })?;
+        write(&tx, &changes)?;
+        tx.commit().map_err(failed("commit the transaction"))?;
+        // Only plans that are now stored are cached: the cache never knows more than the
+        // database.
+        for plan in changes.plans {
+            plans.insert(plan);
+        }
+        Ok(())
+    }
+
+    fn read(
+        &self,
+        work: &mut dyn FnMut(&mut dyn Snapshot) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut guard = self.lock();
+        let Inner { conn, plans } = &mut *guard;
+        let tx = Transaction::new_unchecked(conn, TransactionBehavior::Deferred)
+            .map_err(failed("begin a read transaction"))?;
+        work(&mut Reader { conn: &tx, plans })?;
+        tx.commit().map_err(failed("end the read transaction"))
+    }
+
+    fn list_flows(&self) -> Result<Vec<FlowHeader>, StoreError> {
+        let guard = self.lock();
+        let tx = Transaction::new_unchecked(&guard.conn, TransactionBehavior::Deferred)
+            .map_err(failed("begin a read transaction"))?;
+        let headers = {
+            let mut statement = tx
+                .prepare_cached("SELECT id, header FROM flows ORDER BY seq DESC")
+                .map_err(failed("list the flows"))?;
+            let rows = statement
+                .query_map([], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                })
+                .map_err(failed("list the flows"))?;
+            let mut headers = Vec::new();
+            for row in rows {
+                let (id, header) = row.map_err(failed("list the flows"))?;
+                headers.push(decode::<FlowHeader>(&header, || {
+                    format!("flow {id}'s header")
+                })?);
+            }
+            headers
+        };
+        tx.commit().map_err(failed("end the read transaction"))?;
+        Ok(headers)
+    }
+}
+
+/// The core's view of the database, inside the command's transaction.
+struct Reader<'c> {
+    conn: &'c Connection,
+    plans: &'c mut PlanCache,
+}
+
+impl Snapshot for Reader<'_> {
+    fn plan(&mut self, checksum: &str) -> Result<Option<Arc<Plan>>, StoreError> {
+        if let Some(plan) = self.plans.get(checksum) {
+            return Ok(Some(plan));
+        }
+        let json: Option<String> = self
+            .conn
+            .prepare_cached("SELECT json FROM plans WHERE checksum = ?1")
+            .and_then(|mut statement| statement.query_row([checksum], |row| row.get(0)).optional())
+            .map_err(failed("read a plan"))?;
+        let Some(json) = json else {
+            return Ok(None);
+        };
+        let loaded = plan::load(json.as_bytes()).map_err(|error| {
+            StoreError::Corrupt(format!("the stored plan {checksum} is refused: {error}"))
+        })?;
+        // A row whose plan is sound but is another plan than its key names would run the
+        // wrong steps.
+        if loaded.checksum != checksum {
+            return Err(StoreError::Corrupt(format!(
+                "the plan stored as {checksum} is the plan {}",
+                loaded.checksum
+            )));
+        }
+        let loaded = Arc::new(loaded);
+        self.plans.insert(loaded.clone());
+        Ok(Some(loaded))
+    }
+
+    fn flow(&mut self, id: &FlowId) -> Result<Option<FlowHeader>, StoreError> {
+        let row: Option<(String, i64)> = self
+            .conn
+            .prepare_cached("SELECT header, version FROM flows WHERE id = ?1")
+            .and_then(|mut statement| {
+                statement
+                    .query_row([id.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))
+                    .optional()
+            })
+            .map_err(failed("read a flow"))?;
+        let Some((header, version)) = row else {
+            return Ok(None);
+        };
+        let header: FlowHeader = decode(&header, || format!("flow {id}'s header"))?;
+        // The version column is what the compare-and-set checks: it must be the header's.
+        if header.id != *id || i64::try_from(header.version).ok() != Some(version) {
+            return Err(StoreError::Corrupt(format!(
+                "flow {id}'s row disagrees with its header (id {}, version {} against {version})",
+                header.id, header.version
+            )));
+        }
+        Ok(Some(header))
+    }
+
+    fn step(&mut self, id: &FlowId, step: u32) -> Result<Option<StepState>, StoreError> {
+        let state: Option<String> = self
+            .conn
+            .prepare_cached("SELECT state FROM steps WHERE flow = ?1 AND step = ?2")
+            .and_then(|mut statement| {
+                statement
+                    .query_row(params![id.as_str(), step], |row| row.get(0))
+                    .optional()
+            })
+            .map_err(failed("read a step"))?;
+        state
+            .map(|state| decode(&state, || format!("step {step} of flow {id}")))
+            .transpose()
+    }
+
+    fn steps_from(&mut self, id: &FlowId, from: u32) -> Result<Vec<(u32, StepState)>, StoreError> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT step, state FROM steps WHERE flow = ?1 AND step >= ?2 ORDER BY step",
+            )
+            .map_err(failed("read the steps"))?;
+        let rows = statement
+            .query_map(params![id.as_str(), from], |row| {
+                Ok((row.get::<_, u32>(0)?, row.get::<_, String>(1)?))
+            })
+            .map_err(failed("read the steps"))?;
+        let mut steps = Vec::new();
+        for row in rows {
+            let (step, state) = row.map_err(failed("read the steps"))?;
+            steps.push((
+                step,
+                decode(&state, || format!("step {step} of flow {id}"))?,
+            ));
+        }
+        Ok(steps)
+    }
+
+    fn events(&mut self, id: &FlowId) -> Result<Vec<Event>, StoreError> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, round, reverted, body FROM events WHERE flow = ?1 ORDER BY seq",
+            )
+            .map_err(failed("read the events"))?;
+        let rows = statement
+            .query_map([id.as_str()], |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, u32>(1)?,
+                    row.get::<_, bool>(2)?,
+                    row.get::<_, String>(3)?,
+                ))
+            })
+            .map_err(failed("read the events"))?;
+        let mut events = Vec::new();
+        for row in rows {
+            let (seq, round, reverted, body) = row.map_err(failed("read the events"))?;
+            let seq = u64::try_from(seq).map_err(|_| {
+                StoreError::Corrupt(format!("flow {id} has an event numbered {seq}"))
+            })?;
+            events.push(Event {
+                seq,
+                round,
+                reverted,
+                body: decode::<EventBody>(&body, || format!("event {seq} of flow {id}"))?,
+            });
+        }
+        Ok(events)
+    }
+
+    fn children(&mut self, id: &FlowId) -> Result<Vec<FlowId>, StoreError> {
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT id FROM flows WHERE parent = ?1 ORDER BY seq")
+            .map_err(failed("read the child flows"))?;
+        let rows = statement
+            .query_map([id.as_str()], |row| row.get::<_, String>(0))
+            .map_err(failed("read the child flows"))?;
+        let mut children = Vec::new();
+        for row in rows {
+            let child = row.map_err(failed("read the child flows"))?;
+            children.push(FlowId::parse(&child).ok_or_else(|| {
+                StoreError::Corrupt(format!("flow {id} has a child with the id {child:?}"))
+            })?);
+        }
+        Ok(children)
+    }
+
+    fn checkpoint(&mut self, id: &FlowId, label: &str) -> Result<Option<Checkpoint>, StoreError> {
+        let body: Option<String> = self
+            .conn
+            .prepare_cached("SELECT body FROM checkpoints WHERE flow = ?1 AND label = ?2")
+            .and_then(|mut statement| {
+                statement
+                    .query_row(params![id.as_str(), label], |row| row.get(0))
+                    .optional()
+            })
+            .map_err(failed("read a checkpoint"))?;
+        body.map(|body| decode(&body, || format!("checkpoint {label:?} of flow {id}")))
+            .transpose()
+    }
+
+    fn checkpoint_labels(&mut self, id: &FlowId) -> Result<Vec<String>, StoreError> {
+        // Ordered as the memory store's map orders them: by the labels' bytes (SQLite's
+        // BINARY collation).
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT label FROM checkpoints WHERE flow = ?1 ORDER BY label")
+            .map_err(failed("read the checkpoint labels"))?;
+        let rows = statement
+            .query_map([id.as_str()], |row| row.get::<_, String>(0))
+            .map_err(failed("read the checkpoint labels"))?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(failed("read the checkpoint labels"))
+    }
+
+    fn cached(&mut self, key: &str) -> Result<Option<Value>, StoreError> {
+        let value: Option<String> = self
+            .conn
+            .prepare_cached("SELECT value FROM cache WHERE key = ?1")
+            .and_then(|mut statement| statement.query_row([key], |row| row.get(0)).optional())
+            .map_err(failed("read the result cache"))?;
+        value
+            .map(|value| decode(&value, || format!("the cached result {key}")))
+            .transpose()
+    }
+}
+
+/// Writes what one command changed, row by row.
+fn write(conn: &Connection, changes: &Changes) -> Result<(), StoreError> {
+    for plan in &changes.plans {
+        conn.prepare_cached(
+            "INSERT INTO plans (checksum, json) VALUES (?1, ?2) ON CONFLICT (checksum) DO NOTHING",
+        )
+        .and_then(|mut statement| statement.execute(params![plan.checksum, plan.to_json(false)]))
+        .map_err(failed("store a plan"))?;
+    }
+    for (id, change) in &changes.flows {
+        write_flow(conn, id, change)?;
+    }
+    for (key, value) in &changes.cache {
+        conn.prepare_cached(
+            "INSERT INTO cache (key, value) VALUES (?1, ?2) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        )
+        .and_then(|mut statement| statement.execute(params![key, encode(value)?]))
+        .map_err(failed("store a cached result"))?;
+    }
+    Ok(())
+}
+
+fn write_flow(conn: &Connection, id: &FlowId, change: &FlowChange) -> Result<(), StoreError> {
+    let header = &change.header;
+    let json = encode(header).map_err(failed("encode a flow header"))?;
+    let parent = header.parent.as_ref().map(|link| link.flow.as_str());
+    let version = to_i64(header.version, "a flow version")?;
+    let updated_ms = to_i64(header.updated_ms, "a time")?;
+    let status = header.status.as_str();
+    match change.base_version {
+        None => {
+            let seq: i64 = conn
+                .prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM flows")
+                .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
+                .map_err(failed("number a new flow"))?;
+            let inserted = conn
+                .prepare_cached(
+                    "INSERT INTO flows \
+                     (id, seq, parent, plan, status, flow_name, updated_ms, version, header) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (id) DO NOTHING",
+                )
+                .and_then(|mut statement| {
+                    statement.execute(params![
+                        id.as_str(),
+                        seq,
+                        parent,
+                        header.plan,
+                        status,
+                        header.flow_name,
+                        updated_ms,
+                        version,
+                        json
+                    ])
+                })
+                .map_err(failed("create a flow"))?;
+            if inserted == 0 {
+                return Err(StoreError::Conflict(id.clone()));
+            }
+        }
+        Some(base) => {
+            let base = to_i64(base, "a flow version")?;
+            let updated = conn
+                .prepare_cached(
+                    "UPDATE flows SET parent = ?1, plan = ?2, status = ?3, flow_name = ?4, \
+                     updated_ms = ?5, version = ?6, header = ?7 WHERE id = ?8 AND version = ?9",
+                )
+                .and_then(|mut statement| {
+                    statement.execute(params![
+                        parent,
+                        header.plan,
+                        status,
+                        header.flow_name,
+                        updated_ms,
+                        version,
+                        json,
+                        id.as_str(),
+                        base
+                    ])
+                })
+                .map_err(failed("update a flow"))?;
+            // Another writer moved the version on (or the flow is gone): this command's
+            // reads are stale, so nothing of it may be written.
+            if updated == 0 {
+                return Err(StoreError::Conflict(id.clone()));
+            }
+        }
+    }
+    if change.replace_steps {
+        conn.prepare_cached("DELETE FROM steps WHERE flow = ?1")
+            .and_then(|mut statement| statement.execute([id.as_str()]))
+            .map_err(failed("clear a flow's steps"))?;
+    }
+    for (step, state) in &change.steps {
+        if state.is_empty() {
+            conn.prepare_cached("DELETE FROM steps WHERE flow = ?1 AND step = ?2")
+                .and_then(|mut statement| statement.execute(params![id.as_str(), step]))
+                .map_err(failed("clear a step"))?;
+        } else {
+            conn.prepare_cached(
+                "INSERT INTO steps (flow, step, state) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (flow, step) DO UPDATE SET state = excluded.state",
+            )
+            .and_then(|mut statement| statement.execute(params![id.as_str(), step, encode(state)?]))
+            .map_err(failed("store a step"))?;
+        }
+    }
+    // Before the new events go in, as the memory store does: the command has already marked
+    // its own events.
+    if let Some(from) = change.revert_events_from {
+        // An event number beyond what a row can hold reverts nothing.
+        let from = i64::try_from(from).unwrap_or(i64::MAX);
+        conn.prepare_cached("UPDATE events SET reverted = 1 WHERE flow = ?1 AND seq >= ?2")
+            .and_then(|mut statement| statement.execute(params![id.as_str(), from]))
+            .map_err(failed("revert events"))?;
+    }
+    for event in &change.events {
+        let seq = to_i64(event.seq, "an event number")?;
+        conn.prepare_cached(
+            "INSERT INTO events (flow, seq, round, reverted, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .and_then(|mut statement| {
+            statement.execute(params![
+                id.as_str(),
+                seq,
+                event.round,
+                event.reverted,
+                encode(&event.body)?
+            ])
+        })
+        .map_err(failed("append an event"))?;
+    }
+    for checkpoint in &change.checkpoints {
+        conn.prepare_cached(
+            "INSERT INTO checkpoints (flow, label, body) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (flow, label) DO UPDATE SET body = excluded.body",
+        )
+        .and_then(|mut statement| {
+            statement.execute(params![id.as_str(), checkpoint.label, encode(checkpoint)?])
+        })
+        .map_err(failed("store a checkpoint"))?;
+    }
+    Ok(())
+}
+
+/// Parsed plans by checksum, the oldest dropped first beyond [`PLAN_CACHE_CAPACITY`].
+#[derive(Default)]
+struct PlanCache {
+    plans: HashMap<String, Arc<Plan>>,
+    order: VecDeque<String>,
+}
+
+impl PlanCache {
+    fn get(&self, checksum: &str) -> Option<Arc<Plan>> {
+        self.plans.get(checksum).cloned()
+    }
+
+    fn insert(&mut self, plan: Arc<Plan>) {
+        if self.plans.contains_key(&plan.checksum) {
+            return;
+        }
+        while self.order.len() >= PLAN_CACHE_CAPACITY {
+            if let Some(oldest) = self.order.pop_front() {
+                self.plans.remove(&oldest);
+            }
+        }
+        self.order.push_back(plan.checksum.clone());
+        self.plans.insert(plan.checksum.clone(), plan);
+    }
+}
+
+fn user_version(conn: &Connection) -> Result<i64, StoreError> {
+    conn.pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(failed("read the schema version"))
+}
+
+fn check_version(found: i64) -> Result<(), StoreError> {
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if found < 0 {
+        return Err(StoreError::Corrupt(format!(
+            "the database has schema version {found}"
+        )));
+    }
+    Ok(())
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`], every missing migration in one transaction.
+fn migrate(conn: &Connection) -> Result<(), StoreError> {
+    if user_version(conn)? == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)
+        .map_err(failed("begin the schema migration"))?;
+    // Read again under the write lock: another process may have migrated meanwhile.
+    let found = user_version(&tx)?;
+    check_version(found)?;
+    let done = usize::try_from(found).unwrap_or(usize::MAX);
+    for (number, sql) in MIGRATIONS.iter().enumerate().skip(done) {
+        tx.execute_batch(sql).map_err(|error| {
+            StoreError::Database(format!(
+                "cannot migrate the schema to version {}: {error}",
+                number + 1
+            ))
+        })?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .map_err(failed("record the schema version"))?;
+    tx.commit().map_err(failed("commit the schema migration"))
+}
+
+/// Creates `dir` (and its missing parents) `0700`; `tighten` also makes an existing `dir`
+/// `0700`.
+fn prepare_dir(dir: &Path, tighten: bool) -> Result<(), StoreError> {
+    let refuse = |reason: String| StoreError::Directory {
+        path: dir.display().to_string(),
+        reason,
+    };
+    let existed = dir.is_dir();
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+        .create(dir)
+        .map_err(|error| refuse(error.to_string()))?;
+    if !existed || tighten {
+        // The mode given to `create` is narrowed by the umask, never widened; set it anyway
+        // so that it is exactly 0700.
+        set_mode(dir, 0o700).map_err(|error| refuse(format!("cannot make it private: {error}")))?;
+    }
+    Ok(())
+}
+
+/// Creates the database file `0600` before SQLite does, so that it is never readable by
+/// others, not even for a moment.
+fn create_private_file(path: &Path) -> Result<(), StoreError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options
+        .open(path)
+        .map(drop)
+        .map_err(|error| StoreError::Database(format!("cannot create {}: {error}", path.display())))
+}
+
+/// Makes the database and its `-wal` and `-shm` files (SQLite gives them the database's
+/// mode when it creates them again) `0600`.
+fn restrict_files(path: &Path) -> Result<(), StoreError> {
+    let mut files = vec![path.to_path_buf()];
+    for suffix in ["-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        files.push(PathBuf::from(name));
+    }
+    for file in files {
+        if file.exists() {
+            set_mode(&file, 0o600).map_err(|error| {
+                StoreError::Database(format!("cannot make {} private: {error}", file.display()))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_path: &Path, _mode: u32) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Maps a SQLite error to [`StoreError::Database`], saying what failed.
+fn failed(what: &'static str) -> impl Fn(rusqlite::Error) -> StoreError {
+    move |error| StoreError::Database(format!("cannot {what}: {error}"))
+}
+
+/// A value as JSON text; refused (failing the command, which leaves the flow as it was) when
+/// it nests too deep for [`decode`] to read back: a row that cannot be read would stop its flow
+/// for good.
+fn encode(value: &impl Serialize) -> Result<String, rusqlite::Error> {
+    let conversion = |error: Box<dyn std::error::Error + Send + Sync>| {
+        rusqlite::Error::ToSqlConversionFailure(error)
+    };
+    let json = serde_json::to_string(value).map_err(|error| conversion(Box::new(error)))?;
+    if nesting_beyond(json.as_bytes(), MAX_STORED_DEPTH) {
+        return Err(conversion(
+            format!(
+                "the value nests deeper than the {MAX_STORED_DEPTH} levels the store reads back"
+            )
+            .into(),
+        ));
+    }
+    Ok(json)
+}
+
+/// Reads back what [`encode`] wrote. The values in it (results, inputs) nest as deep as the
+/// agent sent them, plus the few levels of the state around them: deeper than `serde_json`'s
+/// default limit of 128, which would make a flow unreadable after a result it accepted. So the
+/// limit is lifted, and the nesting bounded by a scan first, which does not recurse.
+fn decode<T: DeserializeOwned>(json: &str, what: impl Fn() -> String) -> Result<T, StoreError> {
+    if nesting_beyond(json.as_bytes(), MAX_STORED_DEPTH) {
+        return Err(StoreError::Corrupt(format!(
+            "{} nests deeper than {MAX_STORED_DEPTH} levels",
+            what()
+        )));
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(json);
+    deserializer.disable_recursion_limit();
+    T::deserialize(&mut deserializer)
+        .and_then(|value| deserializer.end().map(|()| value))
+        .map_err(|error| StoreError::Corrupt(format!("{} cannot be read: {error}", what())))
+}
+
+/// Whether the brackets of JSON text nest deeper than `limit` (strings skipped).
+fn nesting_beyond(bytes: &[u8], limit: usize) -> bool {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &byte in bytes {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > limit {
+                    return true;
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+fn to_i64(value: u64, what: &str) -> Result<i64, StoreError> {
+    i64::try_from(value)
+        .map_err(|_| StoreError::Database(format!("{what} ({value}) is too large to store")))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{MAX_STORED_DEPTH, decode, encode, nesting_beyond};
+    use crate::state::StepState;
+
+    #[test]
+    fn nesting_is_measured_outside_strings() {
+        assert!(!nesting_beyond(br#"{"a": [[1]]}"#, 3));
+        assert!(nesting_beyond(br#"{"a": [[[1]]]}"#, 3));
+        assert!(!nesting_beyond(br#"{"a": "[[[[\"[[[["}"#, 1));
+    }
+
+    #[test]
+    fn a_null_output_reads_back_as_a_null_output() {
+        for output in [None, Some(json!(null)), Some(json!({"n": 1}))] {
+            let state = StepState {
+                output: output.clone(),
+                attempts: 1,
+                ..StepState::default()
+            };
+            let text = encode(&state).expect("encodes");
+            let back: StepState = decode(&text, || "a step".to_owned()).expect("decodes");
+            assert_eq!(back, state, "{text}");
+        }
+    }
+
+    #[test]
+    fn what_could_not_be_read_back_is_not_written() {
+        let mut deep = json!(1);
+        for _ in 0..=MAX_STORED_DEPTH {
+            deep = json!([deep]);
+        }
+        assert!(encode(&deep).is_err());
+        let text = format!(
+            "{}1{}",
+            "[".repeat(MAX_STORED_DEPTH + 1),
+            "]".repeat(MAX_STORED_DEPTH + 1)
+        );
+        assert!(decode::<serde_json::Value>(&text, || "a value".to_owned()).is_err());
+    }
+}
