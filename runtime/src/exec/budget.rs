@@ -70,8 +70,14 @@ pub(crate) fn debit(work: &mut Work<'_>, run: &Run<'_>, usage: &Value) -> Result
     })
 }
 
-/// Whether anything spent has reached its cap (wall time brought up to now first).
-fn spent(work: &mut Work<'_>, run: &Run<'_>) -> Result<bool, StoreError> {
+/// Whether anything spent has reached its cap (wall time brought up to now first). The cap on
+/// agent dispatches counts only when `agent_dispatch_next`: reaching it forbids another
+/// dispatch, it does not undo the work of the last one (a cap of N dispatches allows N).
+fn spent(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    agent_dispatch_next: bool,
+) -> Result<bool, StoreError> {
     let header = work.get(&run.id)?;
     let Some(ledger) = &header.budget else {
         return Ok(false);
@@ -88,15 +94,24 @@ fn spent(work: &mut Work<'_>, run: &Run<'_>) -> Result<bool, StoreError> {
     let consumed = &ledger.consumed;
     Ok(caps.ms.is_some_and(|ms| wall_s * 1000.0 >= ms as f64)
         || caps.usd.is_some_and(|usd| consumed.dollars >= usd)
-        || caps
-            .max_agent_dispatches
-            .is_some_and(|max| consumed.dispatches >= max)
+        || (agent_dispatch_next
+            && caps
+                .max_agent_dispatches
+                .is_some_and(|max| consumed.dispatches >= max))
         || caps.max_tokens.is_some_and(|max| consumed.tokens >= max))
 }
 
 /// Ends the flow `budget_exhausted` if it has spent a cap.
 pub(crate) fn exhausted_after(work: &mut Work<'_>, run: &Run<'_>) -> Result<Option<Response>, StoreError> {
-    if !spent(work, run)? {
+    exhaust_if_spent(work, run, false)
+}
+
+fn exhaust_if_spent(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    agent_dispatch_next: bool,
+) -> Result<Option<Response>, StoreError> {
+    if !spent(work, run, agent_dispatch_next)? {
         return Ok(None);
     }
     let (_, output) = finish::final_output(work, run)?;
@@ -112,14 +127,16 @@ pub(crate) fn exhausted_after(work: &mut Work<'_>, run: &Run<'_>) -> Result<Opti
 }
 
 /// Before a dispatch: the flow may not start more work past a cap. The dispatch about to
-/// happen is not counted yet, so a cap of N dispatches allows N.
+/// happen is not counted yet, so a cap of N dispatches allows N; a gate or a sub-flow
+/// (`agent: false`) is not an agent dispatch and is not held back by that cap.
 pub(crate) fn exhausted_before_dispatch(
     work: &mut Work<'_>,
     run: &Run<'_>,
+    agent: bool,
 ) -> Result<Option<Response>, StoreError> {
     let header = work.get(&run.id)?;
     if header.budget.is_none() || header.dispatched_ms.is_some() {
         return Ok(None);
     }
-    exhausted_after(work, run)
+    exhaust_if_spent(work, run, agent)
 }

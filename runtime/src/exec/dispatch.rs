@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use stratum_compiler::plan::{Action, Binding, FunctionMode, Policy, Step, Target};
 
+use super::results::AfterFailure;
 use super::{Run, budget, current, finish, validate};
 use crate::response::{
     ErrorResponse, FlowDispatch, GateDispatch, PolicyRecord, Record, Response, SkipRecord,
@@ -42,7 +43,7 @@ pub(crate) enum Move {
 }
 
 /// Walks from the cursor to the next thing to do, and returns it.
-pub(crate) fn advance(work: &mut Work<'_>, run: &Run<'_>, note: Note) -> Result<Response, StoreError> {
+pub(crate) fn advance(work: &mut Work<'_>, run: &Run<'_>, mut note: Note) -> Result<Response, StoreError> {
     let bound = run.steps().len().saturating_mul(run.max_reentries() as usize + 2) + 16;
     for _ in 0..bound {
         let header = work.get(&run.id)?;
@@ -50,7 +51,15 @@ pub(crate) fn advance(work: &mut Work<'_>, run: &Run<'_>, note: Note) -> Result<
             return finish::envelope(work, run, None);
         }
         let Some(index) = current(&header) else {
-            return finish::complete(work, run, note);
+            // An output that breaks the flow's contract sends the walk back to its producer:
+            // a loop, not recursion, so that no chain of recoveries can exhaust the stack.
+            match finish::complete(work, run, std::mem::take(&mut note))? {
+                AfterFailure::Answer(response) => return Ok(response),
+                AfterFailure::Walk(next) => {
+                    note = next;
+                    continue;
+                }
+            }
         };
         let step = run.step(index)?;
         let mut skip_if_error = None;
@@ -66,7 +75,11 @@ pub(crate) fn advance(work: &mut Work<'_>, run: &Run<'_>, note: Note) -> Result<
                 Err(message) => skip_if_error = Some(message),
             }
         }
-        if let Some(exhausted) = budget::exhausted_before_dispatch(work, run)? {
+        let agent = matches!(
+            step.action,
+            Action::Function { .. } | Action::Inline { .. } | Action::Judge { .. }
+        );
+        if let Some(exhausted) = budget::exhausted_before_dispatch(work, run, agent)? {
             return Ok(exhausted);
         }
         match &step.action {
@@ -101,7 +114,7 @@ pub(crate) fn advance(work: &mut Work<'_>, run: &Run<'_>, note: Note) -> Result<
             }
         }
     }
-    Ok(fail_flow(
+    fail_flow(
         work,
         run,
         "routing_loop",
@@ -110,7 +123,7 @@ pub(crate) fn advance(work: &mut Work<'_>, run: &Run<'_>, note: Note) -> Result<
              formed a loop past {bound} moves); the flow has ended"
         ),
         None,
-    )?)
+    )
 }
 
 /// `stratum_resume`: what the flow is waiting for now, without touching its clocks.
@@ -128,15 +141,13 @@ pub(crate) fn resume(work: &mut Work<'_>, run: &Run<'_>) -> Result<Response, Sto
 /// Records that the current step was dispatched, unless it already was (a resume keeps the
 /// first dispatch time, so gate timeouts and durations survive restarts).
 fn mark_dispatched(work: &mut Work<'_>, run: &Run<'_>, agent: bool) -> Result<(), StoreError> {
+    // Only a first dispatch writes: a resume of a dispatched step leaves the flow untouched.
+    if work.get(&run.id)?.dispatched_ms.is_some() {
+        return Ok(());
+    }
     let now = run.ctx.now_ms;
-    let fresh = work.update(&run.id, |header| {
-        let fresh = header.dispatched_ms.is_none();
-        if fresh {
-            header.dispatched_ms = Some(now);
-        }
-        fresh
-    })?;
-    if fresh && agent {
+    work.update(&run.id, |header| header.dispatched_ms = Some(now))?;
+    if agent {
         budget::count_dispatch(work, run)?;
     }
     Ok(())
@@ -152,6 +163,15 @@ pub(crate) fn move_to(
     target: Target,
     how: Move,
 ) -> Result<Option<Response>, StoreError> {
+    // After a kill routed to cleanup, falling through to the next step in order would run the
+    // rest of the flow the gate refused: the cleanup ends the flow, unless it routes on by an
+    // explicit `next` elsewhere.
+    let target = match target {
+        Target::Step(to) if how == Move::Forward && to == from + 1 && work.get(&run.id)?.killing => {
+            Target::End
+        }
+        other => other,
+    };
     match target {
         Target::End => {
             work.update(&run.id, |header| {
@@ -170,28 +190,8 @@ pub(crate) fn move_to(
         }
         Target::Step(to) => {
             if to <= from {
-                let entries = work.update_step(&run.id, to, |state| {
-                    state.entries += 1;
-                    state.entries
-                })?;
-                let limit = run.max_reentries();
-                if entries > limit {
-                    let id = run.step_id(Some(to)).unwrap_or_default();
-                    let source = if run.flow().and_then(|flow| flow.max_rounds).is_some() {
-                        "the flow's max_rounds"
-                    } else {
-                        "the runtime's default; set max_rounds on the flow to change it"
-                    };
-                    return fail_flow(
-                        work,
-                        run,
-                        "routing_loop",
-                        format!(
-                            "step '{id}' was entered again by routing {entries} times in one round, more than the limit of {limit} ({source}); the flow has ended"
-                        ),
-                        Some(id),
-                    )
-                    .map(Some);
+                if let Some(stopped) = count_reentry(work, run, to)? {
+                    return Ok(Some(stopped));
                 }
                 let preserve = match how {
                     Move::Recover { failed } => Some(failed),
@@ -208,6 +208,35 @@ pub(crate) fn move_to(
         }
     }
     Ok(None)
+}
+
+/// Counts a move back into step `to` against its re-entry bound; past the bound the flow ends
+/// (`routing_loop`) and this is the response.
+pub(crate) fn count_reentry(work: &mut Work<'_>, run: &Run<'_>, to: u32) -> Result<Option<Response>, StoreError> {
+    let entries = work.update_step(&run.id, to, |state| {
+        state.entries += 1;
+        state.entries
+    })?;
+    let limit = run.max_reentries();
+    if entries <= limit {
+        return Ok(None);
+    }
+    let id = run.step_id(Some(to)).unwrap_or_default();
+    let source = if run.flow().and_then(|flow| flow.max_rounds).is_some() {
+        "the flow's max_rounds"
+    } else {
+        "the runtime's default; set max_rounds on the flow to change it"
+    };
+    fail_flow(
+        work,
+        run,
+        "routing_loop",
+        format!(
+            "step '{id}' was entered again by routing {entries} times in one round, more than the limit of {limit} ({source}); the flow has ended"
+        ),
+        Some(id),
+    )
+    .map(Some)
 }
 
 /// Clears the steps at index `from` or later for a fresh run: outputs, attempts, iteration

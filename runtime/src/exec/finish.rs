@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::dispatch::{self, Note};
-use super::{Run, results, validate};
+use super::results::{self, AfterFailure};
+use super::{Run, validate};
 use crate::response::{Audit, Finished, Record, Response, RoundRecords};
 use crate::state::{Event, EventBody, FlowStatus};
 use crate::store::StoreError;
@@ -17,8 +18,9 @@ use super::work::Work;
 const MAX_AUDIT_DEPTH: usize = 64;
 
 /// The cursor reached the end: the flow completes (or, after a kill routed to cleanup, is
-/// killed), once its output passes the flow's `output` contract.
-pub(crate) fn complete(work: &mut Work<'_>, run: &Run<'_>, note: Note) -> Result<Response, StoreError> {
+/// killed), once its output passes the flow's `output` contract; when it does not, the step
+/// that produced the output answers for it and the walk goes on ([`AfterFailure::Walk`]).
+pub(crate) fn complete(work: &mut Work<'_>, run: &Run<'_>, note: Note) -> Result<AfterFailure, StoreError> {
     let (producer, output) = final_output(work, run)?;
     if let Some(contract) = run
         .flow()
@@ -42,17 +44,28 @@ pub(crate) fn complete(work: &mut Work<'_>, run: &Run<'_>, note: Note) -> Result
                         violations.join("; ")
                     ),
                     None,
-                );
+                )
+                .map(AfterFailure::Answer);
             };
             // The last step that produced the output answers for it, as if its own check
             // had failed: it retries, recovers or ends the flow.
             let attempts = work.step(&run.id, producer)?.attempts.max(1);
+            // A retry is bounded by the step's attempts; a recovery by `on_fail` is a move back
+            // like any other, counted against the step's re-entry bound, so that a recovery
+            // which reaches the end again with the same output cannot loop for ever.
+            let step = run.step(producer)?;
+            if attempts >= step.retries
+                && step.on_fail.is_some()
+                && let Some(stopped) = dispatch::count_reentry(work, run, producer)?
+            {
+                return Ok(AfterFailure::Answer(stopped));
+            }
             work.update_step(&run.id, producer, |state| {
                 state.output = None;
                 state.attempts = attempts;
             })?;
             work.update(&run.id, |header| header.cursor = crate::state::Cursor::Step(producer))?;
-            return results::failed_attempt(
+            return results::settle_failure(
                 work,
                 run,
                 producer,
@@ -75,7 +88,7 @@ pub(crate) fn complete(work: &mut Work<'_>, run: &Run<'_>, note: Note) -> Result
         header.dispatched_ms = None;
         header.active_iteration = None;
     })?;
-    envelope(work, run, None)
+    envelope(work, run, None).map(AfterFailure::Answer)
 }
 
 /// The last step, in plan order, with an output that is not null; and that output.
@@ -114,7 +127,10 @@ pub(crate) fn envelope(
         flow_id: run.id.to_string(),
         output,
         trace,
-        total_duration_ms: run.ctx.now_ms.saturating_sub(header.started_ms),
+        total_duration_ms: header
+            .finished_ms
+            .unwrap_or(run.ctx.now_ms)
+            .saturating_sub(header.started_ms),
         reason: reason.map(str::to_owned),
         budget_state: match header.status {
             FlowStatus::BudgetExhausted => header.budget.clone(),

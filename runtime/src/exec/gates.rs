@@ -38,11 +38,15 @@ pub(crate) fn resolve(
         ..
     } = step.action
     else {
-        let mut error = ErrorResponse::new(
-            "not_a_gate_step",
-            format!("Step '{step_id}' is not a gate step; the current step is '{}'", step.id),
-        )
-        .flow(run.id.as_str());
+        let message = if step.id == step_id {
+            format!("Step '{step_id}' is not a gate step; finish it with stratum_step_done")
+        } else {
+            format!(
+                "Step '{}' is not a gate step: the flow is at '{}', not at '{step_id}'; finish it with stratum_step_done",
+                step.id, step.id
+            )
+        };
+        let mut error = ErrorResponse::new("not_a_gate_step", message).flow(run.id.as_str());
         error.step_id = Some(step.id.clone());
         return Ok(error.into_response());
     };
@@ -71,7 +75,22 @@ pub(crate) fn resolve(
         error.step_id = Some(step.id.clone());
         return Ok(error.into_response());
     }
-    record_gate(work, run, index, outcome, rationale, resolved_by)?;
+    // A revise past `max_rounds` is refused before anything is recorded: no gate record
+    // claims a revision that did not happen.
+    if outcome == "revise"
+        && let Some(refused) = rounds_spent(run, &header)
+    {
+        return Ok(refused);
+    }
+    record_gate(
+        work,
+        run,
+        index,
+        outcome,
+        rationale,
+        resolved_by,
+        run.ctx.now_ms,
+    )?;
     match outcome {
         "approve" => {
             if let Some(stopped) = dispatch::move_to(work, run, index, on_approve, Move::Forward)? {
@@ -80,10 +99,11 @@ pub(crate) fn resolve(
             dispatch::advance(work, run, Note::default())
         }
         "revise" => revise(work, run, on_revise),
-        _ => kill(work, run, index, on_kill, None),
+        _ => kill(work, run, index, on_kill, None, run.ctx.now_ms),
     }
 }
 
+/// Writes the gate record of a resolution at `at_ms` (now, or the deadline of a timeout).
 fn record_gate(
     work: &mut Work<'_>,
     run: &Run<'_>,
@@ -91,6 +111,7 @@ fn record_gate(
     outcome: &str,
     rationale: &str,
     resolved_by: &str,
+    at_ms: u64,
 ) -> Result<(), StoreError> {
     let header = work.get(&run.id)?;
     work.push_event(
@@ -102,28 +123,37 @@ fn record_gate(
             resolved_by: resolved_by.to_owned(),
             duration_ms: header
                 .dispatched_ms
-                .map_or(0, |at| run.ctx.now_ms.saturating_sub(at)),
+                .map_or(0, |at| at_ms.saturating_sub(at)),
             round: header.round,
             round_start_step_id: run.step_id(header.round_start),
-            at_ms: run.ctx.now_ms,
+            at_ms,
         })),
     )
+}
+
+/// The refusal of a revise when the flow has had its `max_rounds`: the gate still waits.
+fn rounds_spent(run: &Run<'_>, header: &crate::state::FlowHeader) -> Option<Response> {
+    let max_rounds = run.flow().and_then(|flow| flow.max_rounds)?;
+    if header.round < max_rounds {
+        return None;
+    }
+    let gate = run.step_id(current(header)).unwrap_or_default();
+    let mut error = ErrorResponse::new(
+        "max_rounds_exceeded",
+        format!("Maximum rounds ({max_rounds}) exceeded; gate '{gate}' still waits: approve or kill it"),
+    )
+    .flow(run.id.as_str());
+    error.step_id = Some(gate);
+    error.round = Some(header.round);
+    Some(error.into_response())
 }
 
 /// A new round from the `on_revise` target: the steps from it on are cleared, the trace of
 /// the round ends (kept in `rounds`), its iterations are archived.
 fn revise(work: &mut Work<'_>, run: &Run<'_>, on_revise: Target) -> Result<Response, StoreError> {
     let header = work.get(&run.id)?;
-    if let Some(max_rounds) = run.flow().and_then(|flow| flow.max_rounds)
-        && header.round >= max_rounds
-    {
-        let mut error = ErrorResponse::new(
-            "max_rounds_exceeded",
-            format!("Maximum rounds ({max_rounds}) exceeded"),
-        )
-        .flow(run.id.as_str());
-        error.round = Some(header.round);
-        return Ok(error.into_response());
+    if let Some(refused) = rounds_spent(run, &header) {
+        return Ok(refused);
     }
     let target = match on_revise {
         Target::Step(target) => target,
@@ -140,28 +170,30 @@ fn revise(work: &mut Work<'_>, run: &Run<'_>, on_revise: Target) -> Result<Respo
     dispatch::advance(work, run, Note::default())
 }
 
-/// Kills the flow at its gate, or routes to the `on_kill` cleanup step: the flow then reports
-/// `killed` once the cleanup is done.
+/// Kills the flow at its gate (at `at_ms`), or routes to the `on_kill` cleanup step: the flow
+/// then reports `killed` once the cleanup is done.
 fn kill(
     work: &mut Work<'_>,
     run: &Run<'_>,
     index: u32,
     on_kill: Target,
     reason: Option<&str>,
+    at_ms: u64,
 ) -> Result<Response, StoreError> {
     match on_kill {
         Target::Step(_) => {
-            work.update(&run.id, |header| header.killing = true)?;
             if let Some(stopped) = dispatch::move_to(work, run, index, on_kill, Move::Forward)? {
                 return Ok(stopped);
             }
+            // Marked after the move, so that a cleanup step right after the gate is reached.
+            work.update(&run.id, |header| header.killing = true)?;
             dispatch::advance(work, run, Note::default())
         }
         Target::End | Target::Kill => {
             work.update(&run.id, |header| {
                 header.status = FlowStatus::Killed;
                 header.cursor = Cursor::End;
-                header.finished_ms = Some(run.ctx.now_ms);
+                header.finished_ms = Some(at_ms);
                 header.dispatched_ms = None;
             })?;
             finish::envelope(work, run, reason)
@@ -190,19 +222,22 @@ fn gate_clock(work: &mut Work<'_>, run: &Run<'_>) -> Result<Result<(u32, u64, u6
     Ok(Ok((index, timeout, dispatched)))
 }
 
-/// Kills the current gate if its timeout has passed; the envelope (or cleanup dispatch).
+/// Kills the current gate if its timeout has passed; the envelope (or cleanup dispatch). The
+/// kill is recorded at the deadline, whichever later call found it: the trace does not depend
+/// on when someone looked.
 pub(crate) fn expire(work: &mut Work<'_>, run: &Run<'_>) -> Result<Option<Response>, StoreError> {
     let Ok((index, timeout, dispatched)) = gate_clock(work, run)? else {
         return Ok(None);
     };
-    if run.ctx.now_ms.saturating_sub(dispatched) < timeout.saturating_mul(1000) {
+    let deadline = dispatched.saturating_add(timeout.saturating_mul(1000));
+    if run.ctx.now_ms < deadline {
         return Ok(None);
     }
     let Action::Gate { on_kill, .. } = run.step(index)?.action else {
         return Ok(None);
     };
-    record_gate(work, run, index, "kill", "timeout", "system")?;
-    kill(work, run, index, on_kill, Some("timeout")).map(Some)
+    record_gate(work, run, index, "kill", "timeout", "system", deadline)?;
+    kill(work, run, index, on_kill, Some("timeout"), deadline).map(Some)
 }
 
 /// `stratum_check_timeouts`.

@@ -404,8 +404,9 @@ pub(crate) fn abort(
     Ok(Response::IterationAborted(Box::new(response)))
 }
 
-/// Before a `step_done` result is checked: closes a loop still open on the step and returns
-/// the best result (by score) to check instead of the submitted one.
+/// Before a `step_done` result is checked: closes a loop still open on the step (its log
+/// records `exit_step_done`) and returns the best result (by score) to check instead of the
+/// submitted one.
 pub(crate) fn close_for_result(
     work: &mut Work<'_>,
     run: &Run<'_>,
@@ -423,6 +424,20 @@ pub(crate) fn close_for_result(
         state.active = false;
         state.outcome.get_or_insert_with(|| "exit_step_done".to_owned());
         let best = state.best.as_ref().map(|best| best.result.clone());
+        // The audit tells how every loop ended, this one included.
+        let step_id = run.step(index)?.id.clone();
+        work.push_event(
+            &run.id,
+            EventBody::Iteration {
+                step_id,
+                report: json!({
+                    "iteration": state.count,
+                    "round": header.round,
+                    "outcome": "exit_step_done",
+                    "timestamp_ms": run.ctx.now_ms,
+                }),
+            },
+        )?;
         work.update_step(&run.id, index, |step| step.iteration = Some(state))?;
         return Ok(best);
     }

@@ -168,10 +168,18 @@ pub(crate) fn current(header: &FlowHeader) -> Option<u32> {
 /// The error for a command on a flow that has ended.
 pub(crate) fn already_finished(header: &FlowHeader) -> Response {
     let status = header.status.as_str();
+    // A sub-flow's end is reported to its parent step, not followed by a new flow.
+    let next = match &header.parent {
+        Some(parent) => format!(
+            "it is a sub-flow of flow '{}': report its end with stratum_step_done on '{}'",
+            parent.flow, parent.flow
+        ),
+        None => "start a new flow with stratum_plan".to_owned(),
+    };
     let mut error = ErrorResponse::new(
         "flow_already_complete",
         format!(
-            "Flow '{}' has already finished ({status}); start a new flow with stratum_plan, or read what happened with stratum_audit",
+            "Flow '{}' has already finished ({status}); {next}, or read what happened with stratum_audit",
             header.id
         ),
     )

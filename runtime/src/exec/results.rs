@@ -49,7 +49,7 @@ pub(crate) fn step_done(
     let mut result = result.clone();
     let mut child_problem = None;
     if let Action::Flow { .. } = step.action {
-        match child_result(work, run, index, &result)? {
+        match child_result(work, run, index)? {
             ChildResult::Waiting(response) => return Ok(response),
             ChildResult::Output(output) => result = output,
             ChildResult::Ended(problem) => child_problem = Some(problem),
@@ -175,6 +175,31 @@ pub(crate) fn failed_attempt(
     violations: Vec<String>,
     result: Value,
 ) -> Result<Response, StoreError> {
+    match settle_failure(work, run, index, attempts, failure, violations, result)? {
+        AfterFailure::Walk(note) => dispatch::advance(work, run, note),
+        AfterFailure::Answer(response) => Ok(response),
+    }
+}
+
+/// What follows a failed attempt once its state is written.
+pub(crate) enum AfterFailure {
+    /// Walk on from the cursor (the same step again, or the `on_fail` target) with this note.
+    Walk(Note),
+    /// The flow ended (or its budget did): this is the answer.
+    Answer(Response),
+}
+
+/// [`failed_attempt`] without the walk that follows it, for a caller already walking (the end
+/// of a flow whose output breaks its contract), so that the walk stays a loop.
+pub(crate) fn settle_failure(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    index: u32,
+    attempts: u32,
+    failure: validate::Failure,
+    violations: Vec<String>,
+    result: Value,
+) -> Result<AfterFailure, StoreError> {
     let step = run.step(index)?;
     iterations::clear_step(work, run, index)?;
     if attempts < step.retries {
@@ -182,17 +207,13 @@ pub(crate) fn failed_attempt(
         work.update_step(&run.id, index, |state| state.child = None)?;
         work.update(&run.id, |header| header.dispatched_ms = None)?;
         if let Some(exhausted) = budget::exhausted_after(work, run)? {
-            return Ok(exhausted);
+            return Ok(AfterFailure::Answer(exhausted));
         }
-        return dispatch::advance(
-            work,
-            run,
-            Note {
-                status: Some(failure.status()),
-                violations: Some(violations),
-                ..Note::default()
-            },
-        );
+        return Ok(AfterFailure::Walk(Note {
+            status: Some(failure.status()),
+            violations: Some(violations),
+            ..Note::default()
+        }));
     }
     let child = work.step(&run.id, index)?.child.map(|id| id.to_string());
     write_step_record(work, run, index, attempts, child, None, violations.clone())?;
@@ -203,20 +224,23 @@ pub(crate) fn failed_attempt(
             state.attempts = 0;
         })?;
         if let Some(exhausted) = budget::exhausted_after(work, run)? {
-            return Ok(exhausted);
+            return Ok(AfterFailure::Answer(exhausted));
         }
         if let Some(stopped) = dispatch::move_to(work, run, index, target, Move::Recover { failed: index })? {
-            return Ok(stopped);
+            // Routing ended the flow (`routing_loop`): say also why the step failed.
+            return Ok(AfterFailure::Answer(match stopped {
+                Response::Error(mut error) => {
+                    error.violations.get_or_insert(violations);
+                    Response::Error(error)
+                }
+                other => other,
+            }));
         }
-        return dispatch::advance(
-            work,
-            run,
-            Note {
-                routed_from: Some(step.id.clone()),
-                violations: Some(violations),
-                ..Note::default()
-            },
-        );
+        return Ok(AfterFailure::Walk(Note {
+            routed_from: Some(step.id.clone()),
+            violations: Some(violations),
+            ..Note::default()
+        }));
     }
     let header = work.get(&run.id)?;
     let agent = dispatch::record_identity(step).1;
@@ -228,7 +252,7 @@ pub(crate) fn failed_attempt(
         Some(step.id.clone()),
     )?;
     let _ = header;
-    Ok(match response {
+    Ok(AfterFailure::Answer(match response {
         Response::Error(mut error) => {
             error.step_mode = Some(dispatch::record_identity(step).2);
             error.agent = Some(agent);
@@ -242,24 +266,25 @@ pub(crate) fn failed_attempt(
             Response::Error(error)
         }
         other => other,
-    })
+    }))
 }
 
 enum ChildResult {
     /// The child has not finished: the answer tells the agent to finish it first.
     Waiting(Response),
-    /// The child completed: the result to check (what the agent sent, unwrapped).
+    /// The child completed: the result to check, the child's own output.
     Output(Value),
     /// The child ended without completing: a violation of the parent step.
     Ended(String),
 }
 
-/// A flow step accepts a result only once its child execution completed.
+/// A flow step accepts a result only once its child execution completed, and the result is
+/// the child's output as the runtime recorded it: what the agent sends (the child's
+/// completion envelope, or its output) only acknowledges it, so no relay can alter it.
 fn child_result(
     work: &mut Work<'_>,
     run: &Run<'_>,
     index: u32,
-    sent: &Value,
 ) -> Result<ChildResult, StoreError> {
     let step_id = run.step(index)?.id.clone();
     let child = work.step(&run.id, index)?.child;
@@ -299,14 +324,7 @@ fn child_result(
             header.error_type.map(|kind| format!(" ({kind})")).unwrap_or_default()
         )));
     }
-    // The agent may send the child's whole completion envelope or its output.
-    let output = match sent {
-        Value::Object(map) if map.contains_key("status") && map.contains_key("output") => {
-            map.get("output").cloned().unwrap_or(Value::Null)
-        }
-        other => other.clone(),
-    };
-    Ok(ChildResult::Output(output))
+    Ok(ChildResult::Output(header.output.unwrap_or(Value::Null)))
 }
 
 pub(crate) fn skip_step(
@@ -318,9 +336,6 @@ pub(crate) fn skip_step(
     let header = work.get(&run.id)?;
     if header.status.is_finished() {
         return Ok(already_finished(&header));
-    }
-    if let Some(exhausted) = budget::exhausted_after(work, run)? {
-        return Ok(exhausted);
     }
     let Some(index) = current(&header) else {
         return Ok(already_finished(&header));
@@ -337,6 +352,10 @@ pub(crate) fn skip_step(
         .flow(run.id.as_str());
         error.step_id = Some(step.id.clone());
         return Ok(error.into_response());
+    }
+    // Only a skip that is taken spends: a refused one leaves the flow (and its ledger) as it was.
+    if let Some(exhausted) = budget::exhausted_after(work, run)? {
+        return Ok(exhausted);
     }
     iterations::clear_step(work, run, index)?;
     dispatch::record_skip(work, run, index, reason.to_owned())?;

@@ -52,7 +52,7 @@ pub(crate) fn start(
         let mut error = ErrorResponse::new(
             "invalid_inputs",
             format!(
-                "the inputs do not match flow '{}''s input: {}",
+                "the inputs do not match the input of flow '{}': {}",
                 chosen.name,
                 problems.join("; ")
             ),

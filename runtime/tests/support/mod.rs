@@ -71,16 +71,45 @@ impl Scenario {
 
     /// The id of the `n`th flow seen (1-based).
     pub fn flow(&self, n: usize) -> String {
-        self.ids.get(n - 1).cloned().unwrap_or_else(|| panic!("no flow {n} yet"))
+        self.ids
+            .get(n - 1)
+            .cloned()
+            .unwrap_or_else(|| panic!("no flow {n} yet"))
     }
 
     pub fn transcript(&self) -> &str {
         &self.transcript
     }
 
+    /// A restart: a new driver, as a new server process would be, over the same store, plan,
+    /// settings and clock. Nothing but the store carries state; the transcript and the flow
+    /// names carry over (with a note) so that one snapshot tells the whole story.
+    pub fn reopen(&self) -> Scenario {
+        self.reopen_with(self.store.clone())
+    }
+
+    /// A restart onto `store`: the same database opened again (say a `SqliteStore` on the
+    /// file the old one wrote, after dropping the old one).
+    pub fn reopen_with(&self, store: Arc<dyn Store>) -> Scenario {
+        let mut reopened = Scenario {
+            store,
+            config: self.config.clone(),
+            plan: self.plan.clone(),
+            now_ms: self.now_ms,
+            seed: self.seed.wrapping_add(1 << 64),
+            transcript: self.transcript.clone(),
+            names: self.names.clone(),
+            ids: self.ids.clone(),
+        };
+        reopened.note("restart: a new process opens the same store");
+        reopened
+    }
+
     /// Runs a command and records it; returns the response as JSON (ids as they are).
     pub fn run(&mut self, label: &str, command: Command) -> Value {
-        let response = self.raw(&command).unwrap_or_else(|error| panic!("{label}: store error: {error}"));
+        let response = self
+            .raw(&command)
+            .unwrap_or_else(|error| panic!("{label}: store error: {error}"));
         let json = response.to_json();
         self.learn_ids(&json);
         let shown = self.normalize(&json);
@@ -123,7 +152,13 @@ impl Scenario {
         )
     }
 
-    pub fn done_with_usage(&mut self, flow: &str, step: &str, result: Value, usage: Value) -> Value {
+    pub fn done_with_usage(
+        &mut self,
+        flow: &str,
+        step: &str,
+        result: Value,
+        usage: Value,
+    ) -> Value {
         self.run(
             &format!("step_done {flow} {step} {result} usage={usage}"),
             Command::StepDone {
@@ -146,7 +181,14 @@ impl Scenario {
         )
     }
 
-    pub fn gate(&mut self, flow: &str, step: &str, outcome: &str, rationale: &str, by: &str) -> Value {
+    pub fn gate(
+        &mut self,
+        flow: &str,
+        step: &str,
+        outcome: &str,
+        rationale: &str,
+        by: &str,
+    ) -> Value {
         self.run(
             &format!("gate_resolve {flow} {step} {outcome} {rationale:?} by {by}"),
             Command::GateResolve {
@@ -160,7 +202,12 @@ impl Scenario {
     }
 
     pub fn check_timeouts(&mut self, flow: &str) -> Value {
-        self.run(&format!("check_timeouts {flow}"), Command::CheckTimeouts { flow_id: flow.to_owned() })
+        self.run(
+            &format!("check_timeouts {flow}"),
+            Command::CheckTimeouts {
+                flow_id: flow.to_owned(),
+            },
+        )
     }
 
     pub fn commit(&mut self, flow: &str, label: &str) -> Value {
@@ -216,20 +263,31 @@ impl Scenario {
     }
 
     pub fn resume(&mut self, flow: &str) -> Value {
-        self.run(&format!("resume {flow}"), Command::Resume { flow_id: flow.to_owned() })
+        self.run(
+            &format!("resume {flow}"),
+            Command::Resume {
+                flow_id: flow.to_owned(),
+            },
+        )
     }
 
     pub fn audit(&mut self, flow: &str) -> Value {
-        self.run(&format!("audit {flow}"), Command::Audit { flow_id: flow.to_owned() })
+        self.run(
+            &format!("audit {flow}"),
+            Command::Audit {
+                flow_id: flow.to_owned(),
+            },
+        )
     }
 
     fn learn_ids(&mut self, value: &Value) {
         match value {
-            Value::String(text) => {
-                if FlowId::parse(text).is_some() && !self.names.contains_key(text) {
-                    self.ids.push(text.clone());
-                    self.names.insert(text.clone(), format!("<flow-{}>", self.ids.len()));
-                }
+            Value::String(text)
+                if FlowId::parse(text).is_some() && !self.names.contains_key(text) =>
+            {
+                self.ids.push(text.clone());
+                self.names
+                    .insert(text.clone(), format!("<flow-{}>", self.ids.len()));
             }
             Value::Array(items) => items.iter().for_each(|item| self.learn_ids(item)),
             Value::Object(map) => map.values().for_each(|item| self.learn_ids(item)),
@@ -240,7 +298,9 @@ impl Scenario {
     fn normalize(&self, value: &Value) -> Value {
         match value {
             Value::String(text) => Value::String(self.normalize_text(text)),
-            Value::Array(items) => Value::Array(items.iter().map(|item| self.normalize(item)).collect()),
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|item| self.normalize(item)).collect())
+            }
             Value::Object(map) => Value::Object(
                 map.iter()
                     .map(|(key, item)| (key.clone(), self.normalize(item)))
