@@ -28,7 +28,9 @@ pub fn plan_from_spec(name: &str, text: &str) -> Result<Plan, CompileError> {
         });
     }
     let Some(src) = sources.iter().next() else {
-        return Err(CompileError::Lower(LowerError::Internal("the spec was not kept".to_owned())));
+        return Err(CompileError::Lower(LowerError::Internal(
+            "the spec was not kept".to_owned(),
+        )));
     };
     Ok(lower::lower(&compilation, src, &Options::default())?)
 }

@@ -74,7 +74,12 @@ mod tests {
             FlowId::parse("A704DADE-1B2C-4D5E-8F90-0123456789AB").map(|id| id.to_string()),
             Some("a704dade-1b2c-4d5e-8f90-0123456789ab".to_owned())
         );
-        for bad in ["", "../../etc/passwd", "a704dade1b2c4d5e8f900123456789ab", "a704dade-1b2c-4d5e-8f90-0123456789a/"] {
+        for bad in [
+            "",
+            "../../etc/passwd",
+            "a704dade1b2c4d5e8f900123456789ab",
+            "a704dade-1b2c-4d5e-8f90-0123456789a/",
+        ] {
             assert!(FlowId::parse(bad).is_none(), "{bad}");
         }
     }

@@ -32,7 +32,11 @@ pub use store::{MemoryStore, SqliteOptions, SqliteStore, Store, StoreError, Sync
 
 /// Runs one command in one transaction of `store`. The response is returned only after the
 /// transaction committed: what it reports is durable.
-pub fn execute(store: &dyn Store, command: &Command, ctx: &Context) -> Result<Response, StoreError> {
+pub fn execute(
+    store: &dyn Store,
+    command: &Command,
+    ctx: &Context,
+) -> Result<Response, StoreError> {
     let mut response = None;
     if command.is_read_only() {
         store.read(&mut |snapshot| {
@@ -84,7 +88,9 @@ impl Runtime {
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+        })
 }
 
 /// 128 bits no other call (in this process or another) is likely to see: the standard
@@ -98,9 +104,11 @@ pub fn fresh_seed() -> u128 {
     for (salt, half) in halves.iter_mut().enumerate() {
         let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
         hasher.write_u64(count);
-        hasher.write_u128(std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_nanos()));
+        hasher.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |elapsed| elapsed.as_nanos()),
+        );
         hasher.write_u32(std::process::id());
         hasher.write_usize(salt);
         *half = hasher.finish();

@@ -13,7 +13,11 @@ fn sentiment_retries_then_completes() {
     s.start(Some("run"), json!({"text": "I love it"}));
     let flow = s.flow(1);
     s.done(&flow, "s1", json!({"label": "positive", "confidence": 0.5}));
-    s.done(&flow, "s1", json!({"label": "positive", "confidence": 0.95}));
+    s.done(
+        &flow,
+        "s1",
+        json!({"label": "positive", "confidence": 0.95}),
+    );
     s.audit(&flow);
     insta::assert_snapshot!(s.transcript());
 }

@@ -1233,6 +1233,35 @@ fn flow_inputs_are_checked_at_start_and_unknown_flows_get_a_suggestion() {
     insta::assert_snapshot!(s.transcript());
 }
 
+const CODE_REVIEW: &str = include_str!("../../examples/code-review.stratum.yaml");
+
+/// The workflow block's defaults fill the entry flow's missing inputs, and a misspelt input is
+/// reported with the name it was probably meant to be, instead of being dropped silently.
+#[test]
+fn workflow_defaults_fill_inputs_and_unknown_inputs_are_refused() {
+    let mut s = Scenario::new(CODE_REVIEW);
+    let typo = s.start(None, json!({"files": ["src/a.rs"], "base_rfe": "dev"}));
+    assert_eq!(at(&typo, "/error_type"), "invalid_inputs");
+    assert_eq!(
+        strings_at(&typo, "/violations"),
+        ["unknown input 'base_rfe'; did you mean 'base_ref'?"]
+    );
+    let started = s.start(None, json!({"files": ["src/a.rs"]}));
+    assert_eq!(at(&started, "/status"), "execute_step");
+    assert_eq!(
+        at(&started, "/inputs"),
+        json!({"files": ["src/a.rs"], "base_ref": "main"}),
+        "base_ref takes the workflow's default"
+    );
+    let given = s.start(None, json!({"files": ["src/a.rs"], "base_ref": "dev"}));
+    assert_eq!(
+        at(&given, "/inputs/base_ref"),
+        "dev",
+        "a given input wins over the default"
+    );
+    insta::assert_snapshot!(s.transcript());
+}
+
 // ---------------------------------------------------------------------------------------------
 // Errors
 

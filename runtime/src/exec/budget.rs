@@ -44,7 +44,12 @@ pub(crate) fn debit(work: &mut Work<'_>, run: &Run<'_>, usage: &Value) -> Result
     if work.get(&run.id)?.budget.is_none() {
         return Ok(());
     }
-    let number = |key: &str| usage.get(key).and_then(Value::as_f64).filter(|n| n.is_finite() && *n >= 0.0);
+    let number = |key: &str| {
+        usage
+            .get(key)
+            .and_then(Value::as_f64)
+            .filter(|n| n.is_finite() && *n >= 0.0)
+    };
     let (tokens, dollars) = match (number("tokens"), number("dollars")) {
         (tokens @ Some(_), dollars) | (tokens, dollars @ Some(_)) => {
             (tokens.unwrap_or(0.0), dollars.unwrap_or(0.0))
@@ -102,7 +107,10 @@ fn spent(
 }
 
 /// Ends the flow `budget_exhausted` if it has spent a cap.
-pub(crate) fn exhausted_after(work: &mut Work<'_>, run: &Run<'_>) -> Result<Option<Response>, StoreError> {
+pub(crate) fn exhausted_after(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+) -> Result<Option<Response>, StoreError> {
     exhaust_if_spent(work, run, false)
 }
 

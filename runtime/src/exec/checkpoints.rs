@@ -11,12 +11,18 @@ use crate::store::StoreError;
 
 use super::work::Work;
 
-pub(crate) fn commit(work: &mut Work<'_>, run: &Run<'_>, label: &str) -> Result<Response, StoreError> {
+pub(crate) fn commit(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    label: &str,
+) -> Result<Response, StoreError> {
     let label = label.trim();
     if label.is_empty() {
-        return Ok(ErrorResponse::new("invalid_label", "label must be a non-empty string")
-            .flow(run.id.as_str())
-            .into_response());
+        return Ok(
+            ErrorResponse::new("invalid_label", "label must be a non-empty string")
+                .flow(run.id.as_str())
+                .into_response(),
+        );
     }
     let header = work.get(&run.id)?;
     if header.status.is_finished() {
@@ -53,7 +59,11 @@ pub(crate) fn commit(work: &mut Work<'_>, run: &Run<'_>, label: &str) -> Result<
     }))
 }
 
-pub(crate) fn revert(work: &mut Work<'_>, run: &Run<'_>, label: &str) -> Result<Response, StoreError> {
+pub(crate) fn revert(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    label: &str,
+) -> Result<Response, StoreError> {
     let header = work.get(&run.id)?;
     if header.status.is_finished() {
         return Ok(already_finished(&header));

@@ -43,8 +43,16 @@ pub(crate) enum Move {
 }
 
 /// Walks from the cursor to the next thing to do, and returns it.
-pub(crate) fn advance(work: &mut Work<'_>, run: &Run<'_>, mut note: Note) -> Result<Response, StoreError> {
-    let bound = run.steps().len().saturating_mul(run.max_reentries() as usize + 2) + 16;
+pub(crate) fn advance(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    mut note: Note,
+) -> Result<Response, StoreError> {
+    let bound = run
+        .steps()
+        .len()
+        .saturating_mul(run.max_reentries() as usize + 2)
+        + 16;
     for _ in 0..bound {
         let header = work.get(&run.id)?;
         if header.status.is_finished() {
@@ -66,7 +74,13 @@ pub(crate) fn advance(work: &mut Work<'_>, run: &Run<'_>, mut note: Note) -> Res
         if let Some(skip) = &step.skip {
             match evaluate_skip(work, run, &header, step)? {
                 Ok(true) => {
-                    if let Some(done) = skip_step_now(work, run, index, skip.reason.as_deref(), &skip.condition.program)? {
+                    if let Some(done) = skip_step_now(
+                        work,
+                        run,
+                        index,
+                        skip.reason.as_deref(),
+                        &skip.condition.program,
+                    )? {
                         return Ok(done);
                     }
                     continue;
@@ -83,12 +97,22 @@ pub(crate) fn advance(work: &mut Work<'_>, run: &Run<'_>, mut note: Note) -> Res
             return Ok(exhausted);
         }
         match &step.action {
-            Action::Gate { policy: Some(policy @ (Policy::Flag | Policy::Skip)), on_approve, .. } => {
+            Action::Gate {
+                policy: Some(policy @ (Policy::Flag | Policy::Skip)),
+                on_approve,
+                ..
+            } => {
                 let name = match policy {
                     Policy::Flag => "flag",
                     _ => "skip",
                 };
-                record_policy(work, run, index, name, format!("policy: {name} — auto-approved"))?;
+                record_policy(
+                    work,
+                    run,
+                    index,
+                    name,
+                    format!("policy: {name} — auto-approved"),
+                )?;
                 if let Some(stopped) = move_to(work, run, index, *on_approve, Move::Forward)? {
                     return Ok(stopped);
                 }
@@ -167,7 +191,9 @@ pub(crate) fn move_to(
     // rest of the flow the gate refused: the cleanup ends the flow, unless it routes on by an
     // explicit `next` elsewhere.
     let target = match target {
-        Target::Step(to) if how == Move::Forward && to == from + 1 && work.get(&run.id)?.killing => {
+        Target::Step(to)
+            if how == Move::Forward && to == from + 1 && work.get(&run.id)?.killing =>
+        {
             Target::End
         }
         other => other,
@@ -212,7 +238,11 @@ pub(crate) fn move_to(
 
 /// Counts a move back into step `to` against its re-entry bound; past the bound the flow ends
 /// (`routing_loop`) and this is the response.
-pub(crate) fn count_reentry(work: &mut Work<'_>, run: &Run<'_>, to: u32) -> Result<Option<Response>, StoreError> {
+pub(crate) fn count_reentry(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    to: u32,
+) -> Result<Option<Response>, StoreError> {
     let entries = work.update_step(&run.id, to, |state| {
         state.entries += 1;
         state.entries
@@ -310,7 +340,13 @@ fn evaluate_skip(
         .condition
         .program
         .evaluate_bool(&bindings, &run.ctx.config.limits)
-        .map_err(|error| format!("skip_if '{}' could not be evaluated: {}", skip.condition.program.source(), error.message)))
+        .map_err(|error| {
+            format!(
+                "skip_if '{}' could not be evaluated: {}",
+                skip.condition.program.source(),
+                error.message
+            )
+        }))
 }
 
 /// The outputs of the steps `step` depends on, by id (null for a step without one): what
@@ -347,7 +383,12 @@ fn skip_step_now(
         })?;
         return move_to(work, run, index, *on_approve, Move::Forward);
     }
-    record_skip(work, run, index, reason.map(str::to_owned).unwrap_or(because))?;
+    record_skip(
+        work,
+        run,
+        index,
+        reason.map(str::to_owned).unwrap_or(because),
+    )?;
     move_to(work, run, index, step.next, Move::Forward)
 }
 
@@ -420,16 +461,22 @@ pub(crate) fn step_dispatch(
         } => (
             "function",
             Some(function.clone()),
-            Some(match mode {
-                FunctionMode::Infer => "infer",
-                FunctionMode::Compute => "compute",
-            }
-            .to_owned()),
+            Some(
+                match mode {
+                    FunctionMode::Infer => "infer",
+                    FunctionMode::Compute => "compute",
+                }
+                .to_owned(),
+            ),
             intent.clone(),
             agent.clone(),
             None,
         ),
-        Action::Inline { intent, agent, model } => (
+        Action::Inline {
+            intent,
+            agent,
+            model,
+        } => (
             "inline",
             None,
             None,
@@ -473,7 +520,10 @@ pub(crate) fn step_dispatch(
         routed_from: note.routed_from,
         reverted_to: note.reverted_to,
         skip_if_error: None,
-        max_iterations: step.iteration.as_ref().and_then(|iteration| iteration.max_iterations),
+        max_iterations: step
+            .iteration
+            .as_ref()
+            .and_then(|iteration| iteration.max_iterations),
     })
 }
 
@@ -493,18 +543,40 @@ fn output_description(run: &Run<'_>, step: &Step) -> (Option<String>, BTreeMap<S
         .map(|properties| {
             properties
                 .iter()
-                .map(|(name, schema)| {
-                    let ty = schema
-                        .get("type")
-                        .and_then(Value::as_str)
-                        .unwrap_or("any")
-                        .to_owned();
-                    (name.clone(), ty)
-                })
+                .map(|(name, schema)| (name.clone(), field_type(schema).to_owned()))
                 .collect()
         })
         .unwrap_or_default();
     (Some(contract.name.clone()), fields)
+}
+
+/// A field's type as the dispatch names it: its schema's `type` (the non-null one of an
+/// optional field's pair), the type of an enum's values, else `any`.
+fn field_type(schema: &Value) -> &'static str {
+    const TYPES: [&str; 7] = [
+        "string", "number", "integer", "boolean", "array", "object", "null",
+    ];
+    let named = |name: &str| TYPES.iter().copied().find(|ty| *ty == name);
+    match schema.get("type") {
+        Some(Value::String(name)) => return named(name).unwrap_or("any"),
+        Some(Value::Array(names)) => {
+            let mut real = names
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|name| *name != "null");
+            if let (Some(only), None) = (real.next(), real.next()) {
+                return named(only).unwrap_or("any");
+            }
+            return "any";
+        }
+        _ => {}
+    }
+    match schema.get("enum").and_then(Value::as_array) {
+        Some(values) if !values.is_empty() && values.iter().all(Value::is_string) => "string",
+        Some(values) if !values.is_empty() && values.iter().all(Value::is_number) => "number",
+        Some(values) if !values.is_empty() && values.iter().all(Value::is_boolean) => "boolean",
+        _ => "any",
+    }
 }
 
 fn gate_dispatch(run: &Run<'_>, index: u32, step: &Step, note: Note) -> Response {
@@ -566,11 +638,15 @@ fn dispatch_child(
         Some(child) if work.header(&child)?.is_some() => child,
         _ => {
             let header = work.get(&run.id)?;
-            let inputs: serde_json::Map<String, Value> =
-                resolve_inputs(work, run, &header, step)?.into_iter().collect();
+            let inputs: serde_json::Map<String, Value> = resolve_inputs(work, run, &header, step)?
+                .into_iter()
+                .collect();
             let child = work.mint(run.ctx.seed);
             let Some(flow) = run.plan.flows.get(called as usize) else {
-                return Err(StoreError::Corrupt(format!("step {} calls a flow its plan lacks", step.id)));
+                return Err(StoreError::Corrupt(format!(
+                    "step {} calls a flow its plan lacks",
+                    step.id
+                )));
             };
             let start = match flow.start {
                 Target::Step(at) => Cursor::Step(at),
@@ -702,13 +778,17 @@ pub(crate) fn cache_key(
         "step": index,
         "inputs": inputs,
     });
-    Ok(stratum_compiler::plan::sha256(validate::canonical_json(&material).as_bytes()))
+    Ok(stratum_compiler::plan::sha256(
+        validate::canonical_json(&material).as_bytes(),
+    ))
 }
 
 /// What a step record says of the step: its function, agent and mode.
 pub(crate) fn record_identity(step: &Step) -> (String, Option<String>, String) {
     match &step.action {
-        Action::Function { function, agent, .. } => (function.clone(), agent.clone(), "function".to_owned()),
+        Action::Function {
+            function, agent, ..
+        } => (function.clone(), agent.clone(), "function".to_owned()),
         Action::Inline { agent, .. } => (String::new(), agent.clone(), "inline".to_owned()),
         Action::Flow { .. } => (String::new(), None, "flow".to_owned()),
         Action::Gate { function, .. } => (function.clone(), None, "gate".to_owned()),
@@ -771,7 +851,11 @@ fn resolve_reference(
     header: &FlowHeader,
     text: &str,
 ) -> Result<Option<Value>, StoreError> {
-    let parts: Vec<String> = text.trim_start_matches("$.").split('.').map(str::to_owned).collect();
+    let parts: Vec<String> = text
+        .trim_start_matches("$.")
+        .split('.')
+        .map(str::to_owned)
+        .collect();
     match parts.as_slice() {
         [root, rest @ ..] if root == "input" => Ok(Some(walk(&header.inputs, rest))),
         [root, id, output, rest @ ..] if root == "steps" && output == "output" => {

@@ -20,7 +20,11 @@ const MAX_AUDIT_DEPTH: usize = 64;
 /// The cursor reached the end: the flow completes (or, after a kill routed to cleanup, is
 /// killed), once its output passes the flow's `output` contract; when it does not, the step
 /// that produced the output answers for it and the walk goes on ([`AfterFailure::Walk`]).
-pub(crate) fn complete(work: &mut Work<'_>, run: &Run<'_>, note: Note) -> Result<AfterFailure, StoreError> {
+pub(crate) fn complete(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    note: Note,
+) -> Result<AfterFailure, StoreError> {
     let (producer, output) = final_output(work, run)?;
     if let Some(contract) = run
         .flow()
@@ -31,7 +35,12 @@ pub(crate) fn complete(work: &mut Work<'_>, run: &Run<'_>, note: Note) -> Result
         if !problems.is_empty() {
             let violations: Vec<String> = problems
                 .into_iter()
-                .map(|problem| format!("flow output contract '{}' violation: {problem}", contract.name))
+                .map(|problem| {
+                    format!(
+                        "flow output contract '{}' violation: {problem}",
+                        contract.name
+                    )
+                })
                 .collect();
             let Some(producer) = producer else {
                 return dispatch::fail_flow(
@@ -64,7 +73,9 @@ pub(crate) fn complete(work: &mut Work<'_>, run: &Run<'_>, note: Note) -> Result
                 state.output = None;
                 state.attempts = attempts;
             })?;
-            work.update(&run.id, |header| header.cursor = crate::state::Cursor::Step(producer))?;
+            work.update(&run.id, |header| {
+                header.cursor = crate::state::Cursor::Step(producer)
+            })?;
             return results::settle_failure(
                 work,
                 run,
@@ -92,7 +103,10 @@ pub(crate) fn complete(work: &mut Work<'_>, run: &Run<'_>, note: Note) -> Result
 }
 
 /// The last step, in plan order, with an output that is not null; and that output.
-pub(crate) fn final_output(work: &mut Work<'_>, run: &Run<'_>) -> Result<(Option<u32>, Value), StoreError> {
+pub(crate) fn final_output(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+) -> Result<(Option<u32>, Value), StoreError> {
     let mut found = (None, Value::Null);
     for index in work.steps_from(&run.id, 0)? {
         if let Some(output) = work.output(&run.id, index)?
@@ -194,7 +208,9 @@ fn audit_of(work: &mut Work<'_>, run: &Run<'_>, depth: usize) -> Result<Audit, S
                 archived.get_mut(event.round as usize)
             };
             if let Some(into) = into {
-                into.entry(step_id.clone()).or_default().push(report.clone());
+                into.entry(step_id.clone())
+                    .or_default()
+                    .push(report.clone());
             }
         }
     }

@@ -140,7 +140,9 @@ fn rounds_spent(run: &Run<'_>, header: &crate::state::FlowHeader) -> Option<Resp
     let gate = run.step_id(current(header)).unwrap_or_default();
     let mut error = ErrorResponse::new(
         "max_rounds_exceeded",
-        format!("Maximum rounds ({max_rounds}) exceeded; gate '{gate}' still waits: approve or kill it"),
+        format!(
+            "Maximum rounds ({max_rounds}) exceeded; gate '{gate}' still waits: approve or kill it"
+        ),
     )
     .flow(run.id.as_str());
     error.step_id = Some(gate);
@@ -202,7 +204,10 @@ fn kill(
 }
 
 /// The current gate's timeout and when it was dispatched, if it has both.
-fn gate_clock(work: &mut Work<'_>, run: &Run<'_>) -> Result<Result<(u32, u64, u64), &'static str>, StoreError> {
+fn gate_clock(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+) -> Result<Result<(u32, u64, u64), &'static str>, StoreError> {
     let header = work.get(&run.id)?;
     if header.status.is_finished() {
         return Ok(Err("Flow is already complete"));

@@ -14,7 +14,9 @@ use stratum_compiler::plan::{Action, Iteration};
 use stratum_grammar::Bindings;
 
 use super::{Run, already_finished, current, validate, wrong_step};
-use crate::response::{ErrorResponse, IterationAborted, IterationReport, IterationStarted, Response};
+use crate::response::{
+    ErrorResponse, IterationAborted, IterationReport, IterationStarted, Response,
+};
 use crate::state::{Accumulator, Best, EventBody, FINGERPRINTS_KEPT, IterationState};
 use crate::store::StoreError;
 
@@ -65,14 +67,21 @@ fn iterated_step<'r>(
     Ok(Ok((index, iteration, max)))
 }
 
-pub(crate) fn start(work: &mut Work<'_>, run: &Run<'_>, step_id: &str) -> Result<Response, StoreError> {
+pub(crate) fn start(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    step_id: &str,
+) -> Result<Response, StoreError> {
     let (index, iteration, max) = match iterated_step(work, run, step_id)? {
         Ok(found) => found,
         Err(response) => return Ok(response),
     };
     let state = work.step(&run.id, index)?.iteration.unwrap_or_default();
     if state.active {
-        return Ok(execution_error(run, format!("Iteration loop already active on step '{step_id}'")));
+        return Ok(execution_error(
+            run,
+            format!("Iteration loop already active on step '{step_id}'"),
+        ));
     }
     if let Some(outcome) = &state.outcome {
         return Ok(execution_error(
@@ -85,7 +94,10 @@ pub(crate) fn start(work: &mut Work<'_>, run: &Run<'_>, step_id: &str) -> Result
     work.update_step(&run.id, index, |state| {
         state.iteration = Some(IterationState {
             active: true,
-            accumulator: iteration.accumulate.as_ref().map(|_| Accumulator::default()),
+            accumulator: iteration
+                .accumulate
+                .as_ref()
+                .map(|_| Accumulator::default()),
             ..IterationState::default()
         });
     })?;
@@ -114,7 +126,10 @@ fn active_loop(
         return Ok(Err(already_finished(&header)));
     }
     let Some(active) = header.active_iteration else {
-        return Ok(Err(execution_error(run, "No active iteration loop".to_owned())));
+        return Ok(Err(execution_error(
+            run,
+            "No active iteration loop".to_owned(),
+        )));
     };
     let active_id = run.step(active)?.id.clone();
     if active_id != step_id {
@@ -153,9 +168,20 @@ pub(crate) fn report(
         match expression.program.evaluate(&bindings, limits) {
             Ok(value) => match value.as_f64() {
                 Some(number) if !value.is_boolean() => score = Some(number),
-                _ => score_error = Some(format!("score_expr '{}' gave {value}, not a number", expression.program.source())),
+                _ => {
+                    score_error = Some(format!(
+                        "score_expr '{}' gave {value}, not a number",
+                        expression.program.source()
+                    ))
+                }
             },
-            Err(error) => score_error = Some(format!("score_expr '{}' failed: {}", expression.program.source(), error.message)),
+            Err(error) => {
+                score_error = Some(format!(
+                    "score_expr '{}' failed: {}",
+                    expression.program.source(),
+                    error.message
+                ))
+            }
         }
         if let Some(score) = score {
             state.scores.push(score);
@@ -178,10 +204,22 @@ pub(crate) fn report(
     // Accumulate.
     let mut accumulate_error = None;
     let mut new_count = None;
-    if let (Some(expression), Some(accumulator)) = (&iteration.accumulate, state.accumulator.as_mut()) {
-        match accumulate(expression, iteration.accumulate_key.as_ref(), result, accumulator, limits) {
+    if let (Some(expression), Some(accumulator)) =
+        (&iteration.accumulate, state.accumulator.as_mut())
+    {
+        match accumulate(
+            expression,
+            iteration.accumulate_key.as_ref(),
+            result,
+            accumulator,
+            limits,
+        ) {
             Ok(added) => {
-                accumulator.dry_streak = if added == 0 { accumulator.dry_streak + 1 } else { 0 };
+                accumulator.dry_streak = if added == 0 {
+                    accumulator.dry_streak + 1
+                } else {
+                    0
+                };
                 new_count = Some(added);
             }
             // A broken extractor freezes the dry streak: it cannot fake dryness.
@@ -284,7 +322,12 @@ pub(crate) fn report(
     )?;
     let scored = iteration.score.is_some();
     let response = IterationReport {
-        status: if exits { "iteration_exit" } else { "iteration_continue" }.to_owned(),
+        status: if exits {
+            "iteration_exit"
+        } else {
+            "iteration_continue"
+        }
+        .to_owned(),
         flow_id: run.id.to_string(),
         step_id: step_id.to_owned(),
         iteration: count,
@@ -294,7 +337,10 @@ pub(crate) fn report(
         exit_criterion_error: exit_error,
         score_error,
         accumulate_error,
-        new_count: state.accumulator.as_ref().map(|_| new_count.map(|n| n as u64)),
+        new_count: state
+            .accumulator
+            .as_ref()
+            .map(|_| new_count.map(|n| n as u64)),
         dry_streak,
         score: scored.then_some(score),
         final_result: exits.then(|| match (&state.best, scored) {
@@ -326,7 +372,13 @@ fn accumulate(
     let items = extract
         .program
         .evaluate(&Bindings::new().name("result", result), limits)
-        .map_err(|error| format!("Expression '{}' raised: {}", extract.program.source(), error.message))?;
+        .map_err(|error| {
+            format!(
+                "Expression '{}' raised: {}",
+                extract.program.source(),
+                error.message
+            )
+        })?;
     let Value::Array(items) = items else {
         return Err(format!(
             "Expression '{}' gave {}, not a list",
@@ -341,7 +393,13 @@ fn accumulate(
                 let value = key
                     .program
                     .evaluate(&Bindings::new().name("item", &item), limits)
-                    .map_err(|error| format!("Expression '{}' raised: {}", key.program.source(), error.message))?;
+                    .map_err(|error| {
+                        format!(
+                            "Expression '{}' raised: {}",
+                            key.program.source(),
+                            error.message
+                        )
+                    })?;
                 validate::canonical_json(&value)
             }
             None => validate::canonical_json(&item),
@@ -422,7 +480,9 @@ pub(crate) fn close_for_result(
     };
     if state.active {
         state.active = false;
-        state.outcome.get_or_insert_with(|| "exit_step_done".to_owned());
+        state
+            .outcome
+            .get_or_insert_with(|| "exit_step_done".to_owned());
         let best = state.best.as_ref().map(|best| best.result.clone());
         // The audit tells how every loop ended, this one included.
         let step_id = run.step(index)?.id.clone();
@@ -452,16 +512,28 @@ pub(crate) fn merge_accumulated(
     result: &Value,
 ) -> Result<Option<Value>, StoreError> {
     let step = run.step(index)?;
-    if step.iteration.as_ref().and_then(|i| i.accumulate.as_ref()).is_none() {
+    if step
+        .iteration
+        .as_ref()
+        .and_then(|i| i.accumulate.as_ref())
+        .is_none()
+    {
         return Ok(None);
     }
-    let Some(accumulator) = work.step(&run.id, index)?.iteration.and_then(|state| state.accumulator) else {
+    let Some(accumulator) = work
+        .step(&run.id, index)?
+        .iteration
+        .and_then(|state| state.accumulator)
+    else {
         return Ok(None);
     };
     let Value::Object(mut object) = result.clone() else {
         return Ok(None);
     };
-    object.insert("accumulated_count".to_owned(), json!(accumulator.items.len()));
+    object.insert(
+        "accumulated_count".to_owned(),
+        json!(accumulator.items.len()),
+    );
     object.insert("accumulated".to_owned(), Value::Array(accumulator.items));
     Ok(Some(Value::Object(object)))
 }

@@ -34,7 +34,9 @@ pub fn run(work: &mut Work<'_>, command: &Command, ctx: &Context) -> Result<Resp
         return start::start(work, plan.clone(), flow.as_deref(), inputs, ctx);
     }
     let Some(sent) = command.flow_id() else {
-        return Ok(ErrorResponse::new("execution_error", "the command names no flow").into_response());
+        return Ok(
+            ErrorResponse::new("execution_error", "the command names no flow").into_response(),
+        );
     };
     let Some(id) = FlowId::parse(sent) else {
         return Ok(not_found(sent));
@@ -66,7 +68,9 @@ pub fn run(work: &mut Work<'_>, command: &Command, ctx: &Context) -> Result<Resp
         return Ok(killed);
     }
     match command {
-        Command::Start { .. } => Ok(ErrorResponse::new("execution_error", "unreachable").into_response()),
+        Command::Start { .. } => {
+            Ok(ErrorResponse::new("execution_error", "unreachable").into_response())
+        }
         Command::StepDone {
             step_id,
             result,
@@ -100,11 +104,7 @@ pub fn run(work: &mut Work<'_>, command: &Command, ctx: &Context) -> Result<Resp
 
 /// `flow_not_found`, in the reference's words.
 pub(crate) fn not_found(sent: &str) -> Response {
-    ErrorResponse::new(
-        "flow_not_found",
-        format!("No active flow with id '{sent}'"),
-    )
-    .into_response()
+    ErrorResponse::new("flow_not_found", format!("No active flow with id '{sent}'")).into_response()
 }
 
 /// One flow execution and the plan it runs on, for the length of a command.
@@ -122,12 +122,17 @@ impl Run<'_> {
     }
 
     pub(crate) fn steps(&self) -> &[plan::Step] {
-        self.flow().map(|flow| flow.steps.as_slice()).unwrap_or_default()
+        self.flow()
+            .map(|flow| flow.steps.as_slice())
+            .unwrap_or_default()
     }
 
     pub(crate) fn step(&self, index: u32) -> Result<&plan::Step, StoreError> {
         self.steps().get(index as usize).ok_or_else(|| {
-            StoreError::Corrupt(format!("flow {} points at step {index}, which its plan lacks", self.id))
+            StoreError::Corrupt(format!(
+                "flow {} points at step {index}, which its plan lacks",
+                self.id
+            ))
         })
     }
 
@@ -189,7 +194,12 @@ pub(crate) fn already_finished(header: &FlowHeader) -> Response {
 }
 
 /// The error for a command naming a step other than the current one.
-pub(crate) fn wrong_step(run: &Run<'_>, header: &FlowHeader, expected: &str, got: &str) -> Response {
+pub(crate) fn wrong_step(
+    run: &Run<'_>,
+    header: &FlowHeader,
+    expected: &str,
+    got: &str,
+) -> Response {
     let mut error = ErrorResponse::new(
         "wrong_step",
         format!("Expected step '{expected}', got '{got}'"),

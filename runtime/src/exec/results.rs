@@ -37,7 +37,10 @@ pub(crate) fn step_done(
     if let Action::Gate { .. } = step.action {
         let mut error = ErrorResponse::new(
             "gate_step_requires_gate_resolve",
-            format!("Step '{}' is a gate step. Use stratum_gate_resolve to resolve it.", step.id),
+            format!(
+                "Step '{}' is a gate step. Use stratum_gate_resolve to resolve it.",
+                step.id
+            ),
         )
         .flow(run.id.as_str());
         error.step_id = Some(step.id.clone());
@@ -127,7 +130,15 @@ fn accept(
         state.skipped = false;
         state.iteration = None;
     })?;
-    write_step_record(work, run, index, attempts, child.map(|id| id.to_string()), cache_key, Vec::new())
+    write_step_record(
+        work,
+        run,
+        index,
+        attempts,
+        child.map(|id| id.to_string()),
+        cache_key,
+        Vec::new(),
+    )
 }
 
 pub(crate) fn write_step_record(
@@ -226,7 +237,9 @@ pub(crate) fn settle_failure(
         if let Some(exhausted) = budget::exhausted_after(work, run)? {
             return Ok(AfterFailure::Answer(exhausted));
         }
-        if let Some(stopped) = dispatch::move_to(work, run, index, target, Move::Recover { failed: index })? {
+        if let Some(stopped) =
+            dispatch::move_to(work, run, index, target, Move::Recover { failed: index })?
+        {
             // Routing ended the flow (`routing_loop`): say also why the step failed.
             return Ok(AfterFailure::Answer(match stopped {
                 Response::Error(mut error) => {
@@ -281,11 +294,7 @@ enum ChildResult {
 /// A flow step accepts a result only once its child execution completed, and the result is
 /// the child's output as the runtime recorded it: what the agent sends (the child's
 /// completion envelope, or its output) only acknowledges it, so no relay can alter it.
-fn child_result(
-    work: &mut Work<'_>,
-    run: &Run<'_>,
-    index: u32,
-) -> Result<ChildResult, StoreError> {
+fn child_result(work: &mut Work<'_>, run: &Run<'_>, index: u32) -> Result<ChildResult, StoreError> {
     let step_id = run.step(index)?.id.clone();
     let child = work.step(&run.id, index)?.child;
     let Some(child) = child else {
@@ -301,7 +310,10 @@ fn child_result(
         return Ok(ChildResult::Waiting(error.into_response()));
     };
     let Some(header) = work.header(&child)? else {
-        return Err(StoreError::Corrupt(format!("child flow {child} of {} is missing", run.id)));
+        return Err(StoreError::Corrupt(format!(
+            "child flow {child} of {} is missing",
+            run.id
+        )));
     };
     if !header.status.is_finished() {
         let mut error = ErrorResponse::new(
@@ -321,7 +333,10 @@ fn child_result(
             "sub-flow '{}' (flow id '{child}') ended {}{}",
             header.flow_name,
             header.status.as_str(),
-            header.error_type.map(|kind| format!(" ({kind})")).unwrap_or_default()
+            header
+                .error_type
+                .map(|kind| format!(" ({kind})"))
+                .unwrap_or_default()
         )));
     }
     Ok(ChildResult::Output(header.output.unwrap_or(Value::Null)))
@@ -347,7 +362,10 @@ pub(crate) fn skip_step(
     if let Action::Gate { .. } = step.action {
         let mut error = ErrorResponse::new(
             "gate_step_requires_gate_resolve",
-            format!("Step '{}' is a gate step — use stratum_gate_resolve to resolve it", step.id),
+            format!(
+                "Step '{}' is a gate step — use stratum_gate_resolve to resolve it",
+                step.id
+            ),
         )
         .flow(run.id.as_str());
         error.step_id = Some(step.id.clone());

@@ -27,7 +27,9 @@ pub(crate) fn start(
         Some(name) => plan.flows.iter().position(|flow| flow.name == name),
         None => plan.entry.map(|entry| entry as usize),
     };
-    let Some((index, chosen)) = index.and_then(|index| plan.flows.get(index).map(|flow| (index, flow))) else {
+    let Some((index, chosen)) =
+        index.and_then(|index| plan.flows.get(index).map(|flow| (index, flow)))
+    else {
         let names: Vec<&str> = plan.flows.iter().map(|flow| flow.name.as_str()).collect();
         let message = match flow {
             Some(name) => {
@@ -43,11 +45,15 @@ pub(crate) fn start(
         };
         return Ok(ErrorResponse::new("execution_error", message).into_response());
     };
-    let inputs = match inputs {
+    let mut inputs = match inputs {
         Value::Null => Value::Object(Default::default()),
         other => other.clone(),
     };
-    let problems = validate::schema_violations(&chosen.input, &inputs);
+    if plan.entry == u32::try_from(index).ok() {
+        apply_workflow_defaults(&plan, &mut inputs);
+    }
+    let mut problems = unknown_inputs(&chosen.input, &inputs);
+    problems.extend(validate::schema_violations(&chosen.input, &inputs));
     if !problems.is_empty() {
         let mut error = ErrorResponse::new(
             "invalid_inputs",
@@ -97,6 +103,48 @@ pub(crate) fn start(
         ctx,
     };
     dispatch::advance(work, &run, Note::default())
+}
+
+/// The workflow block's `default`s, for the inputs of its entry flow that were not given.
+fn apply_workflow_defaults(plan: &Plan, inputs: &mut Value) {
+    let (Some(workflow), Value::Object(given)) = (&plan.workflow, inputs) else {
+        return;
+    };
+    for param in &workflow.input {
+        if let Some(default) = &param.default
+            && !given.contains_key(&param.name)
+        {
+            given.insert(param.name.clone(), default.clone());
+        }
+    }
+}
+
+/// Inputs the flow does not declare: most often a misspelt name, which would otherwise be
+/// dropped silently and read as missing by every step.
+fn unknown_inputs(schema: &Value, inputs: &Value) -> Vec<String> {
+    let (Some(declared), Value::Object(given)) =
+        (schema.get("properties").and_then(Value::as_object), inputs)
+    else {
+        return Vec::new();
+    };
+    given
+        .keys()
+        .filter(|key| !declared.contains_key(*key))
+        .map(|key| {
+            let hint = match stratum_compiler::diagnostic::did_you_mean(
+                key,
+                declared.keys().map(String::as_str),
+            ) {
+                Some(best) => format!("; did you mean '{best}'?"),
+                None if declared.is_empty() => "; the flow declares no inputs".to_owned(),
+                None => format!(
+                    "; the flow declares {}",
+                    quoted(&declared.keys().map(String::as_str).collect::<Vec<_>>())
+                ),
+            };
+            format!("unknown input '{key}'{hint}")
+        })
+        .collect()
 }
 
 fn quoted(names: &[&str]) -> String {

@@ -71,7 +71,10 @@ pub(crate) fn check_result(
     let mut verdict = Verdict::default();
     if let Some(schema) = &step.output.schema {
         for violation in schema_violations(schema, result) {
-            verdict.add(Failure::Schema, format!("output_schema violation: {violation}"));
+            verdict.add(
+                Failure::Schema,
+                format!("output_schema violation: {violation}"),
+            );
         }
     }
     if let Some(contract) = step
@@ -158,7 +161,9 @@ fn guardrail_violation(pattern: &str, serialized: &str, backtrack_limit: usize) 
                 "guardrail '{pattern}' could not be decided within its bounds; treated as a match"
             )),
         },
-        Err(error) => Some(format!("guardrail '{pattern}' is not a valid pattern: {error}")),
+        Err(error) => Some(format!(
+            "guardrail '{pattern}' is not a valid pattern: {error}"
+        )),
     }
 }
 

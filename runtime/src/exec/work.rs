@@ -272,7 +272,11 @@ impl<'s> Work<'s> {
         };
         for (child, flow) in &self.flows {
             let is_child = flow.base_version.is_none()
-                && flow.header.parent.as_ref().is_some_and(|link| link.flow == *id);
+                && flow
+                    .header
+                    .parent
+                    .as_ref()
+                    .is_some_and(|link| link.flow == *id);
             if is_child && !children.contains(child) {
                 children.push(child.clone());
             }
@@ -280,7 +284,11 @@ impl<'s> Work<'s> {
         Ok(children)
     }
 
-    pub fn checkpoint(&mut self, id: &FlowId, label: &str) -> Result<Option<Checkpoint>, StoreError> {
+    pub fn checkpoint(
+        &mut self,
+        id: &FlowId,
+        label: &str,
+    ) -> Result<Option<Checkpoint>, StoreError> {
         if let Some(found) = self
             .loaded(id)?
             .checkpoints
@@ -303,7 +311,11 @@ impl<'s> Work<'s> {
         Ok(labels)
     }
 
-    pub fn put_checkpoint(&mut self, id: &FlowId, checkpoint: Checkpoint) -> Result<(), StoreError> {
+    pub fn put_checkpoint(
+        &mut self,
+        id: &FlowId,
+        checkpoint: Checkpoint,
+    ) -> Result<(), StoreError> {
         let flow = self.loaded(id)?;
         flow.dirty = true;
         flow.checkpoints.push(checkpoint);

@@ -55,7 +55,10 @@ impl Snapshot for Data {
     }
 
     fn step(&mut self, id: &FlowId, step: u32) -> Result<Option<StepState>, StoreError> {
-        Ok(self.flows.get(id).and_then(|rows| rows.steps.get(&step).cloned()))
+        Ok(self
+            .flows
+            .get(id)
+            .and_then(|rows| rows.steps.get(&step).cloned()))
     }
 
     fn steps_from(&mut self, id: &FlowId, from: u32) -> Result<Vec<(u32, StepState)>, StoreError> {
@@ -72,7 +75,11 @@ impl Snapshot for Data {
     }
 
     fn events(&mut self, id: &FlowId) -> Result<Vec<Event>, StoreError> {
-        Ok(self.flows.get(id).map(|rows| rows.events.clone()).unwrap_or_default())
+        Ok(self
+            .flows
+            .get(id)
+            .map(|rows| rows.events.clone())
+            .unwrap_or_default())
     }
 
     fn children(&mut self, id: &FlowId) -> Result<Vec<FlowId>, StoreError> {
@@ -116,7 +123,11 @@ impl Data {
             self.plans.entry(plan.checksum.clone()).or_insert(plan);
         }
         for (id, change) in changes.flows {
-            let current = self.flows.get(&id).and_then(|rows| rows.header.as_ref()).map(|h| h.version);
+            let current = self
+                .flows
+                .get(&id)
+                .and_then(|rows| rows.header.as_ref())
+                .map(|h| h.version);
             if current != change.base_version {
                 return Err(StoreError::Conflict(id));
             }
@@ -144,7 +155,8 @@ impl Data {
             }
             rows.events.extend(change.events);
             for checkpoint in change.checkpoints {
-                rows.checkpoints.insert(checkpoint.label.clone(), checkpoint);
+                rows.checkpoints
+                    .insert(checkpoint.label.clone(), checkpoint);
             }
         }
         for (key, value) in changes.cache {
