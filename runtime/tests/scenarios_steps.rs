@@ -1723,3 +1723,28 @@ fn resume_of_a_running_flow_changes_nothing() {
     );
     insta::assert_snapshot!(s.transcript());
 }
+
+/// A result nested past the runtime's bound is refused before anything reads it (the store
+/// must be able to read back whatever it accepted); one within it is checked as usual.
+#[test]
+fn results_nested_past_the_bound_are_refused() {
+    let mut s = Scenario::new(ERRORS);
+    let started = s.start(None, json!({}));
+    let flow = at(&started, "/flow_id")
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_default();
+    let step = at(&started, "/step_id")
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_default();
+    let nested = |depth: usize| (0..depth).fold(json!(1), |inner, _| json!({ "a": inner }));
+    let refused = s.done(&flow, &step, nested(400));
+    assert_eq!(at(&refused, "/error_type"), "invalid_result");
+    assert_eq!(
+        at(&refused, "/message"),
+        "the result nests deeper than 256 levels; send a flatter value"
+    );
+    let checked = s.done(&flow, &step, nested(100));
+    assert_ne!(at(&checked, "/error_type"), "invalid_result");
+}

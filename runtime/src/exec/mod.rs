@@ -33,6 +33,9 @@ pub fn run(work: &mut Work<'_>, command: &Command, ctx: &Context) -> Result<Resp
     if let Command::Start { plan, flow, inputs } = command {
         return start::start(work, plan.clone(), flow.as_deref(), inputs, ctx);
     }
+    if let Some(too_deep) = too_deep(command) {
+        return Ok(too_deep);
+    }
     let Some(sent) = command.flow_id() else {
         return Ok(
             ErrorResponse::new("execution_error", "the command names no flow").into_response(),
@@ -100,6 +103,43 @@ pub fn run(work: &mut Work<'_>, command: &Command, ctx: &Context) -> Result<Resp
         Command::Resume { .. } => dispatch::resume(work, &run),
         Command::Audit { .. } => finish::audit(work, &run),
     }
+}
+
+/// How deep a result or inputs may nest: far beyond any real result, and low enough that the
+/// stored state around it (a few levels more) stays readable.
+pub const MAX_VALUE_DEPTH: usize = 256;
+
+/// Refuses a command whose values nest deeper than [`MAX_VALUE_DEPTH`], before anything
+/// reads them.
+fn too_deep(command: &Command) -> Option<Response> {
+    let (what, value) = match command {
+        Command::Start { inputs, .. } => ("inputs nest", inputs),
+        Command::StepDone { result, .. } | Command::IterationReport { result, .. } => {
+            ("result nests", result)
+        }
+        _ => return None,
+    };
+    let mut pending = vec![(value, 1usize)];
+    while let Some((value, depth)) = pending.pop() {
+        if depth > MAX_VALUE_DEPTH {
+            let mut error = ErrorResponse::new(
+                "invalid_result",
+                format!("the {what} deeper than {MAX_VALUE_DEPTH} levels; send a flatter value"),
+            );
+            error.flow_id = command.flow_id().map(str::to_owned);
+            return Some(error.into_response());
+        }
+        match value {
+            serde_json::Value::Array(items) => {
+                pending.extend(items.iter().map(|item| (item, depth + 1)))
+            }
+            serde_json::Value::Object(map) => {
+                pending.extend(map.values().map(|item| (item, depth + 1)))
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// `flow_not_found`, in the reference's words.
