@@ -19,7 +19,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use stratum_grammar::Program;
 
-pub use load::{LoadError, load};
+pub use load::{LoadError, load, nesting_beyond};
 
 /// The plan format this compiler writes and this runtime reads. It changes whenever a plan
 /// written by one could be misread by the other.

@@ -141,7 +141,7 @@ fn deserialize<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> serde_json::Result<T>
 
 /// `Some(limit)` when the brackets of the JSON text nest deeper than `limit` (strings
 /// skipped); a scan, so that nothing recurses over a hostile file.
-fn nesting_beyond(bytes: &[u8], limit: usize) -> Option<usize> {
+pub fn nesting_beyond(bytes: &[u8], limit: usize) -> Option<usize> {
     let mut depth = 0usize;
     let mut in_string = false;
     let mut escaped = false;

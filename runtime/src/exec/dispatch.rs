@@ -61,7 +61,7 @@ pub(crate) fn advance(
         let Some(index) = current(&header) else {
             // An output that breaks the flow's contract sends the walk back to its producer:
             // a loop, not recursion, so that no chain of recoveries can exhaust the stack.
-            match finish::complete(work, run, std::mem::take(&mut note))? {
+            match finish::complete(work, run)? {
                 AfterFailure::Answer(response) => return Ok(response),
                 AfterFailure::Walk(next) => {
                     note = next;

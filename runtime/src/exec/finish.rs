@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::dispatch::{self, Note};
+use super::dispatch;
 use super::results::{self, AfterFailure};
 use super::{Run, validate};
 use crate::response::{Audit, Finished, Record, Response, RoundRecords};
@@ -20,11 +20,7 @@ const MAX_AUDIT_DEPTH: usize = 64;
 /// The cursor reached the end: the flow completes (or, after a kill routed to cleanup, is
 /// killed), once its output passes the flow's `output` contract; when it does not, the step
 /// that produced the output answers for it and the walk goes on ([`AfterFailure::Walk`]).
-pub(crate) fn complete(
-    work: &mut Work<'_>,
-    run: &Run<'_>,
-    note: Note,
-) -> Result<AfterFailure, StoreError> {
+pub(crate) fn complete(work: &mut Work<'_>, run: &Run<'_>) -> Result<AfterFailure, StoreError> {
     let (producer, output) = final_output(work, run)?;
     if let Some(contract) = run
         .flow()
@@ -87,7 +83,6 @@ pub(crate) fn complete(
             );
         }
     }
-    let _ = note;
     work.update(&run.id, |header| {
         header.status = if header.killing {
             FlowStatus::Killed

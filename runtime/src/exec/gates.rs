@@ -5,7 +5,7 @@
 use stratum_compiler::plan::{Action, Target};
 
 use super::dispatch::{self, Move, Note};
-use super::{Run, already_finished, current, finish};
+use super::{Run, current, finish, running_step};
 use crate::response::{ErrorResponse, GateRecord, NoTimeout, Record, Response};
 use crate::state::{Cursor, EventBody, FlowStatus};
 use crate::store::StoreError;
@@ -23,14 +23,10 @@ pub(crate) fn resolve(
     rationale: &str,
     resolved_by: &str,
 ) -> Result<Response, StoreError> {
-    let header = work.get(&run.id)?;
-    if header.status.is_finished() {
-        return Ok(already_finished(&header));
-    }
-    let Some(index) = current(&header) else {
-        return Ok(already_finished(&header));
+    let (header, index, step) = match running_step(work, run)? {
+        Ok(current) => current,
+        Err(finished) => return Ok(finished),
     };
-    let step = run.step(index)?;
     let Action::Gate {
         on_approve,
         on_revise,

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use stratum_compiler::plan::{Action, Iteration};
 use stratum_grammar::Bindings;
 
-use super::{Run, already_finished, current, validate, wrong_step};
+use super::{Run, already_finished, running_step, validate, wrong_step};
 use crate::response::{
     ErrorResponse, IterationAborted, IterationReport, IterationStarted, Response,
 };
@@ -37,16 +37,12 @@ fn iterated_step<'r>(
     run: &'r Run<'_>,
     step_id: &str,
 ) -> Result<Result<(u32, &'r Iteration, u32), Response>, StoreError> {
-    let header = work.get(&run.id)?;
-    if header.status.is_finished() {
-        return Ok(Err(already_finished(&header)));
-    }
-    let Some(index) = current(&header) else {
-        return Ok(Err(already_finished(&header)));
+    let (_, index, step) = match running_step(work, run)? {
+        Ok(current) => current,
+        Err(finished) => return Ok(Err(finished)),
     };
-    let step = run.step(index)?;
     if step.id != step_id {
-        return Ok(Err(wrong_step(run, &header, &step.id, step_id)));
+        return Ok(Err(wrong_step(run, &step.id, step_id)));
     }
     if let Action::Gate { .. } = step.action {
         return Ok(Err(execution_error(

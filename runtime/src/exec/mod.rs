@@ -233,19 +233,35 @@ pub(crate) fn already_finished(header: &FlowHeader) -> Response {
     error.into_response()
 }
 
+/// The header and current step of a running flow, or the answer for a finished one.
+pub(crate) fn running_step<'r>(
+    work: &mut Work<'_>,
+    run: &'r Run<'_>,
+) -> Result<Result<(FlowHeader, u32, &'r plan::Step), Response>, StoreError> {
+    let header = work.get(&run.id)?;
+    let index = match (header.status.is_finished(), current(&header)) {
+        (false, Some(index)) => index,
+        _ => return Ok(Err(already_finished(&header))),
+    };
+    let step = run.step(index)?;
+    Ok(Ok((header, index, step)))
+}
+
+/// `gate_step_requires_gate_resolve`, with the reference's message for the tool refused.
+pub(crate) fn gate_needs_resolve(run: &Run<'_>, step: &plan::Step, message: String) -> Response {
+    let mut error =
+        ErrorResponse::new("gate_step_requires_gate_resolve", message).flow(run.id.as_str());
+    error.step_id = Some(step.id.clone());
+    error.into_response()
+}
+
 /// The error for a command naming a step other than the current one.
-pub(crate) fn wrong_step(
-    run: &Run<'_>,
-    header: &FlowHeader,
-    expected: &str,
-    got: &str,
-) -> Response {
+pub(crate) fn wrong_step(run: &Run<'_>, expected: &str, got: &str) -> Response {
     let mut error = ErrorResponse::new(
         "wrong_step",
         format!("Expected step '{expected}', got '{got}'"),
     )
     .flow(run.id.as_str());
     error.step_id = Some(expected.to_owned());
-    let _ = header;
     error.into_response()
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 use stratum_compiler::plan::{Action, Step};
 
 use super::dispatch::{self, Move, Note};
-use super::{Run, already_finished, budget, current, finish, iterations, validate, wrong_step};
+use super::{Run, budget, gate_needs_resolve, iterations, running_step, validate, wrong_step};
 use crate::response::{ErrorResponse, Record, Response, StepRecord};
 use crate::state::EventBody;
 use crate::store::StoreError;
@@ -26,28 +26,22 @@ pub(crate) fn step_done(
     result: &Value,
     usage: Option<&Value>,
 ) -> Result<Response, StoreError> {
-    let header = work.get(&run.id)?;
-    if header.status.is_finished() {
-        return Ok(already_finished(&header));
-    }
-    let Some(index) = current(&header) else {
-        return Ok(already_finished(&header));
+    let (header, index, step) = match running_step(work, run)? {
+        Ok(current) => current,
+        Err(finished) => return Ok(finished),
     };
-    let step = run.step(index)?;
     if let Action::Gate { .. } = step.action {
-        let mut error = ErrorResponse::new(
-            "gate_step_requires_gate_resolve",
+        return Ok(gate_needs_resolve(
+            run,
+            step,
             format!(
                 "Step '{}' is a gate step. Use stratum_gate_resolve to resolve it.",
                 step.id
             ),
-        )
-        .flow(run.id.as_str());
-        error.step_id = Some(step.id.clone());
-        return Ok(error.into_response());
+        ));
     }
     if step.id != step_id {
-        return Ok(wrong_step(run, &header, &step.id, step_id));
+        return Ok(wrong_step(run, &step.id, step_id));
     }
     let mut result = result.clone();
     let mut child_problem = None;
@@ -255,7 +249,6 @@ pub(crate) fn settle_failure(
             ..Note::default()
         }));
     }
-    let header = work.get(&run.id)?;
     let agent = dispatch::record_identity(step).1;
     let response = dispatch::fail_flow(
         work,
@@ -264,7 +257,6 @@ pub(crate) fn settle_failure(
         format!("Step '{}' exhausted all retries", step.id),
         Some(step.id.clone()),
     )?;
-    let _ = header;
     Ok(AfterFailure::Answer(match response {
         Response::Error(mut error) => {
             error.step_mode = Some(dispatch::record_identity(step).2);
@@ -348,28 +340,22 @@ pub(crate) fn skip_step(
     step_id: &str,
     reason: &str,
 ) -> Result<Response, StoreError> {
-    let header = work.get(&run.id)?;
-    if header.status.is_finished() {
-        return Ok(already_finished(&header));
-    }
-    let Some(index) = current(&header) else {
-        return Ok(already_finished(&header));
+    let (_, index, step) = match running_step(work, run)? {
+        Ok(current) => current,
+        Err(finished) => return Ok(finished),
     };
-    let step = run.step(index)?;
     if step.id != step_id {
-        return Ok(wrong_step(run, &header, &step.id, step_id));
+        return Ok(wrong_step(run, &step.id, step_id));
     }
     if let Action::Gate { .. } = step.action {
-        let mut error = ErrorResponse::new(
-            "gate_step_requires_gate_resolve",
+        return Ok(gate_needs_resolve(
+            run,
+            step,
             format!(
                 "Step '{}' is a gate step — use stratum_gate_resolve to resolve it",
                 step.id
             ),
-        )
-        .flow(run.id.as_str());
-        error.step_id = Some(step.id.clone());
-        return Ok(error.into_response());
+        ));
     }
     // Only a skip that is taken spends: a refused one leaves the flow (and its ledger) as it was.
     if let Some(exhausted) = budget::exhausted_after(work, run)? {
@@ -380,6 +366,5 @@ pub(crate) fn skip_step(
     if let Some(stopped) = dispatch::move_to(work, run, index, step.next, Move::Forward)? {
         return Ok(stopped);
     }
-    let _ = finish::envelope;
     dispatch::advance(work, run, Note::default())
 }

@@ -834,34 +834,10 @@ fn decode<T: DeserializeOwned>(json: &str, what: impl Fn() -> String) -> Result<
         .map_err(|error| StoreError::Corrupt(format!("{} cannot be read: {error}", what())))
 }
 
-/// Whether the brackets of JSON text nest deeper than `limit` (strings skipped).
+/// Whether the brackets of JSON text nest deeper than `limit` (strings skipped): the plan
+/// loader's scan, which does not recurse.
 fn nesting_beyond(bytes: &[u8], limit: usize) -> bool {
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &byte in bytes {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > limit {
-                    return true;
-                }
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    false
+    stratum_compiler::plan::nesting_beyond(bytes, limit).is_some()
 }
 
 fn to_i64(value: u64, what: &str) -> Result<i64, StoreError> {
