@@ -1748,3 +1748,41 @@ fn results_nested_past_the_bound_are_refused() {
     let checked = s.done(&flow, &step, nested(100));
     assert_ne!(at(&checked, "/error_type"), "invalid_result");
 }
+
+const SKIP_ON_FILE: &str = r#"
+version: "0.2"
+flows:
+  main:
+    input: {}
+    steps:
+      - id: build
+        intent: "Build the release"
+        skip_if: "file_exists('release.done')"
+        skip_reason: "already released"
+      - id: announce
+        intent: "Announce the release"
+"#;
+
+/// `skip_if` is decided when the step becomes current: once dispatched, a resume (say after a
+/// restart) does not skip the step the agent may already be working on, even if the
+/// condition now holds.
+#[test]
+fn a_dispatched_step_is_not_skipped_by_a_later_resume() {
+    let root = tempfile::tempdir().expect("a temporary directory");
+    let config = Config::default().with_root(root.path());
+    let mut s = Scenario::with(SKIP_ON_FILE, Arc::new(MemoryStore::new()), config);
+    let dispatched = s.start(None, json!({}));
+    assert_eq!(at(&dispatched, "/step_id"), "build");
+    let flow = s.flow(1);
+    std::fs::write(root.path().join("release.done"), "yes").expect("the flag file is written");
+    let resumed = s.resume(&flow);
+    assert_eq!(resumed, dispatched, "still the same dispatch");
+    let next = s.done(&flow, "build", json!({}));
+    assert_eq!(at(&next, "/step_id"), "announce");
+    let second = s.start(None, json!({}));
+    assert_eq!(
+        at(&second, "/step_id"),
+        "announce",
+        "a step that becomes current while the condition holds is skipped"
+    );
+}

@@ -9,13 +9,13 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use stratum_compiler::plan::{Action, Binding, FunctionMode, Policy, Step, Target};
+use stratum_compiler::plan::{Action, FunctionMode, Policy, Step, Target};
 
 use super::results::AfterFailure;
-use super::{Run, budget, current, finish, validate};
+use super::{Run, budget, cache, current, finish, inputs, validate};
 use crate::response::{
     ErrorResponse, FlowDispatch, GateDispatch, PolicyRecord, Record, Response, SkipRecord,
-    StepDispatch, StepRecord,
+    StepDispatch,
 };
 use crate::state::{Cursor, EventBody, FlowHeader, FlowStatus, ParentLink};
 use crate::store::StoreError;
@@ -71,7 +71,13 @@ pub(crate) fn advance(
         };
         let step = run.step(index)?;
         let mut skip_if_error = None;
-        if let Some(skip) = &step.skip {
+        // `skip_if` is decided when the step becomes current; a step already dispatched (a
+        // resume, a restart) is not skipped after the agent may have started on it.
+        if let Some(skip) = step
+            .skip
+            .as_ref()
+            .filter(|_| header.dispatched_ms.is_none())
+        {
             match evaluate_skip(work, run, &header, step)? {
                 Ok(true) => {
                     if let Some(done) = skip_step_now(
@@ -124,7 +130,7 @@ pub(crate) fn advance(
             Action::Flow { flow } => return dispatch_child(work, run, index, *flow, note),
             Action::Function { .. } | Action::Inline { .. } | Action::Judge { .. } => {
                 if step.cache
-                    && let Some(done) = serve_from_cache(work, run, index, step)?
+                    && let Some(done) = cache::serve_from_cache(work, run, index, step)?
                 {
                     if let Some(stopped) = done {
                         return Ok(stopped);
@@ -330,7 +336,7 @@ fn evaluate_skip(
     let Some(skip) = &step.skip else {
         return Ok(Ok(false));
     };
-    let outputs = dependency_outputs(work, run, step)?;
+    let outputs = inputs::dependency_outputs(work, run, step)?;
     let scope = validate::Scope {
         input: &header.inputs,
         steps: &outputs,
@@ -347,22 +353,6 @@ fn evaluate_skip(
                 error.message
             )
         }))
-}
-
-/// The outputs of the steps `step` depends on, by id (null for a step without one): what
-/// `$.steps.<id>.output` reads in its `skip_if` and `ensure`s.
-pub(crate) fn dependency_outputs(
-    work: &mut Work<'_>,
-    run: &Run<'_>,
-    step: &Step,
-) -> Result<Vec<(String, Value)>, StoreError> {
-    let mut outputs = Vec::with_capacity(step.depends_on.len());
-    for &dependency in &step.depends_on {
-        let id = run.step(dependency)?.id.clone();
-        let output = work.output(&run.id, dependency)?.unwrap_or(Value::Null);
-        outputs.push((id, output));
-    }
-    Ok(outputs)
 }
 
 /// Skips the current step because its `skip_if` held (a gate is approved by it instead).
@@ -450,7 +440,7 @@ pub(crate) fn step_dispatch(
     let header = work.get(&run.id)?;
     let step = run.step(index)?;
     let attempts = work.step(&run.id, index)?.attempts;
-    let inputs = resolve_inputs(work, run, &header, step)?;
+    let inputs = inputs::resolve_inputs(work, run, &header, step)?;
     let (step_mode, function, mode, intent, agent, model) = match &step.action {
         Action::Function {
             function,
@@ -487,11 +477,12 @@ pub(crate) fn step_dispatch(
         _ => ("judge", None, None, None, None, Some(None)),
     };
     let agent = match agent {
-        Some(agent) if agent.starts_with('$') => resolve_reference(work, run, &header, &agent)?
-            .map(|value| match value {
+        Some(agent) if agent.starts_with('$') => {
+            inputs::resolve_reference(work, run, &header, &agent)?.map(|value| match value {
                 Value::String(text) => text,
                 other => other.to_string(),
-            }),
+            })
+        }
         other => other,
     };
     let (output_contract, output_fields) = output_description(run, step);
@@ -638,9 +629,10 @@ fn dispatch_child(
         Some(child) if work.header(&child)?.is_some() => child,
         _ => {
             let header = work.get(&run.id)?;
-            let inputs: serde_json::Map<String, Value> = resolve_inputs(work, run, &header, step)?
-                .into_iter()
-                .collect();
+            let inputs: serde_json::Map<String, Value> =
+                inputs::resolve_inputs(work, run, &header, step)?
+                    .into_iter()
+                    .collect();
             let child = work.mint(run.ctx.seed);
             let Some(flow) = run.plan.flows.get(called as usize) else {
                 return Err(StoreError::Corrupt(format!(
@@ -707,82 +699,6 @@ fn dispatch_child(
     })))
 }
 
-/// Serves a `cache: true` step from the result cache: `Some(None)` when a cached result
-/// passed the step's checks again and the walk goes on, `Some(Some(response))` when that ended
-/// the flow, `None` on a miss (or a cached result that no longer passes).
-fn serve_from_cache(
-    work: &mut Work<'_>,
-    run: &Run<'_>,
-    index: u32,
-    step: &Step,
-) -> Result<Option<Option<Response>>, StoreError> {
-    let header = work.get(&run.id)?;
-    let key = cache_key(work, run, &header, index, step)?;
-    let Some(result) = work.cached(&key)? else {
-        return Ok(None);
-    };
-    let outputs = dependency_outputs(work, run, step)?;
-    let scope = validate::Scope {
-        input: &header.inputs,
-        steps: &outputs,
-    };
-    let verdict = validate::check_result(
-        &run.plan,
-        step,
-        &result,
-        &scope,
-        &run.ctx.config.limits,
-        run.ctx.config.guardrail_backtrack_limit,
-    );
-    if !verdict.passed() {
-        return Ok(None);
-    }
-    work.update_step(&run.id, index, |state| {
-        state.output = Some(result);
-        state.skipped = false;
-    })?;
-    let (function_name, agent, step_mode) = record_identity(step);
-    work.push_event(
-        &run.id,
-        EventBody::Record(Record::Step(StepRecord {
-            step_id: step.id.clone(),
-            function_name,
-            attempts: 0,
-            duration_ms: 0,
-            round: header.round,
-            round_start_step_id: run.step_id(header.round_start),
-            agent,
-            step_mode,
-            child_flow_id: None,
-            cache_hit: true,
-            cache_key: Some(key),
-            at_ms: run.ctx.now_ms,
-            violations: Vec::new(),
-        })),
-    )?;
-    Ok(Some(move_to(work, run, index, step.next, Move::Forward)?))
-}
-
-/// The result-cache key of a step: the plan, the flow, the step and its canonical inputs.
-pub(crate) fn cache_key(
-    work: &mut Work<'_>,
-    run: &Run<'_>,
-    header: &FlowHeader,
-    index: u32,
-    step: &Step,
-) -> Result<String, StoreError> {
-    let inputs = resolve_inputs(work, run, header, step)?;
-    let material = serde_json::json!({
-        "plan": run.plan.checksum,
-        "flow": run.flow,
-        "step": index,
-        "inputs": inputs,
-    });
-    Ok(stratum_compiler::plan::sha256(
-        validate::canonical_json(&material).as_bytes(),
-    ))
-}
-
 /// What a step record says of the step: its function, agent and mode.
 pub(crate) fn record_identity(step: &Step) -> (String, Option<String>, String) {
     match &step.action {
@@ -793,79 +709,5 @@ pub(crate) fn record_identity(step: &Step) -> (String, Option<String>, String) {
         Action::Flow { .. } => (String::new(), None, "flow".to_owned()),
         Action::Gate { function, .. } => (function.clone(), None, "gate".to_owned()),
         Action::Judge { .. } => (String::new(), None, "judge".to_owned()),
-    }
-}
-
-/// A step's inputs, resolved: `$.input…` from the flow's inputs, `$.steps.<id>.output…` from
-/// that step's output (null where the step was skipped or the field is absent).
-pub(crate) fn resolve_inputs(
-    work: &mut Work<'_>,
-    run: &Run<'_>,
-    header: &FlowHeader,
-    step: &Step,
-) -> Result<BTreeMap<String, Value>, StoreError> {
-    let mut inputs = BTreeMap::new();
-    for input in &step.inputs {
-        let value = match &input.value {
-            Binding::Input { path } => walk(&header.inputs, path_of(run, *path)),
-            Binding::Step { step, path } => {
-                let output = work.output(&run.id, *step)?.unwrap_or(Value::Null);
-                walk(&output, path_of(run, *path))
-            }
-            Binding::Const(value) => value.clone(),
-        };
-        inputs.insert(input.name.clone(), value);
-    }
-    Ok(inputs)
-}
-
-fn path_of<'p>(run: &'p Run<'_>, path: u32) -> &'p [String] {
-    run.plan
-        .paths
-        .get(path as usize)
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-}
-
-/// Follows `path` into `value`: object fields, and list indices written as numbers.
-pub(crate) fn walk(value: &Value, path: &[String]) -> Value {
-    let mut at = value;
-    for segment in path {
-        let next = match at {
-            Value::Object(map) => map.get(segment),
-            Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get(i)),
-            _ => None,
-        };
-        match next {
-            Some(value) => at = value,
-            None => return Value::Null,
-        }
-    }
-    at.clone()
-}
-
-/// Resolves a `$`-reference written as text (an `agent: $.input.who`).
-fn resolve_reference(
-    work: &mut Work<'_>,
-    run: &Run<'_>,
-    header: &FlowHeader,
-    text: &str,
-) -> Result<Option<Value>, StoreError> {
-    let parts: Vec<String> = text
-        .trim_start_matches("$.")
-        .split('.')
-        .map(str::to_owned)
-        .collect();
-    match parts.as_slice() {
-        [root, rest @ ..] if root == "input" => Ok(Some(walk(&header.inputs, rest))),
-        [root, id, output, rest @ ..] if root == "steps" && output == "output" => {
-            let Some(index) = run.steps().iter().position(|step| step.id == *id) else {
-                return Ok(None);
-            };
-            let index = u32::try_from(index).unwrap_or(u32::MAX);
-            let value = work.output(&run.id, index)?.unwrap_or(Value::Null);
-            Ok(Some(walk(&value, rest)))
-        }
-        _ => Ok(None),
     }
 }

@@ -12,7 +12,9 @@ use serde_json::Value;
 use stratum_compiler::plan::{Action, Step};
 
 use super::dispatch::{self, Move, Note};
-use super::{Run, budget, gate_needs_resolve, iterations, running_step, validate, wrong_step};
+use super::{
+    Run, budget, cache, gate_needs_resolve, inputs, iterations, running_step, validate, wrong_step,
+};
 use crate::response::{ErrorResponse, Record, Response, StepRecord};
 use crate::state::EventBody;
 use crate::store::StoreError;
@@ -65,7 +67,7 @@ pub(crate) fn step_done(
             violations: vec![problem],
         },
         None => {
-            let outputs = dispatch::dependency_outputs(work, run, step)?;
+            let outputs = inputs::dependency_outputs(work, run, step)?;
             let scope = validate::Scope {
                 input: &header.inputs,
                 steps: &outputs,
@@ -113,7 +115,7 @@ fn accept(
     let header = work.get(&run.id)?;
     let child = work.step(&run.id, index)?.child;
     let cache_key = if step.cache {
-        let key = dispatch::cache_key(work, run, &header, index, step)?;
+        let key = cache::cache_key(work, run, &header, index, step)?;
         work.put_cache(key.clone(), result.clone());
         Some(key)
     } else {
