@@ -843,3 +843,47 @@ fn the_memory_and_sqlite_stores_answer_alike() {
         }
     }
 }
+
+/// Reference bugs 23 and 25: a running flow keeps the plan it started with, whatever happens
+/// to its spec (edited and recompiled, a new flow started on the new plan, the process
+/// restarted); and a start that fails leaves nothing behind.
+#[test]
+fn reference_bugs_23_and_25_a_flow_runs_on_the_plan_it_started_with() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = db_in(&dir);
+    let mut before = Scenario::with(SENTIMENT, open(&path), Config::default());
+    let refused = before.start(Some("run"), json!({"txt": "typo"}));
+    assert_eq!(error_type(&refused), "invalid_inputs");
+    assert!(
+        before.store.list_flows().expect("flows").is_empty(),
+        "a failed start keeps no flow"
+    );
+    before.start(Some("run"), json!({"text": "I love it"}));
+    let old_flow = before.flow(1);
+    drop(before);
+
+    // The spec is edited (a stricter ensure) and a flow is started on the new plan.
+    let stricter = SENTIMENT.replace("result.confidence > 0.7", "result.confidence > 0.99");
+    assert_ne!(stricter, SENTIMENT, "the edit applies");
+    let mut after = Scenario::with(&stricter, open(&path), Config::default());
+    after.start(Some("run"), json!({"text": "meh"}));
+    let new_flow = after.flow(1);
+    let result = json!({"label": "positive", "confidence": 0.9});
+    let old = after.done(&old_flow, "s1", result.clone());
+    assert_eq!(
+        status(&old),
+        "complete",
+        "the old flow keeps its own ensure: {old:#}"
+    );
+    let new = after.done(&new_flow, "s1", result);
+    assert_eq!(
+        status(&new),
+        "ensure_failed",
+        "the new flow runs the new ensure: {new:#}"
+    );
+    let plans: i64 = rusqlite::Connection::open(&path)
+        .expect("sqlite opens")
+        .query_row("SELECT count(*) FROM plans", [], |row| row.get(0))
+        .expect("plans are counted");
+    assert_eq!(plans, 2, "each plan is stored once, by checksum");
+}

@@ -2,10 +2,10 @@
 //! no randomness of its own. State is read through [`Work`] (which the store backs with its
 //! transaction) and every write stays in it until the store commits.
 //!
-//! One module per concern, in the order a flow meets them: [`start`], [`dispatch`] moves the
-//! cursor and says what to do next (with [`inputs`] resolving what a step reads and [`cache`]
-//! serving `cache: true` steps), [`results`] takes `step_done` and `skip_step` (checked by
-//! [`validate`]), [`gates`], [`iterations`], [`checkpoints`], [`budget`], and [`finish`] ends
+//! One module per concern, in the order a flow meets them: `start`, `dispatch` moves the
+//! cursor and says what to do next (with `inputs` resolving what a step reads and `cache`
+//! serving `cache: true` steps), `results` takes `step_done` and `skip_step` (checked by
+//! `validate`), `gates`, `iterations`, `checkpoints`, `budget`, and `finish` ends
 //! flows and writes audits.
 
 pub(crate) mod budget;

@@ -11,7 +11,7 @@
 //! Invariants:
 //! - no flow state is kept between transactions: only plans, immutable and named by their
 //!   checksum, are cached in-process (as `Arc<Plan>`), and a plan read from the database is
-//!   loaded through [`plan::load`], which verifies its checksum, so that a stored plan
+//!   loaded through [`plan::load()`], which verifies its checksum, so that a stored plan
 //!   edited by hand is refused ([`StoreError::Corrupt`]) rather than run;
 //! - a command writes only the rows it changed, by primary key: a `step_done` costs the same
 //!   in a flow of ten steps as in one of ten thousand;
