@@ -622,7 +622,14 @@ fn execute<'a, T: Tracer<'a>>(
                         ),
                     )
                 })?;
-                let value = walk_path(program, pc, root, path)?;
+                // A skipped step's output is None, and so is every field of it (the reference
+                // resolves `$.steps.<id>.output.<field>` of a skipped step to None); a field
+                // missing from an output that exists is still an error.
+                let value = if root.is_null() {
+                    Val::from_json(root)
+                } else {
+                    walk_path(program, pc, root, path)?
+                };
                 next = push_then::<T>(ops, pc, value, &mut stack, program, meter, pc_out)?;
             }
             Op::Attr(i) => {

@@ -129,6 +129,18 @@ fn refs_report_the_missing_prefix() {
         .unwrap_err();
     assert_eq!(error.kind, EvalErrorKind::UnboundName);
 
+    // A skipped step's output is None: so is every field of it, as in the reference.
+    let skipped = Value::Null;
+    assert_eq!(
+        program.evaluate(&Bindings::new().step("s1", &skipped), &Limits::default()),
+        Ok(json!(false))
+    );
+    let program = self::program("$.steps.s1.output.a.b == None");
+    assert_eq!(
+        program.evaluate(&Bindings::new().step("s1", &skipped), &Limits::default()),
+        Ok(json!(true))
+    );
+
     let program = self::program("$.input.x");
     let input = json!({"x": 2});
     assert_eq!(

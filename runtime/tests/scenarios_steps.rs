@@ -879,7 +879,7 @@ flows:
       - id: smoke
         intent: "Smoke-test the deployment"
         inputs: {deployed: "$.steps.deploy.output"}
-        skip_if: "$.steps.deploy.output == None"
+        skip_if: "$.steps.deploy.output.url == None"
       - id: report
         intent: "Report on the deployment"
         inputs:
@@ -928,7 +928,8 @@ fn skip_if_records_a_skip_with_a_null_output_and_a_reason() {
     assert_eq!(at(&done, "/trace/2/step_id"), "smoke");
     assert_eq!(
         at(&done, "/trace/2/skip_reason"),
-        "skip_if: $.steps.deploy.output == None"
+        "skip_if: $.steps.deploy.output.url == None",
+        "a field of a skipped step's output is None in a skip_if too, as in the reference"
     );
     insta::assert_snapshot!(s.transcript());
 }
