@@ -38,6 +38,9 @@ pub enum FlowStatus {
     /// A step exhausted its attempts with no `on_fail`, or routing looped past its bound.
     Failed,
     BudgetExhausted,
+    /// A child flow whose parent step moved on without it (skipped, cleared by routing or a
+    /// revise, reverted): it will never be reported, so it stops.
+    Cancelled,
 }
 
 impl FlowStatus {
@@ -52,6 +55,7 @@ impl FlowStatus {
             FlowStatus::Killed => "killed",
             FlowStatus::Failed => "failed",
             FlowStatus::BudgetExhausted => "budget_exhausted",
+            FlowStatus::Cancelled => "cancelled",
         }
     }
 }

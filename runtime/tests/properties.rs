@@ -70,7 +70,7 @@ use stratum_runtime::{Command, Config, Context, FlowId, MemoryStore, Response, S
 const EPOCH_MS: u64 = 1_767_225_600_000;
 
 /// Every `status` a response may have.
-const STATUSES: [&str; 19] = [
+const STATUSES: [&str; 20] = [
     "execute_step",
     "ensure_failed",
     "schema_failed",
@@ -81,6 +81,7 @@ const STATUSES: [&str; 19] = [
     "killed",
     "failed",
     "budget_exhausted",
+    "cancelled",
     "error",
     "committed",
     "iteration_started",

@@ -412,3 +412,35 @@ flows:
     assert_eq!(field(&ship, "step_id"), "ship");
     insta::assert_snapshot!(s.transcript());
 }
+
+/// A parent step that moves on without its child (skipped here; routing back past it or a
+/// revert do the same) cancels the child, which would otherwise stay running forever and
+/// later report to a step that no longer waits for it.
+#[test]
+fn a_child_the_parent_no_longer_waits_for_is_cancelled() {
+    let (mut s, parent, child, _) = at_the_flow_step(DEPLOY);
+    s.done(&child, "prepare", json!({"env": "staging"}));
+    let next = s.skip(&parent, "test", "tests are flaky today");
+    assert_eq!(field(&next, "step_id"), "release");
+    let late = s.done(&child, "run", json!({"all_passed": true, "count": 3}));
+    assert_eq!(field(&late, "error_type"), "flow_already_complete");
+    assert_eq!(field(&late, "flow_status"), "cancelled");
+    assert!(
+        field(&late, "message")
+            .as_str()
+            .is_some_and(|message| message.contains("cancelled when its parent flow")),
+        "{late}"
+    );
+    let audit = s.audit(&child);
+    assert_eq!(field(&audit, "status"), "cancelled");
+    let parent_audit = s.audit(&parent);
+    assert_eq!(
+        parent_audit
+            .pointer("/child_audits/test/0/status")
+            .cloned()
+            .unwrap_or_default(),
+        "cancelled",
+        "the parent's audit keeps the cancelled child"
+    );
+    insta::assert_snapshot!(s.transcript());
+}

@@ -79,6 +79,19 @@ pub(crate) fn revert(
         error.available = Some(available);
         return Ok(error.into_response());
     };
+    // Children the restored steps do not wait for are cancelled; those they do are kept.
+    for index in work.steps_from(&run.id, 0)? {
+        let Some(child) = work.step(&run.id, index)?.child else {
+            continue;
+        };
+        let kept = checkpoint
+            .steps
+            .iter()
+            .any(|(at, state)| *at == index && state.child.as_ref() == Some(&child));
+        if !kept {
+            dispatch::cancel_child(work, run.ctx.now_ms, child)?;
+        }
+    }
     work.replace_steps(&run.id, checkpoint.steps)?;
     work.revert_events(&run.id, checkpoint.events)?;
     work.update(&run.id, |header| {

@@ -13,6 +13,7 @@ use stratum_compiler::plan::{Action, FunctionMode, Policy, Step, Target};
 
 use super::results::AfterFailure;
 use super::{Run, budget, cache, current, finish, inputs, validate};
+use crate::ids::FlowId;
 use crate::response::{
     ErrorResponse, FlowDispatch, GateDispatch, PolicyRecord, Record, Response, SkipRecord,
     StepDispatch,
@@ -275,6 +276,37 @@ pub(crate) fn count_reentry(
     .map(Some)
 }
 
+/// Cancels a child flow its parent step no longer waits for, and the children it runs in
+/// turn. A finished child is left as it ended.
+pub(crate) fn cancel_child(
+    work: &mut Work<'_>,
+    now_ms: u64,
+    child: FlowId,
+) -> Result<(), StoreError> {
+    let mut pending = vec![child];
+    while let Some(id) = pending.pop() {
+        let Some(header) = work.header(&id)? else {
+            continue;
+        };
+        if header.status.is_finished() {
+            continue;
+        }
+        if let Some(index) = current(&header)
+            && let Some(grandchild) = work.step(&id, index)?.child
+        {
+            pending.push(grandchild);
+        }
+        work.update(&id, |header| {
+            header.status = FlowStatus::Cancelled;
+            header.cursor = Cursor::End;
+            header.finished_ms = Some(now_ms);
+            header.dispatched_ms = None;
+            header.active_iteration = None;
+        })?;
+    }
+    Ok(())
+}
+
 /// Clears the steps at index `from` or later for a fresh run: outputs, attempts, iteration
 /// state and child links; `preserve` keeps its output (the failed step an `on_fail` recovery
 /// reads). Re-entry counts survive unless `new_round`.
@@ -286,6 +318,9 @@ pub(crate) fn clear_from(
     new_round: bool,
 ) -> Result<(), StoreError> {
     for index in work.steps_from(&run.id, from)? {
+        if let Some(child) = work.step(&run.id, index)?.child {
+            cancel_child(work, run.ctx.now_ms, child)?;
+        }
         work.update_step(&run.id, index, |state| {
             let output = state.output.take();
             let entries = state.entries;
@@ -391,6 +426,9 @@ pub(crate) fn record_skip(
 ) -> Result<(), StoreError> {
     let header = work.get(&run.id)?;
     let step_id = run.step(index)?.id.clone();
+    if let Some(child) = work.step(&run.id, index)?.child {
+        cancel_child(work, run.ctx.now_ms, child)?;
+    }
     work.update_step(&run.id, index, |state| {
         state.output = None;
         state.skipped = true;

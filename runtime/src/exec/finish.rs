@@ -120,7 +120,7 @@ pub(crate) fn envelope(
     reason: Option<&str>,
 ) -> Result<Response, StoreError> {
     let header = work.get(&run.id)?;
-    if header.status == FlowStatus::Failed {
+    if matches!(header.status, FlowStatus::Failed | FlowStatus::Cancelled) {
         return Ok(super::already_finished(&header));
     }
     let events = work.events(&run.id)?;

@@ -219,16 +219,23 @@ pub(crate) fn already_finished(header: &FlowHeader) -> Response {
     let status = header.status.as_str();
     // A sub-flow's end is reported to its parent step, not followed by a new flow.
     let next = match &header.parent {
+        Some(parent) if header.status == crate::state::FlowStatus::Cancelled => format!(
+            "it was cancelled when its parent flow '{}' moved on without it, so nothing more is \
+             expected of it; stratum_audit tells what happened",
+            parent.flow
+        ),
         Some(parent) => format!(
-            "it is a sub-flow of flow '{}': report its end with stratum_step_done on '{}'",
+            "it is a sub-flow of flow '{}': report its end with stratum_step_done on '{}', or \
+             read what happened with stratum_audit",
             parent.flow, parent.flow
         ),
-        None => "start a new flow with stratum_plan".to_owned(),
+        None => "start a new flow with stratum_plan, or read what happened with stratum_audit"
+            .to_owned(),
     };
     let mut error = ErrorResponse::new(
         "flow_already_complete",
         format!(
-            "Flow '{}' has already finished ({status}); {next}, or read what happened with stratum_audit",
+            "Flow '{}' has already finished ({status}); {next}",
             header.id
         ),
     )
