@@ -11,7 +11,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::Scenario;
+use support::{Scenario, error_type, status};
 
 /// `pipeline`: two checked steps, a gate that revises to the second, a report. `tuning`: an
 /// iterated step. `cached`: a cached step before a `policy: skip` gate.
@@ -92,19 +92,6 @@ flows:
         depends_on: [check]
         inputs: {rows: "$.steps.fetch.output.rows"}
 "#;
-
-fn status(response: &Value) -> &str {
-    response["status"]
-        .as_str()
-        .expect("every response has a status")
-}
-
-fn error_type(response: &Value) -> &str {
-    assert_eq!(status(response), "error", "expected an error: {response}");
-    response["error_type"]
-        .as_str()
-        .expect("an error has an error_type")
-}
 
 /// The step ids of a trace's records, in order.
 fn trace_steps(trace: &Value) -> Vec<String> {

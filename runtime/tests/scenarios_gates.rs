@@ -10,7 +10,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::Scenario;
+use support::{Scenario, error_type, status};
 
 const REVIEWED_WORK: &str = include_str!("../../examples/reviewed-work.stratum.yaml");
 
@@ -189,19 +189,6 @@ flows:
         on_revise: draft
         on_kill: ~
 "#;
-
-fn status(response: &Value) -> &str {
-    response["status"]
-        .as_str()
-        .expect("every response has a status")
-}
-
-fn error_type(response: &Value) -> &str {
-    assert_eq!(status(response), "error", "expected an error: {response}");
-    response["error_type"]
-        .as_str()
-        .expect("an error has an error_type")
-}
 
 /// The trace records of one type.
 fn records<'v>(trace: &'v Value, kind: &str) -> Vec<&'v Value> {

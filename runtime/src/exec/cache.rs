@@ -26,19 +26,7 @@ pub(crate) fn serve_from_cache(
     let Some(result) = work.cached(&key)? else {
         return Ok(None);
     };
-    let outputs = inputs::dependency_outputs(work, run, step)?;
-    let scope = validate::Scope {
-        input: &header.inputs,
-        steps: &outputs,
-    };
-    let verdict = validate::check_result(
-        &run.plan,
-        step,
-        &result,
-        &scope,
-        &run.ctx.config.limits,
-        run.ctx.config.guardrail_backtrack_limit,
-    );
+    let verdict = validate::check_step_result(work, run, &header, step, &result)?;
     if !verdict.passed() {
         return Ok(None);
     }

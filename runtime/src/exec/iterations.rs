@@ -402,9 +402,12 @@ fn accumulate(
         };
         keyed.push((item_key, item));
     }
+    // A set of the keys seen, so that a report costs what it and the accumulator hold, not
+    // their product.
+    let mut seen: std::collections::HashSet<String> = accumulator.keys.iter().cloned().collect();
     let mut added = 0;
     for (item_key, item) in keyed {
-        if !accumulator.keys.contains(&item_key) {
+        if seen.insert(item_key.clone()) {
             accumulator.keys.push(item_key);
             accumulator.items.push(item);
             added += 1;

@@ -13,7 +13,7 @@ use stratum_compiler::plan::{Action, Step};
 
 use super::dispatch::{self, Move, Note};
 use super::{
-    Run, budget, cache, gate_needs_resolve, inputs, iterations, running_step, validate, wrong_step,
+    Run, budget, cache, gate_needs_resolve, iterations, running_step, validate, wrong_step,
 };
 use crate::response::{ErrorResponse, Record, Response, StepRecord};
 use crate::state::EventBody;
@@ -66,21 +66,7 @@ pub(crate) fn step_done(
             failure: Some(validate::Failure::Schema),
             violations: vec![problem],
         },
-        None => {
-            let outputs = inputs::dependency_outputs(work, run, step)?;
-            let scope = validate::Scope {
-                input: &header.inputs,
-                steps: &outputs,
-            };
-            validate::check_result(
-                &run.plan,
-                step,
-                &result,
-                &scope,
-                &run.ctx.config.limits,
-                run.ctx.config.guardrail_backtrack_limit,
-            )
-        }
+        None => validate::check_step_result(work, run, &header, step, &result)?,
     };
     if let Some(usage) = usage {
         budget::debit(work, run, usage)?;

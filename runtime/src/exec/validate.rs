@@ -6,6 +6,11 @@ use serde_json::Value;
 use stratum_compiler::plan::{Plan, Step};
 use stratum_grammar::{Bindings, Limits};
 
+use super::work::Work;
+use super::{Run, inputs};
+use crate::state::FlowHeader;
+use crate::store::StoreError;
+
 /// How a result failed, by the first kind of check that refused it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Failure {
@@ -107,6 +112,30 @@ pub(crate) fn check_result(
         }
     }
     verdict
+}
+
+/// Checks `result` for the current step of `run`, with the values its `ensure`s may read
+/// (the flow's inputs, the outputs of the steps it depends on) and the run's limits.
+pub(crate) fn check_step_result(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    header: &FlowHeader,
+    step: &Step,
+    result: &Value,
+) -> Result<Verdict, StoreError> {
+    let outputs = inputs::dependency_outputs(work, run, step)?;
+    let scope = Scope {
+        input: &header.inputs,
+        steps: &outputs,
+    };
+    Ok(check_result(
+        &run.plan,
+        step,
+        result,
+        &scope,
+        &run.ctx.config.limits,
+        run.ctx.config.guardrail_backtrack_limit,
+    ))
 }
 
 /// "ensure 'result.confidence > 0.7' failed: `result.confidence` was 0.42": the reference's

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rusqlite::{
-    Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
+    Connection, OpenFlags, OptionalExtension, Params, Transaction, TransactionBehavior, params,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -329,16 +329,31 @@ struct Reader<'c> {
     plans: &'c mut PlanCache,
 }
 
+impl Reader<'_> {
+    /// The text column of the one row `sql` selects, if there is one.
+    fn one_text(
+        &self,
+        sql: &str,
+        params: impl Params,
+        what: &'static str,
+    ) -> Result<Option<String>, StoreError> {
+        self.conn
+            .prepare_cached(sql)
+            .and_then(|mut statement| statement.query_row(params, |row| row.get(0)).optional())
+            .map_err(failed(what))
+    }
+}
+
 impl Snapshot for Reader<'_> {
     fn plan(&mut self, checksum: &str) -> Result<Option<Arc<Plan>>, StoreError> {
         if let Some(plan) = self.plans.get(checksum) {
             return Ok(Some(plan));
         }
-        let json: Option<String> = self
-            .conn
-            .prepare_cached("SELECT json FROM plans WHERE checksum = ?1")
-            .and_then(|mut statement| statement.query_row([checksum], |row| row.get(0)).optional())
-            .map_err(failed("read a plan"))?;
+        let json = self.one_text(
+            "SELECT json FROM plans WHERE checksum = ?1",
+            [checksum],
+            "read a plan",
+        )?;
         let Some(json) = json else {
             return Ok(None);
         };
@@ -383,15 +398,11 @@ impl Snapshot for Reader<'_> {
     }
 
     fn step(&mut self, id: &FlowId, step: u32) -> Result<Option<StepState>, StoreError> {
-        let state: Option<String> = self
-            .conn
-            .prepare_cached("SELECT state FROM steps WHERE flow = ?1 AND step = ?2")
-            .and_then(|mut statement| {
-                statement
-                    .query_row(params![id.as_str(), step], |row| row.get(0))
-                    .optional()
-            })
-            .map_err(failed("read a step"))?;
+        let state = self.one_text(
+            "SELECT state FROM steps WHERE flow = ?1 AND step = ?2",
+            params![id.as_str(), step],
+            "read a step",
+        )?;
         state
             .map(|state| decode(&state, || format!("step {step} of flow {id}")))
             .transpose()
@@ -472,15 +483,11 @@ impl Snapshot for Reader<'_> {
     }
 
     fn checkpoint(&mut self, id: &FlowId, label: &str) -> Result<Option<Checkpoint>, StoreError> {
-        let body: Option<String> = self
-            .conn
-            .prepare_cached("SELECT body FROM checkpoints WHERE flow = ?1 AND label = ?2")
-            .and_then(|mut statement| {
-                statement
-                    .query_row(params![id.as_str(), label], |row| row.get(0))
-                    .optional()
-            })
-            .map_err(failed("read a checkpoint"))?;
+        let body = self.one_text(
+            "SELECT body FROM checkpoints WHERE flow = ?1 AND label = ?2",
+            params![id.as_str(), label],
+            "read a checkpoint",
+        )?;
         body.map(|body| decode(&body, || format!("checkpoint {label:?} of flow {id}")))
             .transpose()
     }
@@ -500,11 +507,11 @@ impl Snapshot for Reader<'_> {
     }
 
     fn cached(&mut self, key: &str) -> Result<Option<Value>, StoreError> {
-        let value: Option<String> = self
-            .conn
-            .prepare_cached("SELECT value FROM cache WHERE key = ?1")
-            .and_then(|mut statement| statement.query_row([key], |row| row.get(0)).optional())
-            .map_err(failed("read the result cache"))?;
+        let value = self.one_text(
+            "SELECT value FROM cache WHERE key = ?1",
+            [key],
+            "read the result cache",
+        )?;
         value
             .map(|value| decode(&value, || format!("the cached result {key}")))
             .transpose()

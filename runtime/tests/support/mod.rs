@@ -318,3 +318,18 @@ impl Scenario {
         text
     }
 }
+
+/// A response's `status`.
+pub fn status(response: &Value) -> &str {
+    response["status"]
+        .as_str()
+        .expect("every response has a status")
+}
+
+/// An error's `error_type` (asserting it is an error).
+pub fn error_type(response: &Value) -> &str {
+    assert_eq!(status(response), "error", "expected an error: {response}");
+    response["error_type"]
+        .as_str()
+        .expect("an error has an error_type")
+}
