@@ -944,3 +944,43 @@ fn reference_bugs_7_and_11_survive_a_restart_on_sqlite() {
     assert_eq!(gate["duration_ms"], 60_000);
     insta::assert_snapshot!(s.transcript());
 }
+
+/// Two `flag` gates that approve into each other form a loop no agent takes part in; with a
+/// huge `max_rounds` it must still end at once (one command may not walk or write without
+/// bound), as a `routing_loop`.
+#[test]
+fn auto_approving_gates_in_a_loop_end_the_flow_whatever_max_rounds_says() {
+    let spec = r#"
+version: "0.2"
+functions:
+  approval:
+    mode: gate
+flows:
+  main:
+    input: {}
+    max_rounds: 1000000000
+    steps:
+      - id: work
+        intent: "Do the work"
+      - id: first
+        function: approval
+        policy: flag
+        on_approve: second
+        on_revise: work
+        on_kill: ~
+      - id: second
+        function: approval
+        policy: flag
+        on_approve: first
+        on_revise: work
+        on_kill: ~
+"#;
+    let mut s = Scenario::new(spec);
+    s.start(None, json!({}));
+    let flow = s.flow(1);
+    let ended = s.done(&flow, "work", json!({}));
+    assert_eq!(error_type(&ended), "routing_loop", "{ended}");
+    let audit = s.audit(&flow);
+    let records = audit["trace"].as_array().map_or(0, Vec::len);
+    assert!(records <= 1_000, "the walk wrote {records} records");
+}

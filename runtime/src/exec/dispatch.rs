@@ -49,11 +49,17 @@ pub(crate) fn advance(
     run: &Run<'_>,
     mut note: Note,
 ) -> Result<Response, StoreError> {
+    // One command walks at most this far without an agent: the re-entry bound caps each
+    // step, but a spec's `max_rounds` may be huge, and a loop of auto-approving gates must
+    // not run (and write trace records) for as long as it allows.
+    let reentries = run
+        .max_reentries()
+        .min(crate::command::DEFAULT_MAX_REENTRIES);
     let bound = run
         .steps()
         .len()
-        .saturating_mul(run.max_reentries() as usize + 2)
-        + 16;
+        .saturating_mul(reentries as usize + 2)
+        .saturating_add(16);
     for _ in 0..bound {
         let header = work.get(&run.id)?;
         if header.status.is_finished() {
