@@ -1,7 +1,8 @@
 //! The SQLite store under the scenario driver: flows driven to completion and read back after
 //! a restart, the files' permissions, a newer schema and a hand-edited plan refused, a hostile
-//! flow id, two handles on one file (no stale state), and a differential run of the same
-//! scripted commands against the memory store and SQLite.
+//! flow id, two handles on one file (no stale state), a differential run of the same
+//! scripted commands against the memory store and SQLite, and concurrent calls in one process:
+//! a call in progress holds up no other flow, and a call whose flow moved under it runs again.
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
@@ -886,4 +887,125 @@ fn reference_bugs_23_and_25_a_flow_runs_on_the_plan_it_started_with() {
         .query_row("SELECT count(*) FROM plans", [], |row| row.get(0))
         .expect("plans are counted");
     assert_eq!(plans, 2, "each plan is stored once, by checksum");
+}
+
+/// Runs `command` through the store like `execute`, but calls `pause` between the command's
+/// read and its write (on the first run only), so that a test can interleave another call.
+fn execute_pausing(
+    store: &dyn Store,
+    command: &Command,
+    pause: &mut dyn FnMut(),
+) -> stratum_runtime::Response {
+    let ctx = stratum_runtime::Context::new(
+        stratum_runtime::now_ms(),
+        stratum_runtime::fresh_seed(),
+        Arc::new(Config::default()),
+    );
+    let mut response = None;
+    let mut first = true;
+    store
+        .transact(&mut |snapshot| {
+            let mut work = stratum_runtime::exec::Work::new(snapshot);
+            response = Some(stratum_runtime::exec::run(&mut work, command, &ctx)?);
+            if std::mem::take(&mut first) {
+                pause();
+            }
+            Ok(work.into_changes(ctx.now_ms))
+        })
+        .expect("the command commits");
+    response.expect("the command ran")
+}
+
+fn started(store: &Arc<SqliteStore>, spec: &str, flow: &str, inputs: Value) -> String {
+    let response = stratum_runtime::Runtime::new(store.clone(), Config::default())
+        .call(&Command::Start {
+            plan: Arc::new(support::plan(spec)),
+            flow: Some(flow.to_owned()),
+            inputs,
+        })
+        .expect("the flow starts")
+        .to_json();
+    response["flow_id"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_call_in_progress_holds_up_no_call_on_another_flow() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store = open(&db_in(&dir));
+    let slow_flow = started(&store, SENTIMENT, "run", json!({"text": "a"}));
+    let (entered, wait_for_entered) = std::sync::mpsc::channel();
+    let (release, wait_for_release) = std::sync::mpsc::channel::<()>();
+    let slow = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            let command = Command::StepDone {
+                flow_id: slow_flow,
+                step_id: "s1".to_owned(),
+                result: json!({"label": "positive", "confidence": 0.9}),
+                usage: None,
+            };
+            execute_pausing(store.as_ref(), &command, &mut || {
+                entered.send(()).unwrap();
+                // Stands for a slow evaluation: it lasts until the other call has committed.
+                wait_for_release
+                    .recv_timeout(std::time::Duration::from_secs(30))
+                    .expect("the other call finished while this one was in progress");
+            })
+        })
+    };
+    wait_for_entered.recv().unwrap();
+    let other = started(&store, SENTIMENT, "run", json!({"text": "b"}));
+    let runtime = stratum_runtime::Runtime::new(store.clone(), Config::default());
+    let done = runtime
+        .call(&Command::StepDone {
+            flow_id: other,
+            step_id: "s1".to_owned(),
+            result: json!({"label": "negative", "confidence": 0.8}),
+            usage: None,
+        })
+        .unwrap()
+        .to_json();
+    assert_eq!(status(&done), "complete");
+    release.send(()).unwrap();
+    assert_eq!(status(&slow.join().unwrap().to_json()), "complete");
+}
+
+#[test]
+fn a_call_whose_flow_moved_under_it_runs_again_on_fresh_state() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store = open(&db_in(&dir));
+    let flow = started(&store, REVIEWED_WORK, "reviewed_work", json!({"text": "t"}));
+    let done = |quality: f64| Command::StepDone {
+        flow_id: flow.clone(),
+        step_id: "work".to_owned(),
+        result: json!({"result": format!("r{quality}"), "quality_score": quality}),
+        usage: None,
+    };
+    let runtime = stratum_runtime::Runtime::new(store.clone(), Config::default());
+    // The first call reads the flow at `work`; before it writes, a second call completes
+    // `work`. The first must not complete it again: it runs again and finds the flow at the
+    // gate.
+    let late = execute_pausing(store.as_ref(), &done(0.9), &mut || {
+        let first = runtime.call(&done(0.95)).unwrap().to_json();
+        assert_eq!(status(&first), "await_gate");
+    })
+    .to_json();
+    assert_eq!(
+        error_type(&late),
+        "gate_step_requires_gate_resolve",
+        "{late:#}"
+    );
+    let audit = runtime
+        .call(&Command::Audit {
+            flow_id: flow.clone(),
+        })
+        .unwrap()
+        .to_json();
+    let records: Vec<&Value> = audit["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|record| record["step_id"] == "work")
+        .collect();
+    assert_eq!(records.len(), 1, "one completion of `work`: {audit:#}");
 }

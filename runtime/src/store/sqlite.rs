@@ -2,11 +2,15 @@
 //! machine (an MCP server, a CLI, several agents' servers at once).
 //!
 //! Takes a path (or `$STRATUM_HOME/stratum.db`, by default `~/.stratum/stratum.db`) and
-//! [`SqliteOptions`]; gives a [`Store`] whose every [`transact`](Store::transact) is one
-//! `BEGIN IMMEDIATE` transaction: the command reads the flow's rows inside it (through a
-//! [`Snapshot`] over the live transaction), its [`Changes`] are written, and the transaction
-//! commits before the caller sees the response. Writers in every process are serialised by
-//! SQLite's write lock; readers see a consistent snapshot (WAL) and never block them.
+//! [`SqliteOptions`]; gives a [`Store`] whose every [`transact`](Store::transact) runs in two
+//! phases. The command runs against a read snapshot (a deferred transaction on a connection
+//! of a small pool; WAL readers never wait for writers), so that its evaluation, however slow,
+//! holds no lock; then its [`Changes`] are written in one `BEGIN IMMEDIATE` transaction on the
+//! writer connection, each flow header by compare-and-set on the version the command read. A
+//! header that moved meanwhile (another call, process or CLI got there first) aborts the
+//! write, and the command runs again on fresh state: what it answers is always what it
+//! committed, and the transaction commits before the caller sees the response. Writers in
+//! every process are serialised by SQLite's write lock, held only while rows are written.
 //!
 //! Invariants:
 //! - no flow state is kept between transactions: only plans, immutable and named by their
@@ -155,17 +159,22 @@ impl Default for SqliteOptions {
     }
 }
 
-/// Flow executions in a SQLite database. One connection per store, behind a mutex: a server
-/// shares one store between its requests, and each process opens its own.
+/// Flow executions in a SQLite database: a writer connection behind a mutex and a pool of
+/// read connections, shared by a server's concurrent calls; each process opens its own.
 pub struct SqliteStore {
     path: PathBuf,
-    inner: Mutex<Inner>,
+    options: SqliteOptions,
+    writer: Mutex<Connection>,
+    /// Idle read connections; a call takes one (or opens one) and gives it back.
+    readers: Mutex<Vec<Connection>>,
+    plans: Mutex<PlanCache>,
 }
 
-struct Inner {
-    conn: Connection,
-    plans: PlanCache,
-}
+/// How many idle read connections a store keeps.
+const IDLE_READERS: usize = 8;
+
+/// How often a command runs again when its flow moved between its read and its write.
+const WRITE_ATTEMPTS: usize = 32;
 
 impl SqliteStore {
     /// Opens (creating it if need be) the database at `path`, with the default options.
@@ -212,16 +221,7 @@ impl SqliteStore {
             prepare_dir(dir, false)?;
         }
         create_private_file(&path)?;
-        // No SQLITE_OPEN_URI: a path is a path, never a `file:` URI with options.
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(&path, flags).map_err(|error| {
-            StoreError::Database(format!("cannot open {}: {error}", path.display()))
-        })?;
-        conn.busy_timeout(options.busy_timeout)
-            .map_err(failed("set the busy timeout"))?;
-        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
+        let conn = open_connection(&path, &options)?;
         // Refuse a newer database before changing anything in it, its journal mode included.
         check_version(user_version(&conn)?)?;
         let mode: String = conn
@@ -234,16 +234,14 @@ impl SqliteStore {
                 path.display()
             )));
         }
-        conn.pragma_update(None, "synchronous", options.synchronous.pragma())
-            .map_err(failed("set the synchronous mode"))?;
         migrate(&conn)?;
         restrict_files(&path)?;
         Ok(SqliteStore {
             path,
-            inner: Mutex::new(Inner {
-                conn,
-                plans: PlanCache::default(),
-            }),
+            options,
+            writer: Mutex::new(conn),
+            readers: Mutex::new(Vec::new()),
+            plans: Mutex::new(PlanCache::default()),
         })
     }
 
@@ -252,15 +250,70 @@ impl SqliteStore {
         &self.path
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    fn writer(&self) -> MutexGuard<'_, Connection> {
         // A panic inside a command dropped its transaction, which rolled it back: the
         // connection is usable, so a poisoned lock is taken over rather than refused.
-        let guard = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        if !guard.conn.is_autocommit() {
-            let _ = guard.conn.execute_batch("ROLLBACK");
+        let conn = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        if !conn.is_autocommit() {
+            let _ = conn.execute_batch("ROLLBACK");
         }
-        guard
+        conn
     }
+
+    /// Runs `work` in a read transaction on a pooled connection.
+    fn reading<T>(
+        &self,
+        work: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let idle = self
+            .readers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let conn = match idle {
+            Some(conn) => conn,
+            None => open_connection(&self.path, &self.options)?,
+        };
+        if !conn.is_autocommit() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        let outcome = Transaction::new_unchecked(&conn, TransactionBehavior::Deferred)
+            .map_err(failed("begin a read transaction"))
+            .and_then(|tx| {
+                let value = work(&tx)?;
+                tx.commit().map_err(failed("end the read transaction"))?;
+                Ok(value)
+            });
+        let mut readers = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
+        if readers.len() < IDLE_READERS {
+            readers.push(conn);
+        }
+        outcome
+    }
+
+    fn cache_plans(&self, plans: &[Arc<Plan>]) {
+        let mut cache = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
+        for plan in plans {
+            cache.insert(plan.clone());
+        }
+    }
+}
+
+/// One connection to the database with the store's settings.
+fn open_connection(path: &Path, options: &SqliteOptions) -> Result<Connection, StoreError> {
+    // No SQLITE_OPEN_URI: a path is a path, never a `file:` URI with options.
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|error| {
+        StoreError::Database(format!("cannot open {}: {error}", path.display()))
+    })?;
+    conn.busy_timeout(options.busy_timeout)
+        .map_err(failed("set the busy timeout"))?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
+    conn.pragma_update(None, "synchronous", options.synchronous.pragma())
+        .map_err(failed("set the synchronous mode"))?;
+    Ok(conn)
 }
 
 impl Store for SqliteStore {
@@ -268,40 +321,50 @@ impl Store for SqliteStore {
         &self,
         work: &mut dyn FnMut(&mut dyn Snapshot) -> Result<Changes, StoreError>,
     ) -> Result<(), StoreError> {
-        let mut guard = self.lock();
-        let Inner { conn, plans } = &mut *guard;
-        let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)
-            .map_err(failed("begin a write transaction"))?;
-        // An error from here on drops `tx`, which rolls the transaction back.
-        let changes = work(&mut Reader { conn: &tx, plans })?;
-        write(&tx, &changes)?;
-        tx.commit().map_err(failed("commit the transaction"))?;
-        // Only plans that are now stored are cached: the cache never knows more than the
-        // database.
-        for plan in changes.plans {
-            plans.insert(plan);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let changes = self.reading(|conn| {
+                work(&mut Reader {
+                    conn,
+                    plans: &self.plans,
+                })
+            })?;
+            if changes.is_empty() {
+                return Ok(());
+            }
+            let conn = self.writer();
+            let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)
+                .map_err(failed("begin a write transaction"))?;
+            // An error from here on drops `tx`, which rolls the transaction back.
+            match write(&tx, &changes) {
+                Err(StoreError::Conflict(_)) if attempt < WRITE_ATTEMPTS => continue,
+                written => written?,
+            }
+            tx.commit().map_err(failed("commit the transaction"))?;
+            drop(conn);
+            // Only plans that are now stored are cached: the cache never knows more than the
+            // database.
+            self.cache_plans(&changes.plans);
+            return Ok(());
         }
-        Ok(())
     }
 
     fn read(
         &self,
         work: &mut dyn FnMut(&mut dyn Snapshot) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
-        let mut guard = self.lock();
-        let Inner { conn, plans } = &mut *guard;
-        let tx = Transaction::new_unchecked(conn, TransactionBehavior::Deferred)
-            .map_err(failed("begin a read transaction"))?;
-        work(&mut Reader { conn: &tx, plans })?;
-        tx.commit().map_err(failed("end the read transaction"))
+        self.reading(|conn| {
+            work(&mut Reader {
+                conn,
+                plans: &self.plans,
+            })
+        })
     }
 
     fn list_flows(&self) -> Result<Vec<FlowHeader>, StoreError> {
-        let guard = self.lock();
-        let tx = Transaction::new_unchecked(&guard.conn, TransactionBehavior::Deferred)
-            .map_err(failed("begin a read transaction"))?;
-        let headers = {
-            let mut statement = tx
+        self.reading(|conn| {
+            let mut statement = conn
                 .prepare_cached("SELECT id, header FROM flows ORDER BY seq DESC")
                 .map_err(failed("list the flows"))?;
             let rows = statement
@@ -316,17 +379,15 @@ impl Store for SqliteStore {
                     format!("flow {id}'s header")
                 })?);
             }
-            headers
-        };
-        tx.commit().map_err(failed("end the read transaction"))?;
-        Ok(headers)
+            Ok(headers)
+        })
     }
 }
 
 /// The core's view of the database, inside the command's transaction.
 struct Reader<'c> {
     conn: &'c Connection,
-    plans: &'c mut PlanCache,
+    plans: &'c Mutex<PlanCache>,
 }
 
 impl Reader<'_> {
@@ -346,7 +407,12 @@ impl Reader<'_> {
 
 impl Snapshot for Reader<'_> {
     fn plan(&mut self, checksum: &str) -> Result<Option<Arc<Plan>>, StoreError> {
-        if let Some(plan) = self.plans.get(checksum) {
+        let cached = self
+            .plans
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(checksum);
+        if let Some(plan) = cached {
             return Ok(Some(plan));
         }
         let json = self.one_text(
@@ -369,7 +435,10 @@ impl Snapshot for Reader<'_> {
             )));
         }
         let loaded = Arc::new(loaded);
-        self.plans.insert(loaded.clone());
+        self.plans
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(loaded.clone());
         Ok(Some(loaded))
     }
 
