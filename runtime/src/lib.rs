@@ -17,11 +17,14 @@
 
 pub mod command;
 pub mod compile;
+pub mod draft;
 pub mod exec;
 pub mod ids;
 pub mod response;
+pub mod speckit;
 pub mod state;
 pub mod store;
+pub mod workflows;
 
 use std::sync::Arc;
 
