@@ -20,6 +20,7 @@ pub mod compile;
 pub mod draft;
 pub mod exec;
 pub mod ids;
+pub mod mcp;
 pub mod response;
 pub mod speckit;
 pub mod state;

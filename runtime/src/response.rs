@@ -8,13 +8,14 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::state::BudgetLedger;
 
 /// Every answer of [`execute`](crate::execute).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Response {
     Step(Box<StepDispatch>),
@@ -66,7 +67,7 @@ impl Response {
 
 /// `execute_step` (and, for a failed attempt, `ensure_failed` / `schema_failed` /
 /// `guardrail_blocked`): what the agent must do now.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct StepDispatch {
     pub status: String,
     pub flow_id: String,
@@ -103,7 +104,7 @@ pub struct StepDispatch {
 }
 
 /// `await_gate`: a gate waits for `stratum_gate_resolve`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct GateDispatch {
     pub status: &'static str,
     pub flow_id: String,
@@ -127,7 +128,7 @@ pub struct GateDispatch {
 
 /// `execute_flow`: a flow step started (or resumed) its child; `child_step` is the child's
 /// own dispatch. Like the reference, it has no `flow_id`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct FlowDispatch {
     pub status: &'static str,
     pub parent_flow_id: String,
@@ -146,7 +147,7 @@ pub struct FlowDispatch {
 }
 
 /// A flow that ended: `complete`, `killed` or `budget_exhausted`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct Finished {
     pub status: String,
     pub flow_id: String,
@@ -170,7 +171,7 @@ pub struct Finished {
 }
 
 /// `{"status": "error", "error_type", "message", ...}`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, JsonSchema)]
 pub struct ErrorResponse {
     pub status: &'static str,
     pub error_type: String,
@@ -219,7 +220,7 @@ impl ErrorResponse {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct Committed {
     pub status: &'static str,
     pub flow_id: String,
@@ -229,7 +230,7 @@ pub struct Committed {
     pub checkpoints: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct IterationStarted {
     pub status: &'static str,
     pub flow_id: String,
@@ -240,7 +241,7 @@ pub struct IterationStarted {
 }
 
 /// `iteration_continue` or `iteration_exit`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct IterationReport {
     pub status: String,
     pub flow_id: String,
@@ -274,7 +275,7 @@ pub struct IterationReport {
     pub accumulated_count: Option<u64>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct IterationAborted {
     pub status: &'static str,
     pub flow_id: String,
@@ -288,7 +289,7 @@ pub struct IterationAborted {
 }
 
 /// `check_timeouts` found nothing to do.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct NoTimeout {
     pub status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -297,14 +298,14 @@ pub struct NoTimeout {
     pub remaining_seconds: Option<f64>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct StatusOnly {
     pub status: String,
     pub flow_id: String,
 }
 
 /// `stratum_audit`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct Audit {
     pub flow_id: String,
     pub flow_name: String,
@@ -330,14 +331,14 @@ pub struct Audit {
     pub parent_flow_id: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct RoundRecords {
     pub round: u32,
     pub steps: Vec<Record>,
 }
 
 /// One trace record, as the reference writes them (`type` tells which).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Record {
     Step(StepRecord),
@@ -358,7 +359,7 @@ impl Record {
 }
 
 /// A step's final success or final failure (not one per failed attempt).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StepRecord {
     pub step_id: String,
     /// Empty for steps that are not function steps.
@@ -380,7 +381,7 @@ pub struct StepRecord {
     pub violations: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GateRecord {
     pub step_id: String,
     pub outcome: String,
@@ -392,7 +393,7 @@ pub struct GateRecord {
     pub at_ms: u64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SkipRecord {
     pub step_id: String,
     pub skip_reason: String,
@@ -401,7 +402,7 @@ pub struct SkipRecord {
     pub at_ms: u64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PolicyRecord {
     pub step_id: String,
     /// `flag`, `skip` or `skip_if`.

@@ -175,13 +175,13 @@ pub struct Accumulator {
 }
 
 /// A flow's budget: its caps and what it has spent.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BudgetLedger {
     pub caps: BudgetCaps,
     pub consumed: BudgetConsumed,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BudgetCaps {
     pub ms: Option<u64>,
     pub usd: Option<f64>,
@@ -189,7 +189,7 @@ pub struct BudgetCaps {
     pub max_tokens: Option<u64>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BudgetConsumed {
     pub wall_s: f64,
     pub dispatches: u64,

@@ -1,0 +1,246 @@
+//! Each tool's arguments: one type per tool, whose doc comments become the argument
+//! descriptions of its input schema, and one parser that names the argument at fault.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::limits;
+
+/// Why a call's arguments were refused: which argument, and what to send instead.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArgumentError {
+    pub argument: Option<String>,
+    pub message: String,
+}
+
+/// Reads a tool's arguments, refusing oversized or deeply nested values first so that no
+/// later stage ever sees them.
+pub fn parse<T: DeserializeOwned>(
+    tool: &str,
+    arguments: Map<String, Value>,
+) -> Result<T, ArgumentError> {
+    for (name, value) in &arguments {
+        limits::check_argument(name, value).map_err(|message| ArgumentError {
+            argument: Some(name.clone()),
+            message,
+        })?;
+    }
+    serde_path_to_error::deserialize(Value::Object(arguments)).map_err(|error| {
+        let argument = error
+            .path()
+            .iter()
+            .next()
+            .map(|segment| segment.to_string());
+        // serde speaks of Rust's maps and sequences; agents send JSON objects and arrays.
+        let inner = error
+            .inner()
+            .to_string()
+            .replace("a map", "an object")
+            .replace("a sequence", "an array");
+        let message = if let Some(field) = inner.strip_prefix("missing field ") {
+            format!("{tool} needs the argument {field}")
+        } else if inner.starts_with("unknown field") {
+            inner.replacen("unknown field", "unknown argument", 1)
+        } else if argument.is_some() {
+            format!("argument `{}`: {inner}", error.path())
+        } else {
+            inner
+        };
+        ArgumentError { argument, message }
+    })
+}
+
+/// `stratum_validate`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ValidateArgs {
+    /// The spec's YAML text (the content of a `.stratum.yaml` file, not its path).
+    pub spec: String,
+}
+
+/// `stratum_plan`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanArgs {
+    /// The spec's YAML text (the content of a `.stratum.yaml` file, not its path).
+    pub spec: String,
+    /// The flow to run. Omit it to run the spec's `workflow.entry` flow, or its only flow.
+    #[serde(default)]
+    pub flow: Option<String>,
+    /// The flow's inputs, by the names its `input` declares.
+    #[serde(default)]
+    pub inputs: Option<Map<String, Value>>,
+}
+
+/// `stratum_step_done`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StepDoneArgs {
+    /// The `flow_id` of the dispatch being answered.
+    pub flow_id: String,
+    /// The `step_id` of the dispatch being answered.
+    pub step_id: String,
+    /// The step's output: an object with the fields of its `output_fields`. For a flow step,
+    /// the child flow's completion (or just its `output`).
+    pub result: Map<String, Value>,
+    /// What the step cost, for budgets: `{"tokens": n, "dollars": x}` or
+    /// `{"input_tokens": n, "output_tokens": m, "model": "claude-sonnet-4"}`.
+    #[serde(default)]
+    pub usage: Option<Map<String, Value>>,
+}
+
+/// Tools that name only a flow: `stratum_audit`, `stratum_check_timeouts`, `stratum_resume`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlowArgs {
+    /// The flow's id, as `stratum_plan` returned it.
+    pub flow_id: String,
+}
+
+/// `stratum_gate_resolve`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GateResolveArgs {
+    pub flow_id: String,
+    /// The gate step waiting (`step_id` of the `await_gate` dispatch).
+    pub step_id: String,
+    /// `approve`, `revise` or `kill`.
+    pub outcome: String,
+    /// Why: kept in the audit trail.
+    pub rationale: String,
+    /// Who decided: `human`, `agent` or `system`.
+    pub resolved_by: String,
+}
+
+/// `stratum_skip_step`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SkipStepArgs {
+    pub flow_id: String,
+    /// The current step (not a gate).
+    pub step_id: String,
+    /// Why it is skipped: kept in the audit trail.
+    pub reason: String,
+}
+
+/// `stratum_commit` and `stratum_revert`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointArgs {
+    pub flow_id: String,
+    /// The checkpoint's name.
+    pub label: String,
+}
+
+/// `stratum_iteration_start`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IterationStartArgs {
+    pub flow_id: String,
+    /// The current step; it must declare `max_iterations`.
+    pub step_id: String,
+}
+
+/// `stratum_iteration_report`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IterationReportArgs {
+    pub flow_id: String,
+    pub step_id: String,
+    /// This iteration's result: an object of the step's output fields.
+    pub result: Map<String, Value>,
+}
+
+/// `stratum_iteration_abort`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IterationAbortArgs {
+    pub flow_id: String,
+    pub step_id: String,
+    /// Why the loop stops early.
+    pub reason: String,
+}
+
+/// `stratum_compile_speckit`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompileSpeckitArgs {
+    /// The directory of spec-kit task files (`tasks/*.md`), relative to the server's working
+    /// directory or absolute.
+    pub tasks_dir: String,
+    /// The name of the generated flow.
+    #[serde(default = "default_flow_name")]
+    pub flow_name: String,
+}
+
+fn default_flow_name() -> String {
+    "tasks".to_owned()
+}
+
+/// `stratum_list_workflows`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListWorkflowsArgs {
+    /// The directory to scan (not recursively) for `*.stratum.yaml` files.
+    #[serde(default = "current_dir")]
+    pub workflows_dir: String,
+}
+
+/// `stratum_draft_pipeline`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DraftPipelineArgs {
+    /// The pipeline draft: `{"name": ..., "phases": [...]}`.
+    pub draft: Map<String, Value>,
+    /// The project whose `.stratum/pipeline-draft.json` receives it.
+    #[serde(default = "current_dir")]
+    pub project_dir: String,
+}
+
+fn current_dir() -> String {
+    ".".to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn parse_step_done(value: Value) -> Result<StepDoneArgs, ArgumentError> {
+        let Value::Object(map) = value else {
+            return Err(ArgumentError {
+                argument: None,
+                message: "not an object".to_owned(),
+            });
+        };
+        parse("stratum_step_done", map)
+    }
+
+    #[test]
+    fn errors_name_the_argument() {
+        let wrong_type = parse_step_done(json!({"flow_id": "f", "step_id": "s", "result": "ok"}));
+        let error = wrong_type.err();
+        assert_eq!(
+            error.as_ref().and_then(|e| e.argument.as_deref()),
+            Some("result")
+        );
+        assert_eq!(
+            error.map(|e| e.message),
+            Some("argument `result`: invalid type: string \"ok\", expected an object".to_owned())
+        );
+        let missing = parse_step_done(json!({"flow_id": "f", "step_id": "s"})).err();
+        assert_eq!(
+            missing.map(|e| e.message),
+            Some("stratum_step_done needs the argument `result`".to_owned())
+        );
+        let unknown = parse_step_done(json!({"flowid": "f", "step_id": "s", "result": {}})).err();
+        assert!(
+            unknown
+                .map(|e| e.message)
+                .is_some_and(|m| m.starts_with("unknown argument `flowid`, expected one of"))
+        );
+    }
+}

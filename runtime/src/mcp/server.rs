@@ -1,0 +1,474 @@
+//! The MCP server: rmcp's [`ServerHandler`] over the runtime. Every call runs on tokio's
+//! blocking pool, so a slow call never holds up the others, and is one store transaction, so
+//! another server process or the operator CLI on the same store sees it at once.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler};
+use serde::Serialize;
+use serde_json::Value;
+use stratum_compiler::plan::Plan;
+use stratum_compiler::source::SourceMap;
+
+use super::args::{self, ArgumentError};
+use super::diagnostics;
+use super::outputs::{SpecRejected, ToolError, Validation};
+use super::tools::{self, ToolName, ToolSpec};
+use crate::command::Command;
+use crate::compile::{self, CompileError};
+use crate::store::{SqliteOptions, SqliteStore, Store, StoreError};
+use crate::{Config, Runtime};
+
+/// How many compiled plans the server keeps, by the checksum of their spec text.
+const PLAN_CACHE_SIZE: usize = 32;
+
+/// The name every diagnostic of a spec sent as text carries.
+const SPEC_NAME: &str = "spec.stratum.yaml";
+
+/// What the server runs on.
+pub enum StoreChoice {
+    /// `$STRATUM_HOME/stratum.db` (default `~/.stratum`), opened on first use.
+    Default(SqliteOptions),
+    /// A database file, opened on first use.
+    Sqlite(PathBuf, SqliteOptions),
+    /// A store already open (tests, embedding).
+    Open(Arc<dyn Store>),
+}
+
+/// The `stratum-mcp` tools, over one store.
+#[derive(Clone)]
+pub struct StratumServer {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    choice: StoreChoice,
+    config: Config,
+    runtime: Mutex<Option<Runtime>>,
+    plans: Mutex<VecDeque<(String, Arc<Plan>)>>,
+    compilations: AtomicU64,
+}
+
+/// What one call answers: a value of the tool's output schema, or a refusal of the call as
+/// sent (`isError`).
+enum Outcome {
+    Answer(Value),
+    Refused(ToolError),
+}
+
+impl StratumServer {
+    pub fn new(choice: StoreChoice, config: Config) -> StratumServer {
+        StratumServer {
+            shared: Arc::new(Shared {
+                choice,
+                config,
+                runtime: Mutex::new(None),
+                plans: Mutex::new(VecDeque::new()),
+                compilations: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// How many specs this server compiled (a spec sent again is taken from the cache).
+    pub fn compilations(&self) -> u64 {
+        self.shared.compilations.load(Ordering::Relaxed)
+    }
+
+    /// Runs one tool call to its answer, on the calling thread: `Err` is a refusal of the
+    /// call as sent.
+    pub fn call_blocking(&self, name: &str, arguments: JsonObject) -> Result<Value, Value> {
+        let Some(spec) = tools::find(name) else {
+            return Err(to_value(&ToolError::new(
+                "unknown_tool",
+                unknown_tool_message(name),
+            )));
+        };
+        match self.shared.call(spec, arguments) {
+            Outcome::Answer(value) => Ok(value),
+            Outcome::Refused(error) => Err(to_value(&error)),
+        }
+    }
+}
+
+impl ServerHandler for StratumServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "stratum-mcp",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            tools::TOOLS.iter().map(ToolSpec::to_tool).collect(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        tools::find(name).map(ToolSpec::to_tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(spec) = tools::find(&request.name) else {
+            return Err(ErrorData::invalid_params(
+                unknown_tool_message(&request.name),
+                None,
+            ));
+        };
+        let shared = self.shared.clone();
+        let arguments = request.arguments.unwrap_or_default();
+        let outcome = tokio::task::spawn_blocking(move || shared.call(spec, arguments))
+            .await
+            .unwrap_or_else(|panic| {
+                Outcome::Refused(ToolError::new(
+                    "internal_error",
+                    format!("the server failed while running {}: {panic}", spec.name),
+                ))
+            });
+        Ok(CallToolResponse::Complete(match outcome {
+            Outcome::Answer(value) => CallToolResult::structured(value),
+            Outcome::Refused(error) => CallToolResult::structured_error(to_value(&error)),
+        }))
+    }
+}
+
+const INSTRUCTIONS: &str = "Stratum runs typed workflow specs (`.stratum.yaml`): you write or \
+receive a spec, start a flow with stratum_plan, do each step it dispatches yourself and report \
+it with stratum_step_done, until the flow completes. The server checks every result against the \
+spec (contracts, output schemas, ensure expressions), retries, routes, waits at gates for \
+stratum_gate_resolve, and keeps the state durably: after a restart, stratum_resume returns the \
+current step. Check a spec with stratum_validate before running it.";
+
+fn unknown_tool_message(name: &str) -> String {
+    let names = tools::TOOLS.iter().map(|spec| spec.name);
+    match stratum_compiler::diagnostic::did_you_mean(name, names) {
+        Some(close) => format!("no tool named `{name}`; did you mean `{close}`?"),
+        None => format!("no tool named `{name}`"),
+    }
+}
+
+fn to_value(value: &impl Serialize) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+impl Shared {
+    fn call(&self, spec: &ToolSpec, arguments: JsonObject) -> Outcome {
+        match self.run(spec, arguments) {
+            Ok(value) => Outcome::Answer(value),
+            Err(Refusal::Argument(error)) => Outcome::Refused(ToolError {
+                argument: error.argument,
+                ..ToolError::new("invalid_argument", error.message)
+            }),
+            Err(Refusal::Store(error)) => {
+                Outcome::Refused(ToolError::new("store_unavailable", error.to_string()))
+            }
+        }
+    }
+
+    fn run(&self, spec: &ToolSpec, arguments: JsonObject) -> Result<Value, Refusal> {
+        let name = spec.name;
+        let command = match spec.tool {
+            ToolName::Validate => {
+                let args: args::ValidateArgs = args::parse(name, arguments)?;
+                return Ok(to_value(&validate(&args.spec)));
+            }
+            ToolName::Plan => {
+                let args: args::PlanArgs = args::parse(name, arguments)?;
+                let plan = match self.plan(&args.spec) {
+                    Ok(plan) => plan,
+                    Err(rejected) => return Ok(rejected),
+                };
+                Command::Start {
+                    plan,
+                    flow: args.flow,
+                    inputs: Value::Object(args.inputs.unwrap_or_default()),
+                }
+            }
+            ToolName::StepDone => {
+                let args: args::StepDoneArgs = args::parse(name, arguments)?;
+                Command::StepDone {
+                    flow_id: args.flow_id,
+                    step_id: args.step_id,
+                    result: Value::Object(args.result),
+                    usage: args.usage.map(Value::Object),
+                }
+            }
+            ToolName::Audit => Command::Audit {
+                flow_id: args::parse::<args::FlowArgs>(name, arguments)?.flow_id,
+            },
+            ToolName::CheckTimeouts => Command::CheckTimeouts {
+                flow_id: args::parse::<args::FlowArgs>(name, arguments)?.flow_id,
+            },
+            ToolName::Resume => Command::Resume {
+                flow_id: args::parse::<args::FlowArgs>(name, arguments)?.flow_id,
+            },
+            ToolName::GateResolve => {
+                let args: args::GateResolveArgs = args::parse(name, arguments)?;
+                Command::GateResolve {
+                    flow_id: args.flow_id,
+                    step_id: args.step_id,
+                    outcome: args.outcome,
+                    rationale: args.rationale,
+                    resolved_by: args.resolved_by,
+                }
+            }
+            ToolName::SkipStep => {
+                let args: args::SkipStepArgs = args::parse(name, arguments)?;
+                Command::SkipStep {
+                    flow_id: args.flow_id,
+                    step_id: args.step_id,
+                    reason: args.reason,
+                }
+            }
+            ToolName::Commit => {
+                let args: args::CheckpointArgs = args::parse(name, arguments)?;
+                Command::Commit {
+                    flow_id: args.flow_id,
+                    label: args.label,
+                }
+            }
+            ToolName::Revert => {
+                let args: args::CheckpointArgs = args::parse(name, arguments)?;
+                Command::Revert {
+                    flow_id: args.flow_id,
+                    label: args.label,
+                }
+            }
+            ToolName::IterationStart => {
+                let args: args::IterationStartArgs = args::parse(name, arguments)?;
+                Command::IterationStart {
+                    flow_id: args.flow_id,
+                    step_id: args.step_id,
+                }
+            }
+            ToolName::IterationReport => {
+                let args: args::IterationReportArgs = args::parse(name, arguments)?;
+                Command::IterationReport {
+                    flow_id: args.flow_id,
+                    step_id: args.step_id,
+                    result: Value::Object(args.result),
+                }
+            }
+            ToolName::IterationAbort => {
+                let args: args::IterationAbortArgs = args::parse(name, arguments)?;
+                Command::IterationAbort {
+                    flow_id: args.flow_id,
+                    step_id: args.step_id,
+                    reason: args.reason,
+                }
+            }
+            ToolName::CompileSpeckit => {
+                let args: args::CompileSpeckitArgs = args::parse(name, arguments)?;
+                let compiled =
+                    crate::speckit::compile_tasks_dir(Path::new(&args.tasks_dir), &args.flow_name);
+                return Ok(match compiled {
+                    Ok(compiled) => to_value(&compiled),
+                    Err(error) => to_value(&error.failure()),
+                });
+            }
+            ToolName::ListWorkflows => {
+                let args: args::ListWorkflowsArgs = args::parse(name, arguments)?;
+                let dir = Path::new(&args.workflows_dir);
+                return Ok(to_value(&crate::workflows::list_workflows(dir)));
+            }
+            ToolName::DraftPipeline => {
+                let args: args::DraftPipelineArgs = args::parse(name, arguments)?;
+                let dir = Path::new(&args.project_dir);
+                return Ok(
+                    match crate::draft::save_draft(&Value::Object(args.draft), dir) {
+                        Ok(saved) => to_value(&saved),
+                        Err(error) => to_value(&error.failure()),
+                    },
+                );
+            }
+        };
+        let runtime = self.runtime()?;
+        let response = runtime.call(&command)?;
+        Ok(response.to_json())
+    }
+
+    /// The store, opened on first use (so that starting the server touches nothing).
+    fn runtime(&self) -> Result<Runtime, StoreError> {
+        let mut slot = self.runtime.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(runtime) = slot.as_ref() {
+            return Ok(runtime.clone());
+        }
+        let store: Arc<dyn Store> = match &self.choice {
+            StoreChoice::Default(options) => Arc::new(SqliteStore::open_with(
+                SqliteStore::default_path()?,
+                *options,
+            )?),
+            StoreChoice::Sqlite(path, options) => Arc::new(SqliteStore::open_with(path, *options)?),
+            StoreChoice::Open(store) => store.clone(),
+        };
+        let runtime = Runtime::new(store, self.config.clone());
+        *slot = Some(runtime.clone());
+        Ok(runtime)
+    }
+
+    /// The plan of a spec text: from the cache when the same text was compiled before, else
+    /// compiled. A spec with errors gives the answer that reports them.
+    fn plan(&self, text: &str) -> Result<Arc<Plan>, Value> {
+        let key = stratum_compiler::plan::sha256(text.as_bytes());
+        {
+            let plans = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some((_, plan)) = plans.iter().find(|(cached, _)| *cached == key) {
+                return Ok(plan.clone());
+            }
+        }
+        self.compilations.fetch_add(1, Ordering::Relaxed);
+        let plan = match compile::plan_from_spec(SPEC_NAME, text) {
+            Ok(plan) => Arc::new(plan),
+            Err(CompileError::Spec {
+                sources,
+                diagnostics,
+            }) => return Err(to_value(&rejected(&sources, &diagnostics))),
+            Err(CompileError::Lower(error)) => {
+                return Err(to_value(&ToolError::new(
+                    "execution_error",
+                    format!("the spec checks but could not be prepared to run: {error}"),
+                )));
+            }
+        };
+        let mut plans = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
+        if !plans.iter().any(|(cached, _)| *cached == key) {
+            if plans.len() >= PLAN_CACHE_SIZE {
+                plans.pop_front();
+            }
+            plans.push_back((key, plan.clone()));
+        }
+        Ok(plan)
+    }
+}
+
+/// Why a call was not run.
+enum Refusal {
+    Argument(ArgumentError),
+    Store(StoreError),
+}
+
+impl From<ArgumentError> for Refusal {
+    fn from(error: ArgumentError) -> Refusal {
+        Refusal::Argument(error)
+    }
+}
+
+impl From<StoreError> for Refusal {
+    fn from(error: StoreError) -> Refusal {
+        Refusal::Store(error)
+    }
+}
+
+/// `stratum_validate`: the compiler's check, every diagnostic.
+pub fn validate(text: &str) -> Validation {
+    let mut sources = SourceMap::new();
+    let compilation = stratum_compiler::check_bytes(&mut sources, SPEC_NAME, text.as_bytes());
+    let report = diagnostics::report(&sources, &compilation.diagnostics);
+    Validation {
+        valid: report.errors.is_empty(),
+        errors: report.errors,
+        warnings: report.warnings,
+    }
+}
+
+fn rejected(
+    sources: &SourceMap,
+    compiler_diagnostics: &[stratum_compiler::diagnostic::Diagnostic],
+) -> SpecRejected {
+    let report = diagnostics::report(sources, compiler_diagnostics);
+    let first = report.errors.first().cloned();
+    let mut all = report.errors;
+    all.extend(report.warnings);
+    all.sort_by_key(|diagnostic| (diagnostic.line, diagnostic.column));
+    SpecRejected {
+        status: "error",
+        success: false,
+        error_type: first
+            .as_ref()
+            .map_or_else(|| "ir_semantic_error".to_owned(), |d| d.error_type.clone()),
+        path: first.as_ref().map(|d| d.path.clone()).unwrap_or_default(),
+        message: first
+            .as_ref()
+            .map_or_else(|| "the spec has errors".to_owned(), |d| d.message.clone()),
+        suggestion: first.and_then(|d| d.suggestion),
+        diagnostics: all,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::MemoryStore;
+
+    const SENTIMENT: &str = include_str!("../../../examples/sentiment.stratum.yaml");
+
+    fn server() -> StratumServer {
+        StratumServer::new(
+            StoreChoice::Open(Arc::new(MemoryStore::default())),
+            Config::default(),
+        )
+    }
+
+    fn object(value: Value) -> JsonObject {
+        match value {
+            Value::Object(object) => object,
+            _ => JsonObject::new(),
+        }
+    }
+
+    #[test]
+    fn the_same_spec_text_is_compiled_once() {
+        let server = server();
+        let plan = || object(json!({"spec": SENTIMENT, "flow": "run", "inputs": {"text": "t"}}));
+        let first = server.call_blocking("stratum_plan", plan());
+        let second = server.call_blocking("stratum_plan", plan());
+        assert_eq!(server.compilations(), 1);
+        let flow_id = |answer: &Result<Value, Value>| {
+            answer
+                .as_ref()
+                .ok()
+                .and_then(|value| value.get("flow_id").cloned())
+        };
+        assert!(flow_id(&first).is_some());
+        assert_ne!(flow_id(&first), flow_id(&second), "two flows of one plan");
+        let edited = SENTIMENT.replace("I love it", "I like it") + "\n";
+        let _ = server.call_blocking(
+            "stratum_plan",
+            object(json!({"spec": edited, "flow": "run", "inputs": {"text": "t"}})),
+        );
+        assert_eq!(server.compilations(), 2);
+    }
+
+    #[test]
+    fn an_unknown_tool_is_named_with_the_closest_one() {
+        let refused = server().call_blocking("stratum_audti", JsonObject::new());
+        let message = refused
+            .err()
+            .and_then(|error| error.get("message").cloned())
+            .unwrap_or_default();
+        assert_eq!(
+            message,
+            json!("no tool named `stratum_audti`; did you mean `stratum_audit`?")
+        );
+    }
+}

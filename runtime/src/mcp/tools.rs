@@ -1,0 +1,425 @@
+//! The tool table: each tool's name, title, description (written for the model that reads
+//! it), the four annotation hints, and its input and output schemas, generated from the
+//! argument and response types.
+
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde_json::{Value, json};
+
+use super::args;
+use super::outputs::{SpecRejected, ToolError, Validation};
+use crate::response::{
+    Audit, Committed, ErrorResponse, Finished, FlowDispatch, GateDispatch, IterationAborted,
+    IterationReport, IterationStarted, NoTimeout, StatusOnly, StepDispatch,
+};
+
+/// Which tool a call names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolName {
+    Validate,
+    Plan,
+    StepDone,
+    Audit,
+    GateResolve,
+    CheckTimeouts,
+    SkipStep,
+    Commit,
+    Revert,
+    IterationStart,
+    IterationReport,
+    IterationAbort,
+    Resume,
+    CompileSpeckit,
+    ListWorkflows,
+    DraftPipeline,
+}
+
+/// One tool as clients see it.
+pub struct ToolSpec {
+    pub tool: ToolName,
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    input: fn() -> Schema,
+    outputs: fn(&mut SchemaGenerator) -> Vec<Schema>,
+}
+
+/// The schemas of the types listed, registered in the generator.
+macro_rules! any_of {
+    ($($t:ty),* $(,)?) => {
+        |generator: &mut SchemaGenerator| vec![$(generator.subschema_for::<$t>()),*]
+    };
+}
+
+fn input<T: JsonSchema>() -> Schema {
+    schemars::schema_for!(T)
+}
+
+const NEXT_STEP: &str = "\
+The answer's `status` says what to do next:
+- `execute_step`: do the step yourself: follow `intent` with `inputs`, produce an object with the \
+fields of `output_fields` that satisfies every `ensure`, then call stratum_step_done(flow_id, \
+step_id, result). `routed_from` means an `on_fail` route moved the flow here; `violations` says why.
+- `execute_flow`: a sub-flow started. Work through `child_step` (report to the child's `flow_id`). \
+When the child answers `complete`, report that answer to the parent: \
+stratum_step_done(parent_flow_id, parent_step_id, result=<the child's completion>).
+- `await_gate`: a decision is needed. Ask the human when it is theirs to make, then call \
+stratum_gate_resolve(flow_id, step_id, outcome, rationale, resolved_by). Do not wait inside a call.
+- `complete`: the flow finished; `output` is its result and `trace` its record. `killed` and \
+`budget_exhausted` also end the flow.
+- `error`: nothing changed; `error_type` and `message` say why.";
+
+const RESULT_REFUSED: &str = "\
+- `ensure_failed`, `schema_failed`, `guardrail_blocked`: the result was refused. Read \
+`violations`, fix the work, and call stratum_step_done again for the same step; \
+`retries_remaining` says how many attempts are left.
+- `error` with `retries_exhausted`: the step failed for good and the flow with it. \
+`wrong_step`: report the step the last dispatch named. `gate_step_requires_gate_resolve`: use \
+stratum_gate_resolve.";
+
+/// Every tool, in the order `tools/list` gives them.
+pub static TOOLS: &[ToolSpec] = &[
+    ToolSpec {
+        tool: ToolName::Validate,
+        name: "stratum_validate",
+        title: "Check a Stratum spec",
+        description: "Check a `.stratum.yaml` spec without running it. Send the YAML text, not a \
+path. Returns `{valid, errors, warnings}` with every problem at once, each with `line`, `column`, \
+`path`, `message`, a `suggestion` and, when the fix is mechanical, `fix.edits` to apply. Fix every \
+error in one edit, then validate again or call stratum_plan.",
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        input: input::<args::ValidateArgs>,
+        outputs: any_of![Validation, ToolError],
+    },
+    ToolSpec {
+        tool: ToolName::Plan,
+        name: "stratum_plan",
+        title: "Start a Stratum flow",
+        description: "Start running a flow of a `.stratum.yaml` spec: send the spec's YAML text \
+(not a path), the flow's name and its inputs. The spec is checked first; if it has errors, the \
+answer is `status: error` with `diagnostics` listing every problem (line, column, suggestion, fix): \
+fix them all and call stratum_plan again. Otherwise the flow starts and the answer is its first \
+dispatch; keep its `flow_id` for every later call.",
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        input: input::<args::PlanArgs>,
+        outputs: any_of![
+            StepDispatch,
+            GateDispatch,
+            FlowDispatch,
+            Finished,
+            SpecRejected,
+            ErrorResponse,
+            ToolError
+        ],
+    },
+    ToolSpec {
+        tool: ToolName::StepDone,
+        name: "stratum_step_done",
+        title: "Report a step's result",
+        description: "Report the result of the step the last dispatch named: `flow_id`, \
+`step_id` and `result` (an object with the step's `output_fields`). Optional `usage` \
+(`{tokens, dollars}` or `{input_tokens, output_tokens, model}`) counts against the flow's budget. \
+The result is checked against the step's output schema, contract, guardrails and `ensure` \
+expressions.",
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        input: input::<args::StepDoneArgs>,
+        outputs: any_of![
+            StepDispatch,
+            GateDispatch,
+            FlowDispatch,
+            Finished,
+            ErrorResponse,
+            ToolError
+        ],
+    },
+    ToolSpec {
+        tool: ToolName::Audit,
+        name: "stratum_audit",
+        title: "Read a flow's audit trail",
+        description: "Read a flow's record, running or finished: `status` (`in_progress`, \
+`complete`, `killed`, `failed`, `budget_exhausted`), the trace of the current round, earlier \
+rounds, iterations, sub-flow audits, budget spent and durations. Read-only; call it after a flow \
+ends to learn from it, or any time to see where a flow stands.",
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        input: input::<args::FlowArgs>,
+        outputs: any_of![Audit, ErrorResponse, ToolError],
+    },
+    ToolSpec {
+        tool: ToolName::GateResolve,
+        name: "stratum_gate_resolve",
+        title: "Resolve a gate",
+        description: "Decide the gate the flow waits at (`await_gate`). `outcome`: `approve` \
+(go on to the gate's `on_approve` step, or finish), `revise` (start a new round at `on_revise`; \
+`error` `max_rounds_exceeded` when the flow's rounds are used up), or `kill` (end the flow, or run \
+its `on_kill` cleanup step). `rationale` is recorded; `resolved_by` is `human`, `agent` or \
+`system`: say `human` only when a person decided.",
+        read_only: false,
+        destructive: true,
+        idempotent: false,
+        input: input::<args::GateResolveArgs>,
+        outputs: any_of![
+            StepDispatch,
+            GateDispatch,
+            FlowDispatch,
+            Finished,
+            ErrorResponse,
+            ToolError
+        ],
+    },
+    ToolSpec {
+        tool: ToolName::CheckTimeouts,
+        name: "stratum_check_timeouts",
+        title: "Apply a gate's timeout",
+        description: "Check whether the gate the flow waits at is past its `timeout`. If it is, \
+the gate is killed as `system` at its deadline and the answer is `killed` (with `reason: timeout`) \
+or the dispatch of its `on_kill` step; otherwise `no_timeout` with `remaining_seconds` or a \
+`message` saying why nothing applies. Gates also expire on any other call of their flow.",
+        read_only: false,
+        destructive: true,
+        idempotent: true,
+        input: input::<args::FlowArgs>,
+        outputs: any_of![
+            NoTimeout,
+            StepDispatch,
+            GateDispatch,
+            FlowDispatch,
+            Finished,
+            ErrorResponse,
+            ToolError
+        ],
+    },
+    ToolSpec {
+        tool: ToolName::SkipStep,
+        name: "stratum_skip_step",
+        title: "Skip the current step",
+        description: "Skip the current step (not a gate) with a `reason`, recorded in the trace. \
+Its output is null, so later expressions reading it see `None`. Answers with the next dispatch or \
+the flow's completion.",
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        input: input::<args::SkipStepArgs>,
+        outputs: any_of![
+            StepDispatch,
+            GateDispatch,
+            FlowDispatch,
+            Finished,
+            ErrorResponse,
+            ToolError
+        ],
+    },
+    ToolSpec {
+        tool: ToolName::Commit,
+        name: "stratum_commit",
+        title: "Save a checkpoint",
+        description: "Save the flow's progress under `label` (replacing a checkpoint of that \
+name), so that stratum_revert can return to it. Answers `committed` with the labels the flow \
+has.",
+        read_only: false,
+        destructive: false,
+        idempotent: true,
+        input: input::<args::CheckpointArgs>,
+        outputs: any_of![Committed, ErrorResponse, ToolError],
+    },
+    ToolSpec {
+        tool: ToolName::Revert,
+        name: "stratum_revert",
+        title: "Return to a checkpoint",
+        description: "Return the flow to the checkpoint `label`: outputs, attempts, rounds and \
+iterations after it are discarded, and the answer is the dispatch of the step it saved (with \
+`reverted_to`). An unknown label answers `checkpoint_not_found` with the `available` ones.",
+        read_only: false,
+        destructive: true,
+        idempotent: true,
+        input: input::<args::CheckpointArgs>,
+        outputs: any_of![
+            StepDispatch,
+            GateDispatch,
+            FlowDispatch,
+            Finished,
+            ErrorResponse,
+            ToolError
+        ],
+    },
+    ToolSpec {
+        tool: ToolName::IterationStart,
+        name: "stratum_iteration_start",
+        title: "Start an iteration loop",
+        description: "Start a loop on the current step, which must declare `max_iterations`. \
+Then call stratum_iteration_report once per attempt until it answers `iteration_exit`, and \
+report the loop's `final_result` with stratum_step_done.",
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        input: input::<args::IterationStartArgs>,
+        outputs: any_of![IterationStarted, ErrorResponse, ToolError],
+    },
+    ToolSpec {
+        tool: ToolName::IterationReport,
+        name: "stratum_iteration_report",
+        title: "Report one iteration",
+        description: "Report one iteration's `result`. Answers `iteration_continue` (do another) \
+or `iteration_exit` with `outcome` (`exit_success`: the exit criterion held; \
+`exit_stagnation`; `exit_max`) and `final_result`, the result to send to stratum_step_done \
+(the best one when the step has a `score_expr`).",
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        input: input::<args::IterationReportArgs>,
+        outputs: any_of![IterationReport, ErrorResponse, ToolError],
+    },
+    ToolSpec {
+        tool: ToolName::IterationAbort,
+        name: "stratum_iteration_abort",
+        title: "Stop an iteration loop",
+        description: "Stop the active loop early with a `reason`. Answers `iteration_aborted` \
+with the best result so far, if any; then report the step with stratum_step_done.",
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        input: input::<args::IterationAbortArgs>,
+        outputs: any_of![IterationAborted, ErrorResponse, ToolError],
+    },
+    ToolSpec {
+        tool: ToolName::Resume,
+        name: "stratum_resume",
+        title: "Resume a flow",
+        description: "Get the current dispatch of a flow again: after a restart, a lost \
+answer, or to pick up a flow another session started. Answers like stratum_plan; a finished \
+flow answers `{status, flow_id}` with its final status.",
+        read_only: false,
+        destructive: false,
+        idempotent: true,
+        input: input::<args::FlowArgs>,
+        outputs: any_of![
+            StepDispatch,
+            GateDispatch,
+            FlowDispatch,
+            Finished,
+            StatusOnly,
+            ErrorResponse,
+            ToolError
+        ],
+    },
+    ToolSpec {
+        tool: ToolName::CompileSpeckit,
+        name: "stratum_compile_speckit",
+        title: "Compile spec-kit tasks into a spec",
+        description: "Turn a directory of spec-kit task files (`tasks/*.md`) into a \
+`.stratum.yaml` spec: one step per task, in file-name order, `[P]` tasks in parallel, \
+acceptance criteria as `ensure` expressions (`file X exists`, `file X contains Y`, `tests pass`, \
+`no lint errors`) and the rest in the step's intent. Answers `{status: ok, yaml, flow_name, \
+steps}`; run the yaml with stratum_plan(spec=yaml, flow=flow_name, \
+inputs={project_context: ...}).",
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        input: input::<args::CompileSpeckitArgs>,
+        outputs: any_of![
+            crate::speckit::CompiledTasks,
+            crate::speckit::SpeckitFailure,
+            ToolError
+        ],
+    },
+    ToolSpec {
+        tool: ToolName::ListWorkflows,
+        name: "stratum_list_workflows",
+        title: "List the workflows of a directory",
+        description: "List the `*.stratum.yaml` files of a directory that declare a `workflow:` \
+block, with each workflow's name, description, inputs and path. Invalid specs and duplicate \
+names are listed in `errors` (`file:line:column: message [code]`).",
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        input: input::<args::ListWorkflowsArgs>,
+        outputs: any_of![crate::workflows::WorkflowList, ToolError],
+    },
+    ToolSpec {
+        tool: ToolName::DraftPipeline,
+        name: "stratum_draft_pipeline",
+        title: "Save a pipeline draft",
+        description: "Save a pipeline draft (`{name, phases: [...]}`) to \
+`<project_dir>/.stratum/pipeline-draft.json` for the pipeline editor, replacing the previous \
+draft. The draft's shape is checked first.",
+        read_only: false,
+        destructive: true,
+        idempotent: true,
+        input: input::<args::DraftPipelineArgs>,
+        outputs: any_of![crate::draft::Saved, crate::draft::DraftFailure, ToolError],
+    },
+];
+
+/// The tool of that name.
+pub fn find(name: &str) -> Option<&'static ToolSpec> {
+    TOOLS.iter().find(|spec| spec.name == name)
+}
+
+impl ToolSpec {
+    /// The tool as `tools/list` shows it.
+    pub fn to_tool(&self) -> Tool {
+        let annotations = ToolAnnotations::with_title(self.title)
+            .read_only(self.read_only)
+            .destructive(self.destructive)
+            .idempotent(self.idempotent)
+            .open_world(false);
+        Tool::new(
+            self.name,
+            self.full_description(),
+            Arc::new(self.input_schema()),
+        )
+        .with_title(self.title)
+        .with_raw_output_schema(Arc::new(self.output_schema()))
+        .with_annotations(annotations)
+    }
+
+    fn full_description(&self) -> String {
+        match self.tool {
+            ToolName::Plan | ToolName::GateResolve | ToolName::SkipStep | ToolName::Resume => {
+                format!("{}\n\n{NEXT_STEP}", self.description)
+            }
+            ToolName::StepDone => format!("{}\n\n{NEXT_STEP}\n{RESULT_REFUSED}", self.description),
+            _ => self.description.to_owned(),
+        }
+    }
+
+    pub fn input_schema(&self) -> JsonObject {
+        match (self.input)().to_value() {
+            Value::Object(object) => object,
+            _ => JsonObject::new(),
+        }
+    }
+
+    /// An object schema whose `anyOf` lists every shape the tool answers with. The root is an
+    /// object, as clients before the 2026 protocol require to keep structured content.
+    pub fn output_schema(&self) -> JsonObject {
+        let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+        let shapes: Vec<Value> = (self.outputs)(&mut generator)
+            .into_iter()
+            .map(Schema::to_value)
+            .collect();
+        let definitions = generator.take_definitions(true);
+        let schema = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "anyOf": shapes,
+            "$defs": definitions,
+        });
+        match schema {
+            Value::Object(object) => object,
+            _ => JsonObject::new(),
+        }
+    }
+}
