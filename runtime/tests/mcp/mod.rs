@@ -1,0 +1,273 @@
+//! Drives the real `stratum-mcp` binary as a child process with rmcp's client, as an agent
+//! does, over either protocol. Every answer is checked against the output schema its tool
+//! declares, and its text copy against its structured content; a transcript of the calls
+//! (ids replaced by `<flow-N>`) can be snapshotted.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ProtocolVersion, Tool};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+/// How a client opens the conversation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// `initialize` then `notifications/initialized` (2025-11-25).
+    Handshake,
+    /// No handshake: `server/discover`, then every request carries its version (2026-07-28).
+    Stateless,
+}
+
+pub const BOTH: [Protocol; 2] = [Protocol::Handshake, Protocol::Stateless];
+
+pub struct McpServer {
+    client: RunningService<RoleClient, ()>,
+    pub tools: Vec<Tool>,
+    validators: HashMap<String, jsonschema::Validator>,
+    transcript: String,
+    flows: Vec<String>,
+    pub home: PathBuf,
+}
+
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_stratum-mcp")
+}
+
+impl McpServer {
+    /// Starts `stratum-mcp` with its state in `home` and its working directory `cwd`.
+    pub async fn start(home: &Path, cwd: &Path, protocol: Protocol) -> McpServer {
+        let mut command = tokio::process::Command::new(binary());
+        command
+            .env("STRATUM_HOME", home)
+            .env_remove("STRATUM_DB")
+            .current_dir(cwd)
+            .stderr(Stdio::inherit());
+        let transport = TokioChildProcess::new(command).expect("stratum-mcp starts");
+        let client = match protocol {
+            Protocol::Handshake => ().serve(transport).await.expect("initialize"),
+            Protocol::Stateless => ()
+                .serve_with_lifecycle(
+                    transport,
+                    ClientLifecycleMode::Discover {
+                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    },
+                )
+                .await
+                .expect("server/discover"),
+        };
+        let tools = client.list_all_tools().await.expect("tools/list");
+        let validators = tools
+            .iter()
+            .map(|tool| {
+                let schema = Value::Object(
+                    tool.output_schema
+                        .as_ref()
+                        .map(|schema| (**schema).clone())
+                        .expect("every tool declares an output schema"),
+                );
+                let validator = jsonschema::validator_for(&schema).unwrap_or_else(|error| {
+                    panic!("{}: invalid output schema: {error}", tool.name)
+                });
+                (tool.name.to_string(), validator)
+            })
+            .collect();
+        McpServer {
+            client,
+            tools,
+            validators,
+            transcript: String::new(),
+            flows: Vec::new(),
+            home: home.to_owned(),
+        }
+    }
+
+    /// The protocol version the client and server agreed on.
+    pub fn protocol_version(&self) -> Option<String> {
+        self.client
+            .peer_info()
+            .map(|info| info.protocol_version.to_string())
+    }
+
+    pub async fn raw(&self, tool: &str, arguments: Value) -> CallToolResult {
+        let Value::Object(arguments) = arguments else {
+            panic!("arguments are an object");
+        };
+        self.client
+            .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+            .await
+            .unwrap_or_else(|error| panic!("{tool}: {error}"))
+    }
+
+    /// Calls a tool expecting a JSON-RPC error (not a tool result), and returns its text.
+    pub async fn raw_error(&self, tool: &str, arguments: serde_json::Map<String, Value>) -> String {
+        match self
+            .client
+            .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+            .await
+        {
+            Ok(result) => panic!("{tool} answered: {result:?}"),
+            Err(error) => error.to_string(),
+        }
+    }
+
+    /// Calls a tool that must answer (not refuse): the answer is checked against the tool's
+    /// output schema and returned.
+    pub async fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let result = self.raw(tool, arguments.clone()).await;
+        assert_ne!(result.is_error, Some(true), "{tool} refused: {result:?}");
+        let answer = self.checked(tool, &result);
+        self.record(tool, &arguments, &answer);
+        answer
+    }
+
+    /// Calls a tool that must refuse the call (`isError`), and returns its structured error.
+    pub async fn refused(&mut self, tool: &str, arguments: Value) -> Value {
+        let result = self.raw(tool, arguments.clone()).await;
+        assert_eq!(
+            result.is_error,
+            Some(true),
+            "{tool} did not refuse: {result:?}"
+        );
+        let answer = self.checked(tool, &result);
+        self.record(tool, &arguments, &answer);
+        answer
+    }
+
+    fn checked(&self, tool: &str, result: &CallToolResult) -> Value {
+        let answer = result
+            .structured_content
+            .clone()
+            .unwrap_or_else(|| panic!("{tool}: no structuredContent in {result:?}"));
+        let text = result
+            .content
+            .first()
+            .and_then(|content| content.as_text())
+            .map(|text| text.text.clone())
+            .unwrap_or_else(|| panic!("{tool}: no text content"));
+        let from_text: Value = serde_json::from_str(&text).expect("the text is JSON");
+        assert_eq!(
+            from_text, answer,
+            "{tool}: text and structuredContent differ"
+        );
+        let validator = self
+            .validators
+            .get(tool)
+            .unwrap_or_else(|| panic!("no tool {tool} listed"));
+        let errors: Vec<String> = validator
+            .iter_errors(&answer)
+            .map(|error| format!("{error} at {}", error.instance_path()))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{tool}: the answer does not fit its output schema: {errors:?}\n{answer:#}"
+        );
+        answer
+    }
+
+    fn record(&mut self, tool: &str, arguments: &Value, answer: &Value) {
+        learn_ids(answer, &mut self.flows);
+        let mut arguments = self.normalize(arguments);
+        if let Some(spec) = arguments.get_mut("spec")
+            && let Some(text) = spec.as_str()
+        {
+            *spec = Value::String(format!("<{} bytes of YAML>", text.len()));
+        }
+        let answer = self.normalize(answer);
+        self.transcript.push_str(&format!(
+            "→ {tool} {}\n← {}\n\n",
+            serde_json::to_string(&arguments).unwrap_or_default(),
+            serde_json::to_string_pretty(&answer).unwrap_or_default()
+        ));
+    }
+
+    /// The n-th flow id seen (1-based).
+    pub fn flow(&self, n: usize) -> String {
+        self.flows
+            .get(n - 1)
+            .cloned()
+            .unwrap_or_else(|| panic!("no flow {n} seen yet"))
+    }
+
+    pub fn transcript(&self) -> &str {
+        &self.transcript
+    }
+
+    fn normalize(&self, value: &Value) -> Value {
+        match value {
+            Value::String(text) => Value::String(self.normalize_text(text)),
+            Value::Array(items) => items.iter().map(|item| self.normalize(item)).collect(),
+            Value::Object(fields) => Value::Object(
+                fields
+                    .iter()
+                    .map(|(key, value)| {
+                        let value = match key.as_str() {
+                            "duration_ms" | "total_duration_ms" | "at_ms" | "wall_s" => json!(0),
+                            "remaining_seconds" => json!("<seconds>"),
+                            "path" if value.as_str().is_some_and(|p| p.starts_with('/')) => {
+                                json!("<path>")
+                            }
+                            _ => self.normalize(value),
+                        };
+                        (key.clone(), value)
+                    })
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    fn normalize_text(&self, text: &str) -> String {
+        let mut text = text.to_owned();
+        for (n, id) in self.flows.iter().enumerate() {
+            text = text.replace(id, &format!("<flow-{}>", n + 1));
+        }
+        text
+    }
+
+    /// Closes the connection; the server exits when its input ends.
+    pub async fn stop(self) {
+        let _ = self.client.cancel().await;
+    }
+}
+
+fn learn_ids(value: &Value, flows: &mut Vec<String>) {
+    match value {
+        Value::Object(fields) => {
+            for (key, value) in fields {
+                if key.ends_with("flow_id")
+                    && let Some(id) = value.as_str()
+                    && !flows.iter().any(|known| known == id)
+                {
+                    flows.push(id.to_owned());
+                }
+                learn_ids(value, flows);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| learn_ids(item, flows)),
+        _ => {}
+    }
+}
+
+pub fn status(answer: &Value) -> &str {
+    answer.get("status").and_then(Value::as_str).unwrap_or("")
+}
+
+pub fn error_type(answer: &Value) -> &str {
+    answer
+        .get("error_type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+pub fn example(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
