@@ -8,6 +8,7 @@
 //! [`graph`] draws a checked spec's flows as Graphviz or Mermaid. The library does no IO; the
 //! `stratumc` binary reads files and writes reports.
 
+pub mod cli;
 pub mod diagnostic;
 pub mod expression;
 pub mod graph;

@@ -5,9 +5,11 @@ use std::process::ExitCode;
 
 use stratum_compiler::lower::{self, LowerError, Options};
 
-use crate::output::write_product;
-use crate::report::check_single;
-use crate::{BuildArgs, SPEC_ERRORS, USAGE_OR_IO_ERROR};
+use stratum_compiler::cli::output::write_product;
+use stratum_compiler::cli::report::check_single;
+use stratum_compiler::cli::{SPEC_ERRORS, USAGE_OR_IO_ERROR};
+
+use crate::BuildArgs;
 
 pub(crate) fn build(args: &BuildArgs) -> ExitCode {
     let (sources, compilation) = match check_single(

@@ -15,7 +15,7 @@ use stratum_compiler::render::{FileReport, human};
 use stratum_compiler::source::{SourceFile, SourceMap};
 use stratum_grammar::{Bindings, Env, EvalErrorKind, Limits, ProblemKind, Type};
 
-use crate::{Color, USAGE_OR_IO_ERROR, human_style};
+use stratum_compiler::cli::{Color, USAGE_OR_IO_ERROR, human_style};
 
 #[derive(clap::Args)]
 pub(crate) struct EvalArgs {

@@ -7,9 +7,9 @@ use std::process::ExitCode;
 
 use stratum_compiler::graph::{self, Format};
 
-use crate::output::write_product;
-use crate::report::check_single;
-use crate::{DiagnosticArgs, MessageFormat, USAGE_OR_IO_ERROR};
+use stratum_compiler::cli::output::write_product;
+use stratum_compiler::cli::report::check_single;
+use stratum_compiler::cli::{DiagnosticArgs, MessageFormat, USAGE_OR_IO_ERROR};
 
 #[derive(clap::Args)]
 pub(crate) struct GraphArgs {

@@ -3,19 +3,15 @@
 //! warnings, under `--deny-warnings`), 2 on a usage or I/O error.
 
 mod build;
-mod check;
 mod eval;
 mod graph;
-mod inputs;
-mod output;
-mod report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
-use stratum_compiler::diagnostic::{Code, Severity, did_you_mean};
-use stratum_compiler::render::human;
+use clap::{CommandFactory, Parser, Subcommand};
+use stratum_compiler::cli::{self, CheckArgs, DiagnosticArgs, MessageFormat, USAGE_OR_IO_ERROR};
+use stratum_compiler::diagnostic::{Code, did_you_mean};
 
 #[derive(Parser)]
 #[command(
@@ -70,34 +66,6 @@ enum Command {
     },
 }
 
-/// How diagnostics are reported: shared by every command that checks specs.
-#[derive(clap::Args)]
-struct DiagnosticArgs {
-    /// Fail when there are warnings, too
-    #[arg(long)]
-    deny_warnings: bool,
-    /// Report this warning as an error (a code such as W0010 or its name; repeatable)
-    #[arg(long, value_name = "WARNING", value_parser = parse_warning)]
-    deny: Vec<Code>,
-    /// Do not report this warning at all (a code such as W0012 or its name; repeatable)
-    #[arg(long, value_name = "WARNING", value_parser = parse_warning)]
-    allow: Vec<Code>,
-    /// When to colour human output (`auto`: on a terminal, unless NO_COLOR is set)
-    #[arg(long, value_enum, default_value_t = Color::Auto)]
-    color: Color,
-}
-
-#[derive(clap::Args)]
-struct CheckArgs {
-    /// Spec files, directories to search for *.stratum.yaml, or `-` for stdin [default: .]
-    paths: Vec<PathBuf>,
-    /// How to print diagnostics
-    #[arg(long, visible_alias = "message-format", value_enum, default_value_t = MessageFormat::Human)]
-    format: MessageFormat,
-    #[command(flatten)]
-    diagnostics: DiagnosticArgs,
-}
-
 #[derive(clap::Args)]
 struct BuildArgs {
     /// The spec, or `-` for stdin
@@ -118,42 +86,10 @@ struct BuildArgs {
     diagnostics: DiagnosticArgs,
 }
 
-/// A warning code for `--deny` and `--allow`: errors cannot be allowed, and are errors already.
-fn parse_warning(text: &str) -> Result<Code, String> {
-    match Code::parse(text) {
-        Some(code) if code.severity() == Severity::Warning => Ok(code),
-        Some(code) => Err(format!("{code} is an error, not a warning")),
-        None => Err(format!(
-            "unknown code `{text}`; `stratumc explain` lists every code"
-        )),
-    }
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum MessageFormat {
-    /// Graphical reports with the source underlined
-    Human,
-    /// One line each: path:line:col: severity[code]: message
-    Short,
-    /// A JSON document (schema: compiler/schemas/check-output.schema.json)
-    Json,
-    /// GitHub Actions annotations
-    Github,
-    /// SARIF 2.1.0
-    Sarif,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Color {
-    Auto,
-    Always,
-    Never,
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Check(args) => check::check(&args),
+        Command::Check(args) => cli::check(&args),
         Command::Build(args) => build::build(&args),
         Command::Eval(args) => eval::eval(&args),
         Command::Graph(args) => graph::graph(&args),
@@ -168,26 +104,6 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
     }
-}
-
-/// Exit status when a spec has errors (or warnings, under `--deny-warnings`).
-pub(crate) const SPEC_ERRORS: u8 = 1;
-
-/// Exit status of a usage or I/O error (and, for `eval`, of an expression that cannot run).
-pub(crate) const USAGE_OR_IO_ERROR: u8 = 2;
-
-/// The style of human output to a stream that is (or is not) a terminal.
-pub(crate) fn human_style(color: Color, terminal: bool) -> human::Style {
-    let color = match color {
-        Color::Always => true,
-        Color::Never => false,
-        Color::Auto => terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-    };
-    let width = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|columns| columns.parse().ok())
-        .unwrap_or(100);
-    human::Style { color, width }
 }
 
 fn explain(code: Option<&str>) -> ExitCode {

@@ -3,15 +3,15 @@
 
 use std::io::{IsTerminal, Write};
 
-use stratum_compiler::Compilation;
-use stratum_compiler::diagnostic::{Levels, Severity};
-use stratum_compiler::render::{self, human};
-use stratum_compiler::source::SourceMap;
+use crate::Compilation;
+use crate::diagnostic::{Levels, Severity};
+use crate::render::{self, human};
+use crate::source::SourceMap;
 
-use crate::{DiagnosticArgs, MessageFormat, human_style};
+use super::{DiagnosticArgs, MessageFormat, human_style};
 
 /// What the diagnostics of a run came to.
-pub(crate) struct Outcome {
+pub struct Outcome {
     pub errors: usize,
     pub warnings: usize,
     /// The diagnostics could not be written.
@@ -20,14 +20,14 @@ pub(crate) struct Outcome {
 
 impl Outcome {
     /// Whether the specs may be used: no errors, and no warnings under `--deny-warnings`.
-    pub(crate) fn passed(&self, args: &DiagnosticArgs) -> bool {
+    pub fn passed(&self, args: &DiagnosticArgs) -> bool {
         self.errors == 0 && !(args.deny_warnings && self.warnings > 0)
     }
 }
 
 /// Where diagnostics go.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stream {
+pub enum Stream {
     /// `check`: diagnostics are its product; a human report ends with a count on stderr.
     Stdout,
     /// Commands whose stdout is their product: nothing is printed for a clean spec.
@@ -36,7 +36,7 @@ pub(crate) enum Stream {
 
 /// Applies `--deny` / `--allow`, renders every diagnostic in `format` to `stream` and counts
 /// them.
-pub(crate) fn report(
+pub fn report(
     sources: &SourceMap,
     compilations: &mut [Compilation],
     args: &DiagnosticArgs,
@@ -102,31 +102,27 @@ pub(crate) fn report(
 /// Reads and checks the one spec a command works on, reporting its diagnostics on stderr.
 /// `Err` is the exit status when the spec cannot be used: unreadable (2), or with errors (1;
 /// `refusal` says what was not done).
-pub(crate) fn check_single(
+pub fn check_single(
     spec: &std::path::Path,
     args: &DiagnosticArgs,
     format: MessageFormat,
     refusal: &str,
 ) -> Result<(SourceMap, Compilation), std::process::ExitCode> {
-    let input = crate::inputs::Input::single(spec);
-    let bytes = crate::inputs::read_input(&input).map_err(|error| {
+    let input = super::inputs::Input::single(spec);
+    let bytes = super::inputs::read_input(&input).map_err(|error| {
         eprintln!("error: cannot read {}: {error}", input.display());
-        std::process::ExitCode::from(crate::USAGE_OR_IO_ERROR)
+        std::process::ExitCode::from(super::USAGE_OR_IO_ERROR)
     })?;
     let mut sources = SourceMap::new();
-    let mut compilations = vec![stratum_compiler::check_bytes(
-        &mut sources,
-        &input.display(),
-        &bytes,
-    )];
+    let mut compilations = vec![crate::check_bytes(&mut sources, &input.display(), &bytes)];
     let outcome = report(&sources, &mut compilations, args, format, Stream::Stderr);
     if !outcome.passed(args) {
         eprintln!("error: {refusal}: the spec has errors");
-        return Err(std::process::ExitCode::from(crate::SPEC_ERRORS));
+        return Err(std::process::ExitCode::from(super::SPEC_ERRORS));
     }
     let compilation = compilations
         .pop()
-        .ok_or(std::process::ExitCode::from(crate::USAGE_OR_IO_ERROR))?;
+        .ok_or(std::process::ExitCode::from(super::USAGE_OR_IO_ERROR))?;
     Ok((sources, compilation))
 }
 

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 /// Writes `text` to `path`, or to stdout when there is none or it is `-`.
-pub(crate) fn write_product(path: Option<&Path>, text: &str) -> std::io::Result<()> {
+pub fn write_product(path: Option<&Path>, text: &str) -> std::io::Result<()> {
     match path {
         Some(path) if path.as_os_str() != "-" => write_file(path, text),
         _ => {

@@ -2,14 +2,14 @@
 
 use std::process::ExitCode;
 
-use stratum_compiler::source::SourceMap;
-use stratum_compiler::{Compilation, check_bytes, check_workflow_names};
+use crate::source::SourceMap;
+use crate::{Compilation, check_bytes, check_workflow_names};
 
-use crate::inputs::{collect_inputs, read_input};
-use crate::report::{Stream, report};
-use crate::{CheckArgs, SPEC_ERRORS, USAGE_OR_IO_ERROR};
+use super::inputs::{collect_inputs, read_input};
+use super::report::{Stream, report};
+use super::{CheckArgs, SPEC_ERRORS, USAGE_OR_IO_ERROR};
 
-pub(crate) fn check(args: &CheckArgs) -> ExitCode {
+pub fn check(args: &CheckArgs) -> ExitCode {
     let mut io_failed = false;
     let inputs = match collect_inputs(&args.paths) {
         Ok(inputs) => inputs,

@@ -3,15 +3,15 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use stratum_compiler::input::MAX_FILE_SIZE;
+use crate::input::MAX_FILE_SIZE;
 
-pub(crate) enum Input {
+pub enum Input {
     Stdin,
     File(PathBuf),
 }
 
 impl Input {
-    pub(crate) fn display(&self) -> String {
+    pub fn display(&self) -> String {
         match self {
             Input::Stdin => "<stdin>".to_owned(),
             Input::File(path) => path.display().to_string(),
@@ -20,7 +20,7 @@ impl Input {
 }
 
 /// Files as given, and every `*.stratum.yaml` below the directories given, in sorted order.
-pub(crate) fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, String> {
+pub fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, String> {
     let default = [PathBuf::from(".")];
     let paths = if paths.is_empty() {
         &default[..]
@@ -72,7 +72,7 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
 }
 
 /// Reads at most one byte more than the size limit, so a huge file costs no more than that.
-pub(crate) fn read_input(input: &Input) -> std::io::Result<Vec<u8>> {
+pub fn read_input(input: &Input) -> std::io::Result<Vec<u8>> {
     let limit = MAX_FILE_SIZE as u64 + 1;
     let mut bytes = Vec::new();
     match input {
@@ -93,7 +93,7 @@ pub(crate) fn read_input(input: &Input) -> std::io::Result<Vec<u8>> {
 
 impl Input {
     /// One spec named on the command line: a file, or `-` for stdin.
-    pub(crate) fn single(path: &Path) -> Input {
+    pub fn single(path: &Path) -> Input {
         if path.as_os_str() == "-" {
             Input::Stdin
         } else {
