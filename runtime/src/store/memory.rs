@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use stratum_compiler::plan::Plan;
 
-use super::{Changes, Snapshot, Store, StoreError};
+use super::{Changes, Pruned, Snapshot, Store, StoreError};
 use crate::ids::FlowId;
 use crate::state::{Checkpoint, Event, FlowHeader, StepState};
 
@@ -194,5 +194,35 @@ impl Store for MemoryStore {
             .rev()
             .filter_map(|id| data.flows.get(id).and_then(|rows| rows.header.clone()))
             .collect())
+    }
+
+    fn prune(&self, finished_before_ms: u64) -> Result<Pruned, StoreError> {
+        let mut data = self.lock()?;
+        let headers: Vec<FlowHeader> = data
+            .flows
+            .values()
+            .filter_map(|rows| rows.header.clone())
+            .collect();
+        let doomed = super::prunable(&headers, finished_before_ms);
+        let Data {
+            flows,
+            order,
+            plans,
+            ..
+        } = &mut *data;
+        for id in &doomed {
+            flows.remove(id);
+        }
+        order.retain(|id| flows.contains_key(id));
+        let used: std::collections::HashSet<&str> = flows
+            .values()
+            .filter_map(|rows| rows.header.as_ref().map(|header| header.plan.as_str()))
+            .collect();
+        let before = plans.len();
+        plans.retain(|checksum, _| used.contains(checksum.as_str()));
+        Ok(Pruned {
+            flows: doomed,
+            plans: before - plans.len(),
+        })
     }
 }

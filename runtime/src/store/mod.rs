@@ -111,4 +111,55 @@ pub trait Store: Send + Sync {
 
     /// Every flow's header, newest first (for operators).
     fn list_flows(&self) -> Result<Vec<FlowHeader>, StoreError>;
+
+    /// Deletes, in one write transaction, every flow tree (a top-level flow with all its
+    /// sub-flows) whose flows have all finished, the last of them before
+    /// `finished_before_ms`, then the plans no remaining flow runs on. A tree with a running
+    /// flow is kept whole, so an audit never meets a half-deleted tree.
+    fn prune(&self, finished_before_ms: u64) -> Result<Pruned, StoreError>;
+}
+
+/// What [`Store::prune`] deleted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// The flows deleted, sub-flows included.
+    pub flows: Vec<FlowId>,
+    /// How many stored plans went with them.
+    pub plans: usize,
+}
+
+/// The flows [`Store::prune`] deletes among `headers`: whole trees, finished before the
+/// cut-off. Shared by every store so that they agree on what a prune takes.
+pub(crate) fn prunable(headers: &[FlowHeader], finished_before_ms: u64) -> Vec<FlowId> {
+    use std::collections::{BTreeSet, HashMap};
+    let parents: HashMap<&str, Option<&str>> = headers
+        .iter()
+        .map(|header| {
+            let parent = header.parent.as_ref().map(|link| link.flow.as_str());
+            (header.id.as_str(), parent)
+        })
+        .collect();
+    // A tree is named by its top-level flow; a flow whose parent is gone counts as one.
+    let root_of = |id: &FlowId| -> String {
+        let mut at = id.as_str();
+        for _ in 0..=headers.len() {
+            match parents.get(at) {
+                Some(Some(parent)) if parents.contains_key(parent) => at = parent,
+                _ => break,
+            }
+        }
+        at.to_owned()
+    };
+    let mut kept = BTreeSet::new();
+    for header in headers {
+        let old_enough = header.finished_ms.unwrap_or(header.updated_ms) < finished_before_ms;
+        if !header.status.is_finished() || !old_enough {
+            kept.insert(root_of(&header.id));
+        }
+    }
+    headers
+        .iter()
+        .filter(|header| !kept.contains(&root_of(&header.id)))
+        .map(|header| header.id.clone())
+        .collect()
 }

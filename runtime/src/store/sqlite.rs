@@ -40,7 +40,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use stratum_compiler::plan::{self, Plan};
 
-use super::{Changes, FlowChange, Snapshot, Store, StoreError};
+use super::{Changes, FlowChange, Pruned, Snapshot, Store, StoreError};
 use crate::ids::FlowId;
 use crate::state::{Checkpoint, Event, EventBody, FlowHeader, StepState};
 
@@ -363,25 +363,62 @@ impl Store for SqliteStore {
     }
 
     fn list_flows(&self) -> Result<Vec<FlowHeader>, StoreError> {
-        self.reading(|conn| {
-            let mut statement = conn
-                .prepare_cached("SELECT id, header FROM flows ORDER BY seq DESC")
-                .map_err(failed("list the flows"))?;
-            let rows = statement
-                .query_map([], |row| {
-                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
-                })
-                .map_err(failed("list the flows"))?;
-            let mut headers = Vec::new();
-            for row in rows {
-                let (id, header) = row.map_err(failed("list the flows"))?;
-                headers.push(decode::<FlowHeader>(&header, || {
-                    format!("flow {id}'s header")
-                })?);
+        let mut headers = self.reading(all_headers)?;
+        headers.reverse();
+        Ok(headers)
+    }
+
+    fn prune(&self, finished_before_ms: u64) -> Result<Pruned, StoreError> {
+        let conn = self.writer();
+        let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)
+            .map_err(failed("begin a write transaction"))?;
+        // Decided inside the write transaction: no flow can start or move meanwhile.
+        let headers = all_headers(&tx)?;
+        let doomed = super::prunable(&headers, finished_before_ms);
+        for id in &doomed {
+            for table in [
+                "DELETE FROM steps WHERE flow = ?1",
+                "DELETE FROM events WHERE flow = ?1",
+                "DELETE FROM checkpoints WHERE flow = ?1",
+                "DELETE FROM flows WHERE id = ?1",
+            ] {
+                tx.prepare_cached(table)
+                    .and_then(|mut statement| statement.execute(params![id.as_str()]))
+                    .map_err(failed("delete a finished flow"))?;
             }
-            Ok(headers)
+        }
+        let plans = tx
+            .execute(
+                "DELETE FROM plans WHERE checksum NOT IN (SELECT plan FROM flows)",
+                [],
+            )
+            .map_err(failed("delete the plans no flow runs on"))?;
+        tx.commit().map_err(failed("commit the prune"))?;
+        Ok(Pruned {
+            flows: doomed,
+            plans,
         })
     }
+}
+
+/// Every flow's header, oldest first.
+fn all_headers(conn: &Connection) -> Result<Vec<FlowHeader>, StoreError> {
+    let mut statement = conn
+        .prepare_cached("SELECT id, header FROM flows ORDER BY seq")
+        .map_err(failed("list the flows"))?;
+    let rows = statement
+        .query_map([], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+        })
+        .map_err(failed("list the flows"))?;
+    let mut headers = Vec::new();
+    for row in rows {
+        let (id, header) = row.map_err(failed("list the flows"))?;
+        headers.push(decode::<FlowHeader>(&header, || {
+            format!("flow {id}'s header")
+        })?);
+    }
+    Ok(headers)
 }
 
 /// The core's view of the database, inside the command's transaction.
