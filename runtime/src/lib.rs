@@ -15,8 +15,10 @@
 
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
 
+pub mod cli;
 pub mod command;
 pub mod compile;
+pub mod differences;
 pub mod draft;
 pub mod exec;
 pub mod ids;

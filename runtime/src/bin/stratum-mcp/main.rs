@@ -1,50 +1,70 @@
-//! `stratum-mcp`: the Stratum runtime's MCP server for coding agents, on standard input and
-//! output. Logs go to standard error (or `--log-file`), never to standard output, which is
-//! the protocol.
+//! `stratum-mcp`: the Stratum runtime for coding agents. With no sub-command it is the MCP
+//! server on standard input and output; its sub-commands are the operator's: query flows,
+//! resolve gates, watch, prune, validate and compile specs, explain the runtime's differences.
+//! Logs go to standard error (or `--log-file`), never to standard output, which is the
+//! protocol.
+
+mod operator;
+mod print;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use stratum_runtime::cli::gate::{Decision, ResolvedBy};
 use stratum_runtime::mcp::{StoreChoice, StratumServer};
 use stratum_runtime::{Config, SqliteOptions, Synchronous};
 
 const AFTER_HELP: &str = "\
-Register it with an agent (it speaks MCP on standard input and output):
+With no command, stratum-mcp is the MCP server, on standard input and output. Register it with
+an agent:
   Claude Code:  claude mcp add stratum -- stratum-mcp
   Codex:        [mcp_servers.stratum] command = \"stratum-mcp\"  (in ~/.codex/config.toml)
 
+Examples:
+  stratum-mcp query flows
+  stratum-mcp query gates --json
+  stratum-mcp gate approve 3f2a…-…  review --note \"looks good\"
+  stratum-mcp watch
+  stratum-mcp validate specs/
+  stratum-mcp compile tasks/ --output build.stratum.yaml
+
 State is kept in $STRATUM_HOME/stratum.db (default ~/.stratum/stratum.db), created on first use;
-every server and command on one machine may share it.
+every server and command on one machine may share it, at the same time.
 
-Exit status: 0 when the client closed the connection, 1 when the server could not run.";
+Exit status: 0 on success; 1 for an unknown flow, or a spec with errors; 2 for a gate that is not
+waiting (a conflict), or a usage error; 3 when the state database cannot be used. The server
+exits 0 when its client closes the connection.";
 
-/// Runs Stratum flows for coding agents over MCP (stdio).
+/// Runs Stratum flows for coding agents over MCP (stdio), and lets operators see and steer them.
 #[derive(Parser)]
 #[command(name = "stratum-mcp", version, about, after_help = AFTER_HELP)]
 struct Cli {
     /// The state database (default: $STRATUM_HOME/stratum.db, or ~/.stratum/stratum.db).
-    #[arg(long, value_name = "PATH", env = "STRATUM_DB")]
+    #[arg(long, value_name = "PATH", env = "STRATUM_DB", global = true)]
     db: Option<PathBuf>,
     /// `normal` survives any crash of the process; `full` also a power loss, at about three
     /// times the cost of each call.
-    #[arg(long, value_enum, default_value_t = Durability::Normal)]
+    #[arg(long, value_enum, default_value_t = Durability::Normal, global = true)]
     synchronous: Durability,
     /// The directory `file_exists` and `file_contains` in `ensure` expressions are confined
     /// to (default: the current directory).
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
     /// Append logs to this file instead of standard error.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", global = true)]
     log_file: Option<PathBuf>,
     /// What to log: `error`, `warn`, `info`, `debug` or `trace` (or a tracing filter).
     #[arg(
         long,
         value_name = "FILTER",
         env = "STRATUM_LOG",
-        default_value = "warn"
+        default_value = "warn",
+        global = true
     )]
     log: String,
+    #[command(subcommand)]
+    command: Option<Command>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -53,19 +73,124 @@ enum Durability {
     Full,
 }
 
+#[derive(Subcommand)]
+enum Command {
+    /// Read flows and gates from the state database
+    #[command(
+        after_help = "Examples:\n  stratum-mcp query flows\n  stratum-mcp query flow 3f2a9c1e-…\n  stratum-mcp query gates --json | jq '.[].flow_id'\n\nOn a terminal the answer is a table; piped, or with --json, it is JSON in the reference's version-1 contracts (schemas: runtime/schemas/query-*.schema.json).\n\nExit status: 0 on success, 1 for an unknown flow, 3 when the state database cannot be used."
+    )]
+    Query {
+        #[command(subcommand)]
+        what: Query,
+        /// Print JSON even on a terminal
+        #[arg(long, global = true)]
+        json: bool,
+    },
+    /// Approve, reject (kill) or revise the gate a flow waits at
+    #[command(
+        after_help = "Examples:\n  stratum-mcp gate approve 3f2a9c1e-… review --note \"ship it\"\n  stratum-mcp gate revise 3f2a9c1e-… review --note \"add tests\"\n  stratum-mcp gate reject 3f2a9c1e-… review --resolved-by agent\n\nA server running the flow sees the decision on its next call. The answer is JSON (schema: runtime/schemas/gate.schema.json), or one line on a terminal.\n\nExit status: 0 when the gate was resolved, 1 for an unknown flow, 2 when the flow does not wait at that gate (another step is current, someone resolved it first, or the flow has finished), 3 when the state database cannot be used."
+    )]
+    Gate {
+        /// What to decide (`reject` kills the flow, or runs its `on_kill` step)
+        #[arg(value_enum)]
+        decision: Decision,
+        /// The flow's id
+        flow: String,
+        /// The gate step's id
+        step: String,
+        /// Why, recorded as the gate's rationale
+        #[arg(long, value_name = "TEXT", default_value = "")]
+        note: String,
+        /// Who decided, as the audit records it
+        #[arg(long, value_enum, default_value_t = ResolvedBy::Human)]
+        resolved_by: ResolvedBy,
+        /// Print JSON even on a terminal
+        #[arg(long)]
+        json: bool,
+    },
+    /// Follow flows as they move, one line per event, until interrupted
+    #[command(
+        after_help = "Examples:\n  stratum-mcp watch\n  stratum-mcp watch 3f2a9c1e-…\n  stratum-mcp watch --json | jq -c 'select(.kind == \"gate_waiting\")'\n\nEvents: started, dispatched, done, refused (an attempt failed its checks), failed, skipped, gate waiting, gate resolved, finished. Watching one flow (and its sub-flows) stops when it has finished.\n\nExit status: 0 when interrupted or the watched flow finished, 1 for an unknown flow, 3 when the state database cannot be used."
+    )]
+    Watch {
+        /// Watch only this flow and its sub-flows
+        flow: Option<String>,
+        /// How often to look, in milliseconds
+        #[arg(long, value_name = "MS", default_value_t = 250)]
+        interval: u64,
+        /// One JSON object per line (schema: runtime/schemas/watch-event.schema.json)
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove finished flows from the state database (never a running one)
+    #[command(
+        after_help = "Examples:\n  stratum-mcp prune --older-than 30d\n  stratum-mcp prune --older-than 0s\n\nFinished flows are kept so that audits work after the end; prune removes those that finished longer ago than --older-than, each with its sub-flows, and the plans no flow left runs on. A flow with a running sub-flow (or parent) is kept.\n\nExit status: 0 on success, 3 when the state database cannot be used."
+    )]
+    Prune {
+        /// Remove flows that finished longer ago than this (`7d`, `12h`, `30m`, `0s`)
+        #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = stratum_runtime::cli::prune::parse_duration)]
+        older_than: u64,
+        /// Print JSON even on a terminal
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check specs, as `stratumc check` does
+    #[command(
+        after_help = "Examples:\n  stratum-mcp validate examples/sentiment.stratum.yaml\n  stratum-mcp validate specs/ --format short\n\nExit status: 0 when no spec has errors, 1 when one has (or has warnings, with --deny-warnings), 2 on a usage or I/O error."
+    )]
+    Validate(stratum_compiler::cli::CheckArgs),
+    /// Compile spec-kit task files (tasks/*.md) into a spec
+    #[command(
+        after_help = "Examples:\n  stratum-mcp compile tasks/\n  stratum-mcp compile tasks/ --output build.stratum.yaml --flow build\n\nThe spec is checked before it is written; one with errors is not written.\n\nExit status: 0 when the spec was written, 1 when the tasks cannot be compiled or the spec has errors, 2 on a usage or I/O error."
+    )]
+    Compile {
+        /// The directory of task files
+        tasks_dir: PathBuf,
+        /// Where to write the spec (default: standard output)
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// The flow's name
+        #[arg(long, value_name = "NAME", default_value = "tasks")]
+        flow: String,
+    },
+    /// Explain where the runtime deliberately differs from the reference (all topics when none is given)
+    #[command(
+        after_help = "Examples:\n  stratum-mcp explain\n  stratum-mcp explain retries-exhausted\n\nExit status: 0 when the topic exists, 2 when it does not."
+    )]
+    Explain {
+        /// A topic, as `stratum-mcp explain` lists them
+        topic: Option<String>,
+    },
+    /// Print a shell completion script
+    #[command(
+        after_help = "Examples:\n  stratum-mcp completions bash > ~/.local/share/bash-completion/completions/stratum-mcp\n  stratum-mcp completions zsh > ~/.zfunc/_stratum-mcp\n  stratum-mcp completions fish > ~/.config/fish/completions/stratum-mcp.fish"
+    )]
+    Completions {
+        /// The shell to complete in
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Subcommand)]
+enum Query {
+    /// Every flow, newest first
+    Flows,
+    /// One flow's whole state: its steps, outputs and trace
+    Flow {
+        /// The flow's id
+        id: String,
+    },
+    /// Every gate a running flow waits at
+    Gates,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Err(message) = init_logging(&cli) {
         eprintln!("stratum-mcp: {message}");
         return ExitCode::FAILURE;
     }
-    let root = match cli.root.clone().map_or_else(std::env::current_dir, Ok) {
-        Ok(root) => root,
-        Err(error) => {
-            eprintln!("stratum-mcp: cannot read the current directory: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
     let options = SqliteOptions {
         synchronous: match cli.synchronous {
             Durability::Normal => Synchronous::Normal,
@@ -73,9 +198,58 @@ fn main() -> ExitCode {
         },
         ..SqliteOptions::default()
     };
-    let choice = match cli.db {
-        Some(path) => StoreChoice::Sqlite(path, options),
-        None => StoreChoice::Default(options),
+    let store = operator::StoreAt {
+        path: cli.db.clone(),
+        options,
+    };
+    match cli.command {
+        None => serve(cli.root, store),
+        Some(Command::Query { what, json }) => match what {
+            Query::Flows => operator::query_flows(&store, json),
+            Query::Flow { id } => operator::query_flow(&store, &id, json),
+            Query::Gates => operator::query_gates(&store, json),
+        },
+        Some(Command::Gate {
+            decision,
+            flow,
+            step,
+            note,
+            resolved_by,
+            json,
+        }) => operator::gate(&store, &flow, &step, decision, &note, resolved_by, json),
+        Some(Command::Watch {
+            flow,
+            interval,
+            json,
+        }) => operator::watch(&store, flow.as_deref(), interval, json),
+        Some(Command::Prune { older_than, json }) => operator::prune(&store, older_than, json),
+        Some(Command::Validate(args)) => stratum_compiler::cli::check(&args),
+        Some(Command::Compile {
+            tasks_dir,
+            output,
+            flow,
+        }) => operator::compile(&tasks_dir, output.as_deref(), &flow),
+        Some(Command::Explain { topic }) => operator::explain(topic.as_deref()),
+        Some(Command::Completions { shell }) => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "stratum-mcp", &mut script);
+            print::bytes(&script)
+        }
+    }
+}
+
+/// The MCP server on standard input and output.
+fn serve(root: Option<PathBuf>, store: operator::StoreAt) -> ExitCode {
+    let root = match root.map_or_else(std::env::current_dir, Ok) {
+        Ok(root) => root,
+        Err(error) => {
+            eprintln!("stratum-mcp: cannot read the current directory: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let choice = match store.path {
+        Some(path) => StoreChoice::Sqlite(path, store.options),
+        None => StoreChoice::Default(store.options),
     };
     let server = StratumServer::new(choice, Config::default().with_root(root));
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -1,0 +1,281 @@
+//! The operator commands: each opens the state database, runs one function of
+//! `stratum_runtime::cli`, and prints its answer as a table for a person or as JSON for a
+//! program.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+use stratum_compiler::source::SourceMap;
+use stratum_runtime::cli::gate::{self, Decision, ResolvedBy};
+use stratum_runtime::cli::{prune as pruning, query, table, watch as watching};
+use stratum_runtime::{
+    Config, FlowId, MemoryStore, Runtime, SqliteOptions, SqliteStore, Store, StoreError,
+};
+
+use crate::print;
+
+/// An unknown flow, or a spec with errors.
+const NOT_FOUND: u8 = 1;
+/// The state database cannot be used.
+const STORE_UNAVAILABLE: u8 = 3;
+
+/// Where the state database is.
+pub struct StoreAt {
+    pub path: Option<PathBuf>,
+    pub options: SqliteOptions,
+}
+
+impl StoreAt {
+    /// The database, opened; an empty store when none exists yet, since an operator's look
+    /// should not create the state an agent's server will.
+    fn open(&self) -> Result<Arc<dyn Store>, StoreError> {
+        let path = self.path()?;
+        if !path.exists() {
+            return Ok(Arc::new(MemoryStore::new()));
+        }
+        Ok(Arc::new(SqliteStore::open_with(path, self.options)?))
+    }
+}
+
+impl StoreAt {
+    fn path(&self) -> Result<PathBuf, StoreError> {
+        match &self.path {
+            Some(path) => Ok(path.clone()),
+            None => SqliteStore::default_path(),
+        }
+    }
+
+    fn exists(&self) -> bool {
+        self.path().is_ok_and(|path| path.exists())
+    }
+}
+
+/// Runs `command` on the store, or reports why the store cannot be used.
+fn with_store(
+    at: &StoreAt,
+    command: impl FnOnce(Arc<dyn Store>) -> Result<ExitCode, StoreError>,
+) -> ExitCode {
+    match at.open().and_then(command) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("stratum-mcp: {error}");
+            ExitCode::from(STORE_UNAVAILABLE)
+        }
+    }
+}
+
+/// JSON when asked for, or when standard output is not a terminal.
+fn wants_json(json: bool) -> bool {
+    json || !std::io::stdout().is_terminal()
+}
+
+fn to_json(value: &impl Serialize) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+pub fn query_flows(at: &StoreAt, json: bool) -> ExitCode {
+    with_store(at, |store| {
+        let flows = query::flows(store.as_ref())?;
+        Ok(if wants_json(json) {
+            print::json_with(&to_json(&flows), 0)
+        } else {
+            print::text_with(&table::flows(&flows), 0)
+        })
+    })
+}
+
+pub fn query_flow(at: &StoreAt, id: &str, json: bool) -> ExitCode {
+    with_store(at, |store| {
+        let Some(state) = query::flow(store.as_ref(), id)? else {
+            let missing = gate::not_found(id);
+            return Ok(if wants_json(json) {
+                print::json_with(&to_json(&missing), NOT_FOUND)
+            } else {
+                eprintln!("error: {}", missing.error.message);
+                ExitCode::from(NOT_FOUND)
+            });
+        };
+        Ok(if wants_json(json) {
+            print::json_with(&to_json(&state), 0)
+        } else {
+            print::text_with(&table::flow(&state), 0)
+        })
+    })
+}
+
+pub fn query_gates(at: &StoreAt, json: bool) -> ExitCode {
+    with_store(at, |store| {
+        let gates = query::gates(store.as_ref())?;
+        Ok(if wants_json(json) {
+            print::json_with(&to_json(&gates), 0)
+        } else {
+            print::text_with(&table::gates(&gates), 0)
+        })
+    })
+}
+
+pub fn gate(
+    at: &StoreAt,
+    flow: &str,
+    step: &str,
+    decision: Decision,
+    note: &str,
+    resolved_by: ResolvedBy,
+    json: bool,
+) -> ExitCode {
+    with_store(at, |store| {
+        let runtime = Runtime::new(store, Config::default());
+        let answer = gate::resolve(&runtime, flow, step, decision, note, resolved_by)?;
+        let code = answer.exit_code();
+        Ok(if wants_json(json) {
+            print::json_with(&answer.to_json(), code)
+        } else if code == 0 {
+            print::text_with(&format!("{}\n", answer.to_text()), code)
+        } else {
+            eprintln!("{}", answer.to_text());
+            ExitCode::from(code)
+        })
+    })
+}
+
+pub fn watch(at: &StoreAt, flow: Option<&str>, interval_ms: u64, json: bool) -> ExitCode {
+    let only = match flow {
+        Some(text) => match FlowId::parse(text) {
+            Some(id) => Some(id),
+            None => return unknown_flow(text),
+        },
+        None => None,
+    };
+    with_store(at, |mut store| {
+        if let Some(id) = &only
+            && store.list_flows()?.iter().all(|header| &header.id != id)
+        {
+            return Ok(unknown_flow(id.as_str()));
+        }
+        let mut watcher = watching::Watcher::new(only.clone());
+        let mut existed = at.exists();
+        let interval = Duration::from_millis(interval_ms.max(10));
+        loop {
+            for happening in watcher.poll(store.as_ref(), stratum_runtime::now_ms())? {
+                let line = if json {
+                    to_json(&happening).to_string()
+                } else {
+                    happening.to_line()
+                };
+                if print::write(format!("{line}\n").as_bytes()).is_err() {
+                    return Ok(ExitCode::SUCCESS);
+                }
+            }
+            if only.is_some() && watcher.all_finished() {
+                return Ok(ExitCode::SUCCESS);
+            }
+            std::thread::sleep(interval);
+            // A server may create the database after the watch began.
+            if !existed && at.exists() {
+                store = at.open()?;
+                existed = true;
+            }
+        }
+    })
+}
+
+fn unknown_flow(id: &str) -> ExitCode {
+    eprintln!("error: {}", gate::not_found(id).error.message);
+    ExitCode::from(NOT_FOUND)
+}
+
+pub fn prune(at: &StoreAt, older_than_ms: u64, json: bool) -> ExitCode {
+    with_store(at, |store| {
+        let report = pruning::prune(store.as_ref(), stratum_runtime::now_ms(), older_than_ms)?;
+        Ok(if wants_json(json) {
+            print::json_with(&to_json(&report), 0)
+        } else {
+            print::text_with(
+                &format!(
+                    "removed {} finished flow(s) and {} plan(s) no flow runs on\n",
+                    report.removed_flows.len(),
+                    report.removed_plans
+                ),
+                0,
+            )
+        })
+    })
+}
+
+/// `compile`: the task compiler, its spec checked before it is written.
+pub fn compile(tasks_dir: &Path, output: Option<&Path>, flow: &str) -> ExitCode {
+    let compiled = match stratum_runtime::speckit::compile_tasks_dir(tasks_dir, flow) {
+        Ok(compiled) => compiled,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(NOT_FOUND);
+        }
+    };
+    let mut sources = SourceMap::new();
+    let name = output.map_or_else(|| "<stdout>".to_owned(), |path| path.display().to_string());
+    let compilations = vec![stratum_compiler::check_bytes(
+        &mut sources,
+        &name,
+        compiled.yaml.as_bytes(),
+    )];
+    let errors = compilations
+        .iter()
+        .flat_map(|compilation| &compilation.diagnostics)
+        .any(|diagnostic| diagnostic.severity == stratum_compiler::diagnostic::Severity::Error);
+    if errors {
+        let reports = stratum_compiler::render::reports(&sources, &compilations);
+        eprint!(
+            "{}",
+            stratum_compiler::render::short::render(&sources, &reports)
+        );
+        eprintln!("error: the compiled spec has errors; nothing was written");
+        return ExitCode::from(NOT_FOUND);
+    }
+    match stratum_compiler::cli::output::write_product(output, &compiled.yaml) {
+        Ok(()) => {
+            if let Some(path) = output {
+                eprintln!(
+                    "wrote {} ({} step(s), flow `{}`)",
+                    path.display(),
+                    compiled.steps.len(),
+                    compiled.flow_name
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: cannot write the spec: {error}");
+            ExitCode::from(stratum_compiler::cli::USAGE_OR_IO_ERROR)
+        }
+    }
+}
+
+/// `explain`: the runtime's deliberate differences from the reference.
+pub fn explain(topic: Option<&str>) -> ExitCode {
+    use stratum_runtime::differences::{DIFFERENCES, find};
+    let Some(topic) = topic else {
+        let width = DIFFERENCES
+            .iter()
+            .map(|difference| difference.topic.len())
+            .max()
+            .unwrap_or(0);
+        let list: String = DIFFERENCES
+            .iter()
+            .map(|difference| format!("{:<width$}  {}\n", difference.topic, difference.summary))
+            .collect();
+        return print::text_with(&list, 0);
+    };
+    match find(topic) {
+        Ok(difference) => print::text_with(&difference.text(), 0),
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(stratum_compiler::cli::USAGE_OR_IO_ERROR)
+        }
+    }
+}

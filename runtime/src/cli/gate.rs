@@ -1,0 +1,205 @@
+//! `stratum-mcp gate approve|reject|revise`: an operator resolves the gate a flow waits at,
+//! through the same command and store transaction as `stratum_gate_resolve`, so a running
+//! server sees the decision on its next call and can never resolve the gate a second time.
+//!
+//! Answers in the reference's version-1 contract, with its exit statuses: [`GateMutation`]
+//! (0), [`NotFound`] (1), [`Conflict`] (2: not the current gate, or the flow has finished).
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::SchemaVersion;
+use crate::Runtime;
+use crate::command::Command;
+use crate::response::Response;
+use crate::store::StoreError;
+
+/// What the operator decided. `reject` is the reference's word for `kill`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Decision {
+    Approve,
+    Reject,
+    Revise,
+}
+
+impl Decision {
+    /// The outcome `stratum_gate_resolve` takes.
+    pub fn outcome(self) -> &'static str {
+        match self {
+            Decision::Approve => "approve",
+            Decision::Reject => "kill",
+            Decision::Revise => "revise",
+        }
+    }
+}
+
+/// Who decided, as the audit records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ResolvedBy {
+    Human,
+    Agent,
+    System,
+}
+
+impl ResolvedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResolvedBy::Human => "human",
+            ResolvedBy::Agent => "agent",
+            ResolvedBy::System => "system",
+        }
+    }
+}
+
+/// A gate resolved.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct GateMutation {
+    #[serde(rename = "_schema_version")]
+    pub schema_version: SchemaVersion,
+    /// Always true.
+    pub ok: bool,
+    pub flow_id: String,
+    pub step_id: String,
+    /// `approve`, `kill` or `revise`.
+    pub outcome: String,
+    /// The status the flow moved to: `execute_step`, `await_gate`, `execute_flow`,
+    /// `complete`, `killed`, `budget_exhausted`, ….
+    pub result: String,
+}
+
+/// No flow of that id: `{"error": {"code": "NOT_FOUND", "message": …}}`.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct NotFound {
+    pub error: ErrorBody,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ErrorBody {
+    /// `NOT_FOUND`, or `STORE_UNAVAILABLE` when the state database cannot be used.
+    pub code: String,
+    pub message: String,
+}
+
+/// The gate cannot be resolved as asked: the flow is not waiting at that gate (another
+/// step is current, or another operator or the agent resolved it first), or it has
+/// finished. Nothing changed.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Conflict {
+    #[serde(rename = "_schema_version")]
+    pub schema_version: SchemaVersion,
+    /// Always true.
+    pub conflict: bool,
+    pub flow_id: String,
+    pub step_id: String,
+    /// The runtime's reason: `wrong_step`, `not_a_gate_step`, `flow_already_complete`,
+    /// `max_rounds_exceeded`, ….
+    pub error_type: String,
+    pub message: String,
+}
+
+/// What `gate` answers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GateAnswer {
+    Done(GateMutation),
+    NotFound(NotFound),
+    Conflict(Conflict),
+}
+
+impl GateAnswer {
+    /// 0 done, 1 unknown flow, 2 conflict.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            GateAnswer::Done(_) => 0,
+            GateAnswer::NotFound(_) => 1,
+            GateAnswer::Conflict(_) => 2,
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        let value = match self {
+            GateAnswer::Done(done) => serde_json::to_value(done),
+            GateAnswer::NotFound(missing) => serde_json::to_value(missing),
+            GateAnswer::Conflict(conflict) => serde_json::to_value(conflict),
+        };
+        value.unwrap_or(Value::Null)
+    }
+
+    /// One sentence for a person at a terminal.
+    pub fn to_text(&self) -> String {
+        match self {
+            GateAnswer::Done(done) => format!(
+                "{} {} of flow {}: the flow is now at `{}`",
+                past_tense(&done.outcome),
+                done.step_id,
+                done.flow_id,
+                done.result
+            ),
+            GateAnswer::NotFound(missing) => format!("error: {}", missing.error.message),
+            GateAnswer::Conflict(conflict) => {
+                format!("conflict ({}): {}", conflict.error_type, conflict.message)
+            }
+        }
+    }
+}
+
+fn past_tense(outcome: &str) -> &'static str {
+    match outcome {
+        "approve" => "approved",
+        "kill" => "killed",
+        _ => "sent back for revision:",
+    }
+}
+
+/// Resolves the gate `step_id` of flow `flow_id` now, in one store transaction.
+pub fn resolve(
+    runtime: &Runtime,
+    flow_id: &str,
+    step_id: &str,
+    decision: Decision,
+    note: &str,
+    resolved_by: ResolvedBy,
+) -> Result<GateAnswer, StoreError> {
+    let response = runtime.call(&Command::GateResolve {
+        flow_id: flow_id.to_owned(),
+        step_id: step_id.to_owned(),
+        outcome: decision.outcome().to_owned(),
+        rationale: note.to_owned(),
+        resolved_by: resolved_by.as_str().to_owned(),
+    })?;
+    Ok(match &response {
+        Response::Error(error) if error.error_type == "flow_not_found" => {
+            GateAnswer::NotFound(not_found(flow_id))
+        }
+        Response::Error(error) => GateAnswer::Conflict(Conflict {
+            schema_version: SchemaVersion,
+            conflict: true,
+            flow_id: flow_id.to_owned(),
+            step_id: step_id.to_owned(),
+            error_type: error.error_type.clone(),
+            message: error.message.clone(),
+        }),
+        answer => GateAnswer::Done(GateMutation {
+            schema_version: SchemaVersion,
+            ok: true,
+            flow_id: flow_id.to_owned(),
+            step_id: step_id.to_owned(),
+            outcome: decision.outcome().to_owned(),
+            result: answer.status().to_owned(),
+        }),
+    })
+}
+
+/// The reference's answer for an unknown flow.
+pub fn not_found(flow_id: &str) -> NotFound {
+    NotFound {
+        error: ErrorBody {
+            code: "NOT_FOUND".to_owned(),
+            message: format!("Flow '{flow_id}' not found"),
+        },
+    }
+}

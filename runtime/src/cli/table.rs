@@ -1,0 +1,142 @@
+//! Query results as aligned text tables, for a person at a terminal (`--json` or a pipe gets
+//! the JSON contracts instead).
+
+use super::query::{FlowState, FlowSummary, PendingGate, StepMode, SummaryStatus};
+
+/// `query flows` as a table, newest first.
+pub fn flows(flows: &[FlowSummary]) -> String {
+    if flows.is_empty() {
+        return "no flows in the store\n".to_owned();
+    }
+    let rows = flows
+        .iter()
+        .map(|flow| {
+            vec![
+                flow.flow_id.clone(),
+                flow.flow_name.clone(),
+                status(flow.status).to_owned(),
+                flow.current_step_id
+                    .clone()
+                    .unwrap_or_else(|| "-".to_owned()),
+                format!("{}/{}", flow.completed_steps, flow.step_count),
+                flow.round.to_string(),
+            ]
+        })
+        .collect::<Vec<_>>();
+    render(&["FLOW", "NAME", "STATUS", "STEP", "DONE", "ROUND"], &rows)
+}
+
+/// `query gates` as a table, with the command that resolves each.
+pub fn gates(gates: &[PendingGate]) -> String {
+    if gates.is_empty() {
+        return "no gate is waiting\n".to_owned();
+    }
+    let rows = gates
+        .iter()
+        .map(|gate| {
+            vec![
+                gate.flow_id.clone(),
+                gate.flow_name.clone(),
+                gate.step_id.clone(),
+                gate.on_approve
+                    .clone()
+                    .unwrap_or_else(|| "(end)".to_owned()),
+                gate.on_revise.clone().unwrap_or_else(|| "-".to_owned()),
+                gate.timeout
+                    .map_or_else(|| "-".to_owned(), |seconds| format!("{seconds} s")),
+            ]
+        })
+        .collect::<Vec<_>>();
+    let mut text = render(
+        &["FLOW", "NAME", "GATE", "ON APPROVE", "ON REVISE", "TIMEOUT"],
+        &rows,
+    );
+    text.push_str(
+        "\nresolve one with: stratum-mcp gate approve|reject|revise FLOW GATE --note TEXT\n",
+    );
+    text
+}
+
+/// `query flow ID` for a person: where it stands, its steps, its trace.
+pub fn flow(state: &FlowState) -> String {
+    let mut text = format!(
+        "flow {}  {}\nstatus {}  round {}  step {}/{}\n\n",
+        state.flow_id,
+        state.flow_name,
+        status(state.status),
+        state.round,
+        state.current_idx,
+        state.step_count
+    );
+    let rows = state
+        .ordered_steps
+        .iter()
+        .enumerate()
+        .map(|(index, step)| {
+            let here = state.current_step_id.as_deref() == Some(step.id.as_str());
+            vec![
+                if here {
+                    "→".to_owned()
+                } else {
+                    String::new()
+                },
+                (index + 1).to_string(),
+                step.id.clone(),
+                match step.mode {
+                    StepMode::Gate => "gate".to_owned(),
+                    StepMode::Step => "step".to_owned(),
+                },
+                step.function.clone().unwrap_or_default(),
+                if state.step_outputs.contains_key(&step.id) {
+                    "output".to_owned()
+                } else {
+                    String::new()
+                },
+            ]
+        })
+        .collect::<Vec<_>>();
+    text.push_str(&render(&["", "#", "STEP", "KIND", "FUNCTION", ""], &rows));
+    text.push_str(&format!(
+        "\n{} record(s) in this round, {} earlier round(s); `--json` prints them all\n",
+        state.records.len(),
+        state.rounds_count
+    ));
+    text
+}
+
+fn status(status: SummaryStatus) -> &'static str {
+    match status {
+        SummaryStatus::Running => "running",
+        SummaryStatus::AwaitingGate => "awaiting gate",
+        SummaryStatus::Complete => "complete",
+        SummaryStatus::Killed => "killed",
+        SummaryStatus::BudgetExhausted => "budget exhausted",
+        SummaryStatus::Failed => "failed",
+        SummaryStatus::Cancelled => "cancelled",
+    }
+}
+
+/// Columns padded to their widest cell (counted in characters), two spaces apart.
+fn render(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|cell| cell.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut text = String::new();
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut out = String::new();
+        for (cell, width) in cells.zip(&widths) {
+            out.push_str(cell);
+            out.push_str(&" ".repeat(width.saturating_sub(cell.chars().count()) + 2));
+        }
+        text.push_str(out.trim_end());
+        text.push('\n');
+    };
+    line(&mut header.iter().copied());
+    for row in rows {
+        line(&mut row.iter().map(String::as_str));
+    }
+    text
+}

@@ -1,0 +1,447 @@
+//! `stratum-mcp watch`: follows flows as they move, by polling the store. Each poll reads
+//! the flow headers; only a flow whose version moved is read further (its new trace events,
+//! its current step's attempts), so a poll costs one small read per change, not per flow.
+//!
+//! What it reports, one [`Happening`] each: a flow started, a step dispatched, a step done,
+//! an attempt refused, a step failed for good, a step skipped, a gate waiting, a gate
+//! resolved, a flow finished.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use stratum_compiler::plan::{Action, Plan};
+
+use crate::ids::FlowId;
+use crate::response::Record;
+use crate::state::{Cursor, EventBody, FlowHeader, FlowStatus};
+use crate::store::{Store, StoreError};
+
+/// One thing that happened to a flow.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct Happening {
+    /// Wall-clock milliseconds since the Unix epoch (of the record, or of the poll that saw
+    /// it).
+    pub at_ms: u64,
+    pub flow_id: String,
+    pub flow_name: String,
+    pub kind: Kind,
+    pub step_id: Option<String>,
+    /// What else there is to say: the attempts, the violations, the gate's outcome and
+    /// rationale, the final status.
+    pub detail: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Started,
+    Dispatched,
+    Done,
+    AttemptRefused,
+    Failed,
+    Skipped,
+    GateWaiting,
+    GateResolved,
+    Finished,
+}
+
+impl Kind {
+    fn label(self) -> &'static str {
+        match self {
+            Kind::Started => "started",
+            Kind::Dispatched => "dispatched",
+            Kind::Done => "done",
+            Kind::AttemptRefused => "refused",
+            Kind::Failed => "failed",
+            Kind::Skipped => "skipped",
+            Kind::GateWaiting => "gate waiting",
+            Kind::GateResolved => "gate resolved",
+            Kind::Finished => "finished",
+        }
+    }
+}
+
+impl Happening {
+    /// One line for a terminal: time, flow, step, what happened.
+    pub fn to_line(&self) -> String {
+        let id = self.flow_id.get(..8).unwrap_or(&self.flow_id);
+        let mut line = format!(
+            "{}  {id}  {:<16}  {:<13}",
+            utc(self.at_ms),
+            self.flow_name,
+            self.kind.label()
+        );
+        if let Some(step) = &self.step_id {
+            line.push_str("  ");
+            line.push_str(step);
+        }
+        if !self.detail.is_empty() {
+            line.push_str("  ");
+            line.push_str(&self.detail);
+        }
+        line.trim_end().to_owned()
+    }
+}
+
+/// What the watcher last saw of one flow.
+struct Seen {
+    version: u64,
+    events: u64,
+    cursor: Cursor,
+    status: FlowStatus,
+    attempts: u32,
+}
+
+/// Follows the flows of a store (or one flow and its sub-flows) from one poll to the next.
+pub struct Watcher {
+    only: Option<FlowId>,
+    seen: HashMap<FlowId, Seen>,
+    plans: HashMap<String, Arc<Plan>>,
+    first: bool,
+}
+
+impl Watcher {
+    /// Watches every flow, or `only` that flow and its sub-flows.
+    pub fn new(only: Option<FlowId>) -> Watcher {
+        Watcher {
+            only,
+            seen: HashMap::new(),
+            plans: HashMap::new(),
+            first: true,
+        }
+    }
+
+    /// What happened since the last poll. The first poll tells where each running flow
+    /// stands (and, for a single watched flow, whether it has finished).
+    pub fn poll(&mut self, store: &dyn Store, now_ms: u64) -> Result<Vec<Happening>, StoreError> {
+        let headers = self.watched(store.list_flows()?);
+        let mut happenings = Vec::new();
+        let first = std::mem::replace(&mut self.first, false);
+        // Oldest first, so that a parent's lines come before its children's.
+        for header in headers.iter().rev() {
+            let Some(plan) = self.plan(store, &header.plan)? else {
+                continue;
+            };
+            let attempts = current_attempts(store, header)?;
+            let seen = self.seen.get(&header.id);
+            if seen.is_some_and(|seen| seen.version == header.version) {
+                continue;
+            }
+            let mut say = |kind, step_id: Option<String>, detail: String, at_ms| {
+                happenings.push(Happening {
+                    at_ms,
+                    flow_id: header.id.to_string(),
+                    flow_name: header.flow_name.clone(),
+                    kind,
+                    step_id,
+                    detail,
+                });
+            };
+            match seen {
+                None if first => {
+                    if header.status.is_finished() {
+                        if self.only.as_ref() == Some(&header.id) {
+                            say(Kind::Finished, None, finished_detail(header), now_ms);
+                        }
+                    } else {
+                        say_current(&mut say, header, &plan, now_ms);
+                    }
+                }
+                None => {
+                    say(Kind::Started, None, String::new(), header.started_ms);
+                    for event in events_from(store, header, 0)? {
+                        say_event(&mut say, event);
+                    }
+                    say_end_or_current(&mut say, header, &plan, now_ms);
+                }
+                Some(seen) => {
+                    let refused = seen.status == header.status
+                        && seen.cursor == header.cursor
+                        && attempts > seen.attempts;
+                    if refused && let Some(step) = current_id(header, &plan) {
+                        say(
+                            Kind::AttemptRefused,
+                            Some(step),
+                            format!("attempt {attempts}"),
+                            header.updated_ms,
+                        );
+                    }
+                    for event in events_from(store, header, seen.events)? {
+                        say_event(&mut say, event);
+                    }
+                    let moved = seen.cursor != header.cursor || seen.status != header.status;
+                    if moved {
+                        say_end_or_current(&mut say, header, &plan, now_ms);
+                    }
+                }
+            }
+            self.seen.insert(
+                header.id.clone(),
+                Seen {
+                    version: header.version,
+                    events: header.events,
+                    cursor: header.cursor,
+                    status: header.status,
+                    attempts,
+                },
+            );
+        }
+        Ok(happenings)
+    }
+
+    /// Whether every watched flow has finished (a watch of one flow may then stop).
+    pub fn all_finished(&self) -> bool {
+        !self.seen.is_empty() && self.seen.values().all(|seen| seen.status.is_finished())
+    }
+
+    /// The headers of the watched flows.
+    fn watched(&self, headers: Vec<FlowHeader>) -> Vec<FlowHeader> {
+        let Some(only) = &self.only else {
+            return headers;
+        };
+        let parents: HashMap<FlowId, FlowId> = headers
+            .iter()
+            .filter_map(|header| {
+                header
+                    .parent
+                    .as_ref()
+                    .map(|link| (header.id.clone(), link.flow.clone()))
+            })
+            .collect();
+        let under = |id: &FlowId| {
+            let mut at = id;
+            for _ in 0..=parents.len() {
+                if at == only {
+                    return true;
+                }
+                match parents.get(at) {
+                    Some(parent) => at = parent,
+                    None => return false,
+                }
+            }
+            false
+        };
+        headers
+            .into_iter()
+            .filter(|header| under(&header.id))
+            .collect()
+    }
+
+    fn plan(&mut self, store: &dyn Store, checksum: &str) -> Result<Option<Arc<Plan>>, StoreError> {
+        if let Some(plan) = self.plans.get(checksum) {
+            return Ok(Some(plan.clone()));
+        }
+        let mut found = None;
+        store.read(&mut |snapshot| {
+            found = snapshot.plan(checksum)?;
+            Ok(())
+        })?;
+        if let Some(plan) = &found {
+            self.plans.insert(checksum.to_owned(), plan.clone());
+        }
+        Ok(found)
+    }
+}
+
+type Say<'a> = dyn FnMut(Kind, Option<String>, String, u64) + 'a;
+
+/// A flow's end, or the step it moved to.
+fn say_end_or_current(say: &mut Say<'_>, header: &FlowHeader, plan: &Plan, now_ms: u64) {
+    if header.status.is_finished() {
+        say(
+            Kind::Finished,
+            None,
+            finished_detail(header),
+            header.finished_ms.unwrap_or(now_ms),
+        );
+    } else {
+        say_current(say, header, plan, now_ms);
+    }
+}
+
+/// The step a running flow waits on: a gate waiting, or a step dispatched.
+fn say_current(say: &mut Say<'_>, header: &FlowHeader, plan: &Plan, now_ms: u64) {
+    let Cursor::Step(index) = header.cursor else {
+        return;
+    };
+    let Some(step) = plan
+        .flows
+        .get(header.flow as usize)
+        .and_then(|flow| flow.steps.get(index as usize))
+    else {
+        return;
+    };
+    let at = header.dispatched_ms.unwrap_or(now_ms);
+    match &step.action {
+        Action::Gate { timeout, .. } => say(
+            Kind::GateWaiting,
+            Some(step.id.clone()),
+            timeout.map_or_else(String::new, |seconds| {
+                format!("times out after {seconds} s")
+            }),
+            at,
+        ),
+        Action::Flow { .. } => say(
+            Kind::Dispatched,
+            Some(step.id.clone()),
+            "sub-flow".to_owned(),
+            at,
+        ),
+        _ => say(Kind::Dispatched, Some(step.id.clone()), String::new(), at),
+    }
+}
+
+fn say_event(say: &mut Say<'_>, event: EventBody) {
+    let EventBody::Record(record) = event else {
+        return;
+    };
+    match record {
+        Record::Step(step) if step.violations.is_empty() => say(
+            Kind::Done,
+            Some(step.step_id),
+            plural(step.attempts, "attempt"),
+            step.at_ms,
+        ),
+        Record::Step(step) => say(
+            Kind::Failed,
+            Some(step.step_id),
+            format!(
+                "{}: {}",
+                plural(step.attempts, "attempt"),
+                step.violations.join("; ")
+            ),
+            step.at_ms,
+        ),
+        Record::Gate(gate) => say(
+            Kind::GateResolved,
+            Some(gate.step_id),
+            format!(
+                "{} by {}{}",
+                gate.outcome,
+                gate.resolved_by,
+                if gate.rationale.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", gate.rationale)
+                }
+            ),
+            gate.at_ms,
+        ),
+        Record::Skip(skip) => say(
+            Kind::Skipped,
+            Some(skip.step_id),
+            skip.skip_reason,
+            skip.at_ms,
+        ),
+        Record::Policy(policy) => say(
+            Kind::GateResolved,
+            Some(policy.step_id),
+            format!(
+                "{} by policy {}",
+                policy.resolved_outcome, policy.effective_policy
+            ),
+            policy.at_ms,
+        ),
+    }
+}
+
+fn plural(count: u32, noun: &str) -> String {
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
+}
+
+fn finished_detail(header: &FlowHeader) -> String {
+    match &header.error_type {
+        Some(error) => format!("{} ({error})", header.status.as_str()),
+        None => header.status.as_str().to_owned(),
+    }
+}
+
+fn current_id(header: &FlowHeader, plan: &Plan) -> Option<String> {
+    let Cursor::Step(index) = header.cursor else {
+        return None;
+    };
+    plan.flows
+        .get(header.flow as usize)
+        .and_then(|flow| flow.steps.get(index as usize))
+        .map(|step| step.id.clone())
+}
+
+/// The attempts at the current step of a running flow.
+fn current_attempts(store: &dyn Store, header: &FlowHeader) -> Result<u32, StoreError> {
+    let Cursor::Step(index) = header.cursor else {
+        return Ok(0);
+    };
+    if header.status.is_finished() {
+        return Ok(0);
+    }
+    let mut attempts = 0;
+    store.read(&mut |snapshot| {
+        attempts = snapshot
+            .step(&header.id, index)?
+            .map_or(0, |state| state.attempts);
+        Ok(())
+    })?;
+    Ok(attempts)
+}
+
+/// The flow's trace events numbered `from` or later, not undone by a revert.
+fn events_from(
+    store: &dyn Store,
+    header: &FlowHeader,
+    from: u64,
+) -> Result<Vec<EventBody>, StoreError> {
+    if header.events <= from {
+        return Ok(Vec::new());
+    }
+    let mut bodies = Vec::new();
+    store.read(&mut |snapshot| {
+        bodies = snapshot
+            .events(&header.id)?
+            .into_iter()
+            .filter(|event| event.seq >= from && !event.reverted)
+            .map(|event| event.body)
+            .collect();
+        Ok(())
+    })?;
+    Ok(bodies)
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` of milliseconds since the Unix epoch.
+pub fn utc(ms: u64) -> String {
+    let seconds = ms / 1000;
+    let (days, rest) = (seconds / 86_400, seconds % 86_400);
+    // Howard Hinnant's civil-from-days, for days since 1970-01-01.
+    let z = i64::try_from(days).unwrap_or(0) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc;
+
+    #[test]
+    fn times_are_utc() {
+        assert_eq!(utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc(951_782_400_000), "2000-02-29T00:00:00Z");
+        assert_eq!(utc(1_795_657_261_000), "2026-11-26T01:41:01Z");
+    }
+}

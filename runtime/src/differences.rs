@@ -1,0 +1,281 @@
+//! Where this runtime and its MCP server deliberately differ from the reference server
+//! (`stratum-mcp` 0.2.114, Python), each with what the reference does, what we do and why:
+//! what `stratum-mcp explain` prints. The README's "Where we differ" lists say the same in
+//! short.
+
+/// One deliberate difference.
+pub struct Difference {
+    /// Its name on the command line (`stratum-mcp explain TOPIC`).
+    pub topic: &'static str,
+    /// One line.
+    pub summary: &'static str,
+    pub reference: &'static str,
+    pub ours: &'static str,
+    pub why: &'static str,
+}
+
+impl Difference {
+    /// The long explanation.
+    pub fn text(&self) -> String {
+        format!(
+            "{}: {}\n\nThe reference: {}\n\nThis runtime: {}\n\nWhy: {}\n",
+            self.topic, self.summary, self.reference, self.ours, self.why
+        )
+    }
+}
+
+/// The difference of that topic, or a message naming the closest one.
+pub fn find(topic: &str) -> Result<&'static Difference, String> {
+    let wanted = topic.trim().to_ascii_lowercase().replace('_', "-");
+    DIFFERENCES
+        .iter()
+        .find(|difference| difference.topic == wanted)
+        .ok_or_else(|| {
+            let topics = DIFFERENCES.iter().map(|difference| difference.topic);
+            let close = stratum_compiler::diagnostic::did_you_mean(&wanted, topics)
+                .map(|best| format!("; did you mean `{best}`?"))
+                .unwrap_or_default();
+            format!("no topic `{topic}`{close} (`stratum-mcp explain` lists them all)")
+        })
+}
+
+/// Every difference, the server's first, then the state machine's.
+pub static DIFFERENCES: &[Difference] = &[
+    Difference {
+        topic: "every-diagnostic",
+        summary: "stratum_validate and stratum_plan report every problem of a spec, not the first",
+        reference: "validation stops at the first error and reports it as one dotted path, so an \
+                    agent needs one round trip per mistake.",
+        ours: "the whole compiler runs: `stratum_validate` lists every error (and the warnings \
+               apart); `stratum_plan` answers in the reference's error shape and adds \
+               `diagnostics`, each with code, line, column, help and, when the fix is \
+               mechanical, `fix.edits`.",
+        why: "an agent fixes every problem in one edit, and typos in `ensure` fields are caught \
+              before the flow runs instead of failing every attempt.",
+    },
+    Difference {
+        topic: "typed-output-schemas",
+        summary: "every tool declares a typed outputSchema; isError only for calls that could not run",
+        reference: "each tool declares an untyped object and answers argument errors with \
+                    pydantic's text.",
+        ours: "each tool's `outputSchema` is generated from its response types (an object whose \
+               `anyOf` lists every shape); arguments of the wrong type or shape are refused with \
+               `invalid_argument` naming the argument; runtime refusals (`flow_not_found`, \
+               `wrong_step`, …) answer `status: error` as the reference does.",
+        why: "clients that validate structured content (the TypeScript SDK) and agents that read \
+              only `structuredContent` get a precise contract.",
+    },
+    Difference {
+        topic: "unknown-arguments",
+        summary: "misspelt arguments are refused with the expected name",
+        reference: "unknown arguments are dropped silently, so a misspelt `usage` is lost.",
+        ours: "an unknown argument is refused with the names the tool takes and a did-you-mean; \
+               `flow` of `stratum_plan` may be omitted for the spec's entry flow.",
+        why: "a silently dropped argument is a wrong answer the agent cannot see.",
+    },
+    Difference {
+        topic: "shared-state",
+        summary: "state lives in one SQLite database every process shares, not in process memory",
+        reference: "each process caches flows in memory and never re-reads its JSON files: a gate \
+                    approved from the CLI is invisible to a running server, which resolves it \
+                    again on stale state; completed flows are deleted.",
+        ours: "every call is one store transaction, compare-and-set on the flow's version; no \
+               flow state is kept between calls; finished flows are kept until `stratum-mcp \
+               prune`.",
+        why: "two servers, or a server and an operator, never lose each other's updates, and \
+              audits work after a flow ends and after a restart.",
+    },
+    Difference {
+        topic: "spec-modified",
+        summary: "a flow runs on the plan it started with; `spec_modified` never happens",
+        reference: "each flow keeps its raw spec and re-validates it with the current rules on \
+                    restore; an edited spec answers `spec_modified`, a tightened validator \
+                    orphans running flows.",
+        ours: "a flow names its compiled plan by checksum; the plan is stored once, immutable, and \
+               verified when loaded. An edited spec starts new flows only.",
+        why: "a running flow's meaning cannot change under it, and upgrades never orphan flows.",
+    },
+    Difference {
+        topic: "file-root",
+        summary: "file_exists and file_contains are confined to --root",
+        reference: "the file built-ins read any path relative to the server's working directory.",
+        ours: "they read only below `--root` (default: the working directory), with a size cap.",
+        why: "a spec must not read the user's secrets through an `ensure`.",
+    },
+    Difference {
+        topic: "message-limits",
+        summary: "oversized messages and arguments get an error, not silence",
+        reference: "no limits; rmcp's own stdio transport drops a line over 16 MiB without an \
+                    answer, which leaves the client waiting.",
+        ours: "a message over 8 MiB gets a JSON-RPC error for its id; `spec` and other arguments \
+               over 4 MiB or nested deeper than 64 levels get `invalid_argument`.",
+        why: "bounded memory and time, and a client always hears back.",
+    },
+    Difference {
+        topic: "compact-text",
+        summary: "the text copy of an answer is compact JSON",
+        reference: "the text block is JSON indented by two spaces.",
+        ours: "the same JSON without indentation, beside the same `structuredContent`.",
+        why: "the same content in fewer tokens.",
+    },
+    Difference {
+        topic: "speckit-bugs",
+        summary: "the task compiler matches phrases whole and escapes what it writes",
+        reference: "`tests pass` matches inside \"test passwords are hashed\"; backslashes and \
+                    quotes in paths break the generated ensures; a non-UTF-8 task file is reported \
+                    as an id collision.",
+        ours: "phrases match whole; paths and needles are escaped for the expression language and \
+               YAML; a non-UTF-8 file is reported as such; the generated spec checks clean.",
+        why: "the generated spec must mean what the tasks say.",
+    },
+    Difference {
+        topic: "retries-exhausted",
+        summary: "a step whose retries are exhausted ends the flow",
+        reference: "the flow stays live in memory: audit says `in_progress` and a further \
+                    `step_done` on the same step completes it.",
+        ours: "the flow ends `failed` with `error_type: retries_exhausted`; a later `step_done` \
+               gets `flow_already_complete`.",
+        why: "a failure must not be undone by submitting again.",
+    },
+    Difference {
+        topic: "fresh-attempts",
+        summary: "routing back to a step gives it fresh attempts, within a bound",
+        reference: "`on_fail` back to an earlier step keeps the failed step's attempts (it fails \
+                    at once the next time); `on_fail` to itself counts retries below zero; `next` \
+                    loops have no bound.",
+        ours: "a step entered again starts with fresh attempts; a step entered more often than \
+               the flow's `max_rounds` (default 100) in one round ends the flow with \
+               `routing_loop`.",
+        why: "a retry loop should retry, and no loop should run forever.",
+    },
+    Difference {
+        topic: "contracts-enforced",
+        summary: "output schemas and contracts are checked for every kind of step",
+        reference: "`output_schema` is checked for function steps only, contracts are never \
+                    enforced, the flow's output contract is never checked and inputs are never \
+                    validated.",
+        ours: "every result is checked against its schema and contract; the final output against \
+               the flow's `output` contract; inputs against the flow's input schema at start, \
+               with every problem listed; undeclared inputs are refused with a did-you-mean.",
+        why: "the spec's types are promises; the runtime keeps them.",
+    },
+    Difference {
+        topic: "all-skipped",
+        summary: "a flow whose steps are all skipped completes",
+        reference: "`stratum_plan` returns None (an MCP error) and leaves a completed flow file \
+                    behind.",
+        ours: "the answer is the `complete` envelope.",
+        why: "skipping everything is a legitimate outcome.",
+    },
+    Difference {
+        topic: "iteration-state",
+        summary: "accumulated fields only where a step accumulates; step_done closes an open loop",
+        reference: "every iterated step gets `accumulated: [], accumulated_count: 0` merged into \
+                    its output; a `step_done` during an open loop leaves it dangling.",
+        ours: "only accumulating steps get those fields; `step_done` closes the loop.",
+        why: "outputs must match their contracts, and the next loop must be able to start.",
+    },
+    Difference {
+        topic: "kill-cleanup",
+        summary: "a kill routed to a cleanup step reports `killed` once the cleanup is done",
+        reference: "the flow is marked killed at once: after a restart `stratum_resume` refuses \
+                    to dispatch the pending cleanup; cleanup steps that are not last fall through \
+                    into later steps.",
+        ours: "the cleanup step runs (also across a restart), then the flow ends `killed`; it \
+               does not fall through unless an explicit `next` routes on.",
+        why: "cleanup must run, and only cleanup.",
+    },
+    Difference {
+        topic: "sub-flows",
+        summary: "a flow step accepts a result only once its child flow completed",
+        reference: "the parent accepts any result without the child having run; a restart between \
+                    the child's end and the parent's `step_done` re-runs the child.",
+        ours: "`child_flow_not_complete` until the child ends; the step's output is the child's \
+               recorded output; a child whose parent moves on without it is `cancelled`.",
+        why: "a sub-flow's result must be what the sub-flow produced.",
+    },
+    Difference {
+        topic: "revert",
+        summary: "revert dispatches like any move and cannot resurrect a finished flow",
+        reference: "revert skips gate policies (a `skip` gate shows `await_gate`) and can revive a \
+                    completed flow held in memory.",
+        ours: "gate policies apply after a revert; a finished flow stays finished.",
+        why: "a checkpoint is a place in a running flow, not a way around its end.",
+    },
+    Difference {
+        topic: "gate-timeouts",
+        summary: "gate timeouts run from the persisted dispatch time, on every call",
+        reference: "`check_timeouts` is the only trigger, and a restart loses the gate's clock.",
+        ours: "the dispatch time is stored; any call touching the flow kills an expired gate, \
+               recorded at its deadline.",
+        why: "a timeout must hold whoever looks, and whenever.",
+    },
+    Difference {
+        topic: "skip-if-errors",
+        summary: "a skip_if that cannot be evaluated runs the step and says why",
+        reference: "every error in `skip_if` silently means \"do not skip\".",
+        ours: "the step runs and its dispatch carries `skip_if_error`.",
+        why: "a typo that disables a skip should be visible.",
+    },
+    Difference {
+        topic: "refusals-change-nothing",
+        summary: "a refused command leaves the store as it was",
+        reference: "a `revise` refused by `max_rounds` keeps its gate record in the trace.",
+        ours: "no record is written for a revision that never happened.",
+        why: "the trace must say what happened, only that.",
+    },
+    Difference {
+        topic: "flow-ids",
+        summary: "flow ids are validated UUIDs and never reach a path",
+        reference: "the id is used raw in file paths (read, unlink, rmtree).",
+        ours: "ids are parsed as UUIDs; state is rows in a database, never a path built from input.",
+        why: "no path traversal through an id.",
+    },
+    Difference {
+        topic: "operator-statuses",
+        summary: "query answers may say `failed` or `cancelled`",
+        reference: "the version-1 contracts list `running, awaiting_gate, complete, killed, \
+                    budget_exhausted`.",
+        ours: "the same fields and values, plus `failed` (a step failed for good) and \
+               `cancelled` (a sub-flow whose parent moved on), statuses the reference never \
+               reaches because it keeps such flows running.",
+        why: "an operator must see that a flow failed.",
+    },
+    Difference {
+        topic: "steps-completed",
+        summary: "steps_completed in an audit counts steps that succeeded",
+        reference: "it counts records (gates, skips, policies and duplicates included).",
+        ours: "the steps with a step record in the current round.",
+        why: "the number should mean what its name says.",
+    },
+    Difference {
+        topic: "budget-ms",
+        summary: "the ms budget counts wall time since the flow started",
+        reference: "`ms` accrues only for agents the server dispatched itself.",
+        ours: "wall-clock time since the flow started.",
+        why: "the agent does the work here, so its time is the flow's time.",
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topics_are_unique_and_found_loosely() {
+        let mut topics: Vec<&str> = DIFFERENCES.iter().map(|d| d.topic).collect();
+        topics.sort_unstable();
+        topics.dedup();
+        assert_eq!(topics.len(), DIFFERENCES.len());
+        assert!(find("retries_exhausted").is_ok());
+        assert!(find("Retries-Exhausted").is_ok());
+        assert_eq!(
+            find("retries-exausted").err(),
+            Some(
+                "no topic `retries-exausted`; did you mean `retries-exhausted`? \
+                 (`stratum-mcp explain` lists them all)"
+                    .to_owned()
+            )
+        );
+    }
+}
