@@ -19,7 +19,9 @@ use stratum_compiler::cli::{Color, USAGE_OR_IO_ERROR, human_style};
 
 #[derive(clap::Args)]
 pub(crate) struct EvalArgs {
-    /// The expression, e.g. "result.confidence > 0.7"
+    /// The expression, e.g. "result.confidence > 0.7" (one starting with `-`, such as
+    /// "-7 % 3", is an expression too, not a flag)
+    #[arg(allow_hyphen_values = true)]
     expression: String,
     /// The value of `result`, as JSON
     #[arg(long, value_name = "JSON", conflicts_with = "result_file")]
