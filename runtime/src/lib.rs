@@ -24,6 +24,7 @@ pub mod exec;
 pub mod ids;
 pub mod mcp;
 pub mod response;
+pub mod setup;
 pub mod speckit;
 pub mod state;
 pub mod store;
