@@ -496,3 +496,70 @@ fn every_command_has_help_with_examples_and_exit_statuses() {
     let bash = cli(home.path(), &["completions", "bash"]);
     assert!(stdout(&bash).contains("stratum-mcp"));
 }
+
+#[test]
+fn install_then_uninstall_leaves_a_project_as_it_was() {
+    let project = tempfile::tempdir().unwrap();
+    let files = [
+        (
+            ".mcp.json",
+            "{\r\n  // our servers\r\n  \"mcpServers\": {\"other\": {\"command\": \"x\"}}\r\n}",
+        ),
+        ("CLAUDE.md", "# Rules\n\nBe kind.\n"),
+        (
+            ".claude/settings.json",
+            "{\n\t\"hooks\": {\"PostToolUse\": [{\"matcher\": \"Bash\", \"hooks\": []}]},\n\t\"model\": \"x\"\n}\n",
+        ),
+    ];
+    std::fs::create_dir(project.path().join(".claude")).unwrap();
+    for (path, text) in files {
+        std::fs::write(project.path().join(path), text).unwrap();
+    }
+    let installed = cli(project.path(), &["install", "--json"]);
+    assert_eq!(code(&installed), 0, "{}", stderr(&installed));
+    let report: Value = serde_json::from_slice(&installed.stdout).unwrap();
+    assert_eq!(report["changed"], true);
+    let mcp = std::fs::read_to_string(project.path().join(".mcp.json")).unwrap();
+    assert!(
+        mcp.contains("\"stratum\"") && mcp.contains("our servers"),
+        "{mcp}"
+    );
+    let again = cli(project.path(), &["install", "--json"]);
+    let again: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(again["changed"], false, "a second install changes nothing");
+
+    // The hook it registered, run as Claude Code runs it.
+    let spec = project.path().join("flow.stratum.yaml");
+    std::fs::write(
+        &spec,
+        "version: \"0.2\"\nflows:\n  m:\n    steps:\n      - id: a\n        intnet: x\n",
+    )
+    .unwrap();
+    let event = json!({"tool_name": "Write", "tool_input": {"file_path": spec}}).to_string();
+    let mut hook = Command::new(mcp::binary())
+        .args(["hook", "post-tool-use"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut hook.stdin.take().unwrap(), event.as_bytes()).unwrap();
+    let hooked = hook.wait_with_output().unwrap();
+    assert_eq!(code(&hooked), 2);
+    assert!(
+        stderr(&hooked).contains("error[E0011]: unknown key `intnet`"),
+        "{}",
+        stderr(&hooked)
+    );
+
+    let removed = cli(project.path(), &["uninstall"]);
+    assert_eq!(code(&removed), 0, "{}", stderr(&removed));
+    for (path, text) in files {
+        assert_eq!(
+            std::fs::read_to_string(project.path().join(path)).unwrap(),
+            text,
+            "{path} is not as it was"
+        );
+    }
+    assert!(!project.path().join(".claude/skills").exists());
+}

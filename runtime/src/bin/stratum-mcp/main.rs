@@ -6,6 +6,7 @@
 
 mod operator;
 mod print;
+mod setup;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -153,6 +154,24 @@ enum Command {
         #[arg(long, value_name = "NAME", default_value = "tasks")]
         flow: String,
     },
+    /// Set the current project up for Claude Code: the MCP server, the execution model in CLAUDE.md, a hook that checks specs, a skill
+    #[command(
+        after_help = "Examples:\n  stratum-mcp install\n  stratum-mcp install --codex\n\nWrites .mcp.json (the server), CLAUDE.md (the execution model, between <!-- stratum:begin --> and <!-- stratum:end -->), .claude/settings.json (a PostToolUse hook running `stratum-mcp hook post-tool-use` on every *.stratum.yaml the agent writes) and .claude/skills/stratum/SKILL.md; with --codex, [mcp_servers.stratum] in ~/.codex/config.toml. What is already in those files is kept byte for byte; running it twice changes nothing.\n\nExit status: 0 on success, 1 when a file cannot be read, parsed or written (nothing is changed then)."
+    )]
+    Install(stratum_runtime::setup::InstallArgs),
+    /// Remove exactly what `install` added
+    #[command(
+        after_help = "Examples:\n  stratum-mcp uninstall\n  stratum-mcp uninstall --keep-skills --codex\n\nExit status: 0 on success, 1 when a file cannot be read, parsed or written (nothing is changed then)."
+    )]
+    Uninstall(stratum_runtime::setup::UninstallArgs),
+    /// Hooks that agents run (installed by `install`)
+    #[command(
+        after_help = "Examples:\n  echo '{\"tool_input\": {\"file_path\": \"flow.stratum.yaml\"}}' | stratum-mcp hook post-tool-use\n\nExit status: 0 when there is nothing to report (any other file, a clean spec, warnings only, or input that is not a hook's), 2 when the spec has errors: Claude Code then shows the diagnostics on standard error to the agent."
+    )]
+    Hook {
+        #[command(subcommand)]
+        hook: Hook,
+    },
     /// Explain where the runtime deliberately differs from the reference (all topics when none is given)
     #[command(
         after_help = "Examples:\n  stratum-mcp explain\n  stratum-mcp explain retries-exhausted\n\nExit status: 0 when the topic exists, 2 when it does not."
@@ -170,6 +189,12 @@ enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+#[derive(Subcommand)]
+enum Hook {
+    /// Claude Code's PostToolUse: check the spec the agent just wrote (the hook's JSON on standard input)
+    PostToolUse,
 }
 
 #[derive(Subcommand)]
@@ -229,6 +254,11 @@ fn main() -> ExitCode {
             output,
             flow,
         }) => operator::compile(&tasks_dir, output.as_deref(), &flow),
+        Some(Command::Install(args)) => setup::install(&args),
+        Some(Command::Uninstall(args)) => setup::uninstall(&args),
+        Some(Command::Hook {
+            hook: Hook::PostToolUse,
+        }) => setup::post_tool_use(),
         Some(Command::Explain { topic }) => operator::explain(topic.as_deref()),
         Some(Command::Completions { shell }) => {
             let mut script = Vec::new();
