@@ -151,3 +151,193 @@ pub fn spec_schema_text() -> String {
     text.push('\n');
     text
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use std::ops::Range;
+
+    use jsonschema::error::ValidationErrorKind;
+
+    use super::*;
+    use crate::diagnostic::Code;
+    use crate::source::{FileId, SourceFile, SourceMap};
+
+    /// A spec with `KV` where a mapping of `shape` has its entries, and that mapping's JSON
+    /// pointer. Flow style, so that one line holds the whole spec.
+    fn place(shape: &Shape) -> (&'static str, &'static str) {
+        match shape.name {
+            "spec" => (r#"{version: "0.2", KV}"#, ""),
+            "contractField" => (
+                r#"{version: "0.2", contracts: {C: {x: {KV}}}}"#,
+                "/contracts/C/x",
+            ),
+            "inputParam" => (
+                r#"{version: "0.2", flows: {g: {input: {x: {KV}}}}}"#,
+                "/flows/g/input/x",
+            ),
+            "function" => (r#"{version: "0.2", functions: {f: {KV}}}"#, "/functions/f"),
+            "budget" => (
+                r#"{version: "0.2", flows: {g: {budget: {KV}}}}"#,
+                "/flows/g/budget",
+            ),
+            "flow" => (r#"{version: "0.2", flows: {g: {KV}}}"#, "/flows/g"),
+            "step" => (
+                r#"{version: "0.2", flows: {g: {steps: [{KV}]}}}"#,
+                "/flows/g/steps/0",
+            ),
+            "workflow" => (r#"{version: "0.2", workflow: {KV}}"#, "/workflow"),
+            "workflowInput" => (
+                r#"{version: "0.2", workflow: {input: {x: {KV}}}}"#,
+                "/workflow/input/x",
+            ),
+            other => panic!("no place for shape `{other}`: add one"),
+        }
+    }
+
+    /// Values a key of this kind takes, and values it refuses, as YAML flow text.
+    fn samples(value: &Value) -> (Vec<String>, Vec<String>) {
+        let texts = |words: &[&str]| words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+        match value {
+            Value::Any => (texts(&["1", "x", "[1]", "{a: 1}", "~"]), vec![]),
+            Value::Text => (texts(&["x", "''"]), texts(&["1", "true", "[x]", "{a: 1}"])),
+            Value::NonEmptyText => (texts(&["x"]), texts(&["' '", "1", "[x]"])),
+            Value::WorkflowName => (texts(&["my-flow-2"]), texts(&["My_Flow", "2x", "1"])),
+            Value::Choice(words) => (texts(words), texts(&["zzz", "1"])),
+            Value::Boolean => (texts(&["true", "false"]), texts(&["'true'", "1", "[true]"])),
+            Value::Number { min } => {
+                let mut bad = texts(&["x", "[1]"]);
+                if min.is_some() {
+                    bad.push("-1".to_owned());
+                }
+                (texts(&["0.5", "3"]), bad)
+            }
+            Value::Integer { min, max } => {
+                let mut bad = texts(&["x", "1.5"]);
+                bad.push(format!("{}", *min as i64 - 1));
+                if let Some(max) = max {
+                    bad.push(format!("{}", max + 1));
+                }
+                (vec![min.to_string(), (min + 7).to_string()], bad)
+            }
+            Value::Texts => (texts(&["[a, b]", "[]"]), texts(&["a", "[[a]]", "{a: 1}"])),
+            Value::NonEmptyTexts => (texts(&["[a]"]), texts(&["a", "['']", "[[a]]"])),
+            Value::Route => (texts(&["a", "~"]), texts(&["[a]", "1"])),
+            Value::List => (texts(&["[1, a]"]), texts(&["a", "{a: 1}"])),
+            Value::Mapping => (texts(&["{}", "{a: 1}"]), texts(&["a", "[1]"])),
+            Value::Shape(_) => (texts(&["{}"]), texts(&["a", "[1]"])),
+            Value::Named(inner) => {
+                let (good, bad) = samples(inner);
+                let mut goods = texts(&["{}"]);
+                goods.extend(good.first().map(|g| format!("{{n: {g}}}")));
+                let mut bads = texts(&["a", "[1]"]);
+                bads.extend(bad.first().map(|b| format!("{{n: {b}}}")));
+                (goods, bads)
+            }
+            Value::NonEmptyList(inner) => {
+                let (good, bad) = samples(inner);
+                let goods = good
+                    .first()
+                    .map(|g| vec![format!("[{g}]")])
+                    .unwrap_or_default();
+                let mut bads = texts(&["[]", "a"]);
+                bads.extend(bad.first().map(|b| format!("[{b}]")));
+                (goods, bads)
+            }
+            Value::FieldDef(_) => (texts(&["string", "{}"]), texts(&["1", "[a]"])),
+        }
+    }
+
+    /// Codes that say a value is not what its key takes.
+    const VALUE_CODES: &[Code] = &[
+        Code::E0012,
+        Code::E0019,
+        Code::E0020,
+        Code::E0021,
+        Code::E0022,
+        Code::E0074,
+    ];
+
+    /// Whether the compiler says a value in `range` is wrong: the front end alone when
+    /// `front_end_only`, else the whole pipeline (which reads `items` in `sema::fields`).
+    fn compiler_refuses(text: &str, range: &Range<usize>, front_end_only: bool) -> bool {
+        let diagnostics = if front_end_only {
+            let src = SourceFile::new(FileId(0), "t.stratum.yaml", text);
+            crate::syntax::parse(&src).1
+        } else {
+            let mut sources = SourceMap::new();
+            crate::check_bytes(&mut sources, "t.stratum.yaml", text.as_bytes()).diagnostics
+        };
+        diagnostics.iter().any(|d| {
+            VALUE_CODES.contains(&d.code) && range.contains(&(d.primary.span.start as usize))
+        })
+    }
+
+    /// Whether the schema has errors at or below `pointer`, other than missing keys (a sample
+    /// `{}` for a nested workflow or step lacks its keys).
+    fn schema_refuses(validator: &jsonschema::Validator, text: &str, pointer: &str) -> bool {
+        let src = SourceFile::new(FileId(0), "t.stratum.yaml", text);
+        let root = crate::syntax::tree::load(&src).root.unwrap();
+        let json = crate::sema::schema::to_json(&root).unwrap();
+        validator.iter_errors(&json).any(|error| {
+            let at = error.instance_path().as_str().to_owned();
+            (at == pointer || at.starts_with(&format!("{pointer}/")))
+                && !matches!(error.kind(), ValidationErrorKind::Required { .. })
+        })
+    }
+
+    /// The tables' value types are what `read` enforces, and the schema says the same: for
+    /// every key of every shape, values of its kind pass both, and values of another kind are
+    /// refused by both.
+    #[test]
+    fn the_schema_and_the_compiler_agree_on_every_key() {
+        let validator = jsonschema::draft202012::new(&spec_schema()).unwrap();
+        let mut tried = 0;
+        for shape in keys::SHAPES {
+            let (template, pointer) = place(shape);
+            for key in shape.keys.iter().filter(|key| key.name != "version") {
+                let (good, bad) = samples(&key.value);
+                // The other required keys, with their placeholders, so that the mapping is
+                // whole and any complaint is about the sample (a field definition's errors
+                // surface at the mapping, where its `anyOf` fails).
+                let others: String = shape
+                    .keys
+                    .iter()
+                    .filter(|other| other.required == Required::Always && other.name != key.name)
+                    .map(|other| format!("{}: {}, ", other.name, other.placeholder))
+                    .collect();
+                let at = template.find("KV").unwrap() + others.len();
+                for (value, valid) in good
+                    .iter()
+                    .map(|v| (v, true))
+                    .chain(bad.iter().map(|v| (v, false)))
+                {
+                    let entry = format!("{}: {value}", key.name);
+                    let text = template.replace("KV", &format!("{others}{entry}"));
+                    let range = at..at + entry.len();
+                    let what = format!("{}.{} = {value}", shape.name, key.name);
+                    assert_eq!(
+                        compiler_refuses(&text, &range, valid),
+                        !valid,
+                        "the compiler on {what}"
+                    );
+                    assert_eq!(
+                        schema_refuses(&validator, &text, pointer),
+                        !valid,
+                        "the schema on {what}"
+                    );
+                    tried += 1;
+                }
+            }
+        }
+        assert!(tried > 200, "{tried}");
+    }
+
+    #[test]
+    fn every_shape_is_reachable_from_the_root() {
+        let schema = spec_schema();
+        for shape in keys::SHAPES {
+            assert!(schema["$defs"].get(shape.name).is_some(), "{}", shape.name);
+        }
+    }
+}

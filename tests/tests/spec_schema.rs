@@ -205,3 +205,24 @@ fn every_key_has_a_description_for_editor_hovers() {
         }
     }
 }
+
+/// The schema's descriptions and the language server's hovers are the same lines. The
+/// compiler's tables hold them (`Key::doc`); `lsp/src/key_docs.rs` still has its own copy,
+/// which this pins until it reads the tables: every line of the tables must appear there.
+#[test]
+fn the_key_docs_are_the_language_server_hovers() {
+    let hovers = std::fs::read_to_string(root().join("lsp/src/key_docs.rs"))
+        .expect("the language server's key docs are readable");
+    for shape in stratum_compiler::syntax::keys::SHAPES {
+        for key in shape.keys {
+            // As a Rust string literal writes it.
+            let literal = format!("\"{}\"", key.doc.replace('\\', "\\\\").replace('"', "\\\""));
+            assert!(
+                hovers.contains(&literal),
+                "{}.{}: the doc {literal} is not in lsp/src/key_docs.rs",
+                shape.name,
+                key.name
+            );
+        }
+    }
+}
