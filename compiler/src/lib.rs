@@ -5,7 +5,8 @@
 //! [`expression::parse_all`] parses every expression string with `stratum-grammar`,
 //! [`sema::analyze`] resolves names, builds each flow's DAG and checks types and format rules,
 //! and [`render`] turns diagnostics into human, one-line, JSON, GitHub and SARIF output;
-//! [`graph`] draws a checked spec's flows as Graphviz or Mermaid. The library does no IO; the
+//! [`graph`] draws a checked spec's flows as Graphviz or Mermaid, and [`spec_schema`] turns the
+//! format's key tables into a JSON Schema for editors. The library does no IO; the
 //! `stratumc` binary reads files and writes reports.
 
 pub mod cli;
@@ -18,6 +19,7 @@ pub mod plan;
 pub mod render;
 pub mod sema;
 pub mod source;
+pub mod spec_schema;
 pub mod syntax;
 
 use diagnostic::Diagnostic;

@@ -527,6 +527,7 @@ fn completions_are_generated_for_each_shell() {
             "build",
             "graph",
             "explain",
+            "schema",
             "deny-warnings",
             "pretty",
             "mermaid",
@@ -539,7 +540,15 @@ fn completions_are_generated_for_each_shell() {
 
 #[test]
 fn every_command_explains_itself_with_examples_and_exit_codes() {
-    for command in ["check", "build", "graph", "eval", "explain", "completions"] {
+    for command in [
+        "check",
+        "build",
+        "graph",
+        "eval",
+        "explain",
+        "schema",
+        "completions",
+    ] {
         let output = stratumc(&[command, "--help"]);
         assert_eq!(output.status.code(), Some(0), "{command}");
         let help = stdout(&output);
@@ -551,4 +560,16 @@ fn every_command_explains_itself_with_examples_and_exit_codes() {
             );
         }
     }
+}
+
+#[test]
+fn schema_prints_the_published_spec_schema() {
+    let output = stratumc(&["schema"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(
+        stdout(&output) == include_str!("../schemas/stratum-spec.schema.json"),
+        "compiler/schemas/stratum-spec.schema.json is out of date; regenerate it with\n  \
+         cargo run -p stratum-compiler --bin stratumc -- schema > compiler/schemas/stratum-spec.schema.json"
+    );
+    assert_eq!(stratumc(&["schema", "--pretty"]).status.code(), Some(2));
 }

@@ -3,9 +3,14 @@
 //! `syntax::read` checks every mapping against one of these shapes, so that unknown keys get a
 //! did-you-mean over exactly the keys valid there, keys of a later version get a version
 //! diagnostic, and required keys are enforced per version. The language server completes keys
-//! from the same tables.
+//! from the same tables, and `spec_schema` turns them into the published JSON Schema: each key
+//! also says what its value is (as `read` reads it) and carries its one line of documentation.
+//!
+//! The shapes are statics, not constants, because they refer to each other (a function's
+//! `budget` is a budget) and to themselves (a field definition's `items` is one).
 
 use std::borrow::Cow;
+use std::fmt;
 
 use crate::syntax::ast::Version;
 
@@ -18,6 +23,80 @@ pub enum Required {
     InV01,
 }
 
+/// What a key's value must be, as `read` reads it. A value `read` keeps as written (to be
+/// checked by a later stage, or not at all) is `Any`, `List` or `Mapping`: the tables promise
+/// only what the front end checks.
+#[derive(Clone, Copy)]
+pub enum Value {
+    /// Anything.
+    Any,
+    /// A string.
+    Text,
+    /// A string that is not only whitespace.
+    NonEmptyText,
+    /// A workflow name: a lowercase letter, then lowercase letters, digits and hyphens.
+    WorkflowName,
+    /// One of these words.
+    Choice(&'static [&'static str]),
+    Boolean,
+    /// A number, integer or not, of at least `min`.
+    Number {
+        min: Option<f64>,
+    },
+    /// A whole number from `min` to `max`.
+    Integer {
+        min: u64,
+        max: Option<u64>,
+    },
+    /// A list of strings (names, expressions).
+    Texts,
+    /// A list of strings that are not only whitespace.
+    NonEmptyTexts,
+    /// A step id, or null (`~`).
+    Route,
+    /// A list of anything.
+    List,
+    /// A mapping of anything (a JSON Schema, a template).
+    Mapping,
+    /// A mapping with the keys of a shape.
+    Shape(&'static Shape),
+    /// A mapping of names (chosen by the author) to values of one kind.
+    Named(&'static Value),
+    /// A list of at least one value of one kind.
+    NonEmptyList(&'static Value),
+    /// A field definition: a type text (`text: string`), or a mapping with the keys of a shape.
+    FieldDef(&'static Shape),
+}
+
+/// Shapes refer to themselves, so a derived `Debug` would never end: a shape is shown by name.
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Any => f.write_str("Any"),
+            Value::Text => f.write_str("Text"),
+            Value::NonEmptyText => f.write_str("NonEmptyText"),
+            Value::WorkflowName => f.write_str("WorkflowName"),
+            Value::Choice(words) => f.debug_tuple("Choice").field(words).finish(),
+            Value::Boolean => f.write_str("Boolean"),
+            Value::Number { min } => f.debug_struct("Number").field("min", min).finish(),
+            Value::Integer { min, max } => f
+                .debug_struct("Integer")
+                .field("min", min)
+                .field("max", max)
+                .finish(),
+            Value::Texts => f.write_str("Texts"),
+            Value::NonEmptyTexts => f.write_str("NonEmptyTexts"),
+            Value::Route => f.write_str("Route"),
+            Value::List => f.write_str("List"),
+            Value::Mapping => f.write_str("Mapping"),
+            Value::Shape(shape) => write!(f, "Shape({})", shape.name),
+            Value::Named(value) => f.debug_tuple("Named").field(value).finish(),
+            Value::NonEmptyList(value) => f.debug_tuple("NonEmptyList").field(value).finish(),
+            Value::FieldDef(shape) => write!(f, "FieldDef({})", shape.name),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 pub struct Key {
     pub name: &'static str,
@@ -26,6 +105,20 @@ pub struct Key {
     pub required: Required,
     /// An example value for the "add `key: value`" help.
     pub placeholder: &'static str,
+    /// What the value must be.
+    pub value: Value,
+    /// One line of documentation, from the format reference's field reference.
+    pub doc: &'static str,
+}
+
+impl Key {
+    const fn value(self, value: Value) -> Key {
+        Key { value, ..self }
+    }
+
+    const fn doc(self, doc: &'static str) -> Key {
+        Key { doc, ..self }
+    }
 }
 
 const fn key(name: &'static str) -> Key {
@@ -34,6 +127,8 @@ const fn key(name: &'static str) -> Key {
         since: Version::V0_1,
         required: Required::No,
         placeholder: "…",
+        value: Value::Any,
+        doc: "",
     }
 }
 
@@ -63,6 +158,8 @@ const fn required_in_v01(name: &'static str, placeholder: &'static str) -> Key {
 /// The keys of one kind of mapping.
 #[derive(Clone, Debug)]
 pub struct Shape {
+    /// A stable identifier: the shape's name in the JSON Schema's `$defs`.
+    pub name: &'static str,
     /// What the mapping is, for messages: "function `classify`", "a budget".
     pub what: Cow<'static, str>,
     pub keys: &'static [Key],
@@ -73,17 +170,19 @@ pub struct Shape {
 }
 
 impl Shape {
-    const fn new(what: &'static str, keys: &'static [Key]) -> Shape {
-        Shape::with(what, keys, false, false)
+    const fn new(name: &'static str, what: &'static str, keys: &'static [Key]) -> Shape {
+        Shape::with(name, what, keys, false, false)
     }
 
     const fn with(
+        name: &'static str,
         what: &'static str,
         keys: &'static [Key],
         unknown_is_warning: bool,
         has_v03_keys: bool,
     ) -> Shape {
         Shape {
+            name,
             what: Cow::Borrowed(what),
             keys,
             unknown_is_warning,
@@ -104,131 +203,306 @@ impl Shape {
     }
 }
 
-pub const ROOT: Shape = Shape::new(
+/// The spec versions `read` accepts.
+pub const VERSIONS: &[&str] = &["0.1", "0.2"];
+
+/// `count32`'s bound: the largest count a run keeps.
+const U32_MAX: Option<u64> = Some(u32::MAX as u64);
+
+/// A whole number of at least `min` (`read`'s `count`).
+const fn count(min: u64) -> Value {
+    Value::Integer { min, max: None }
+}
+
+/// A whole number of at least `min` that fits 32 bits (`read`'s `count32`).
+const fn count32(min: u64) -> Value {
+    Value::Integer { min, max: U32_MAX }
+}
+
+pub static ROOT: Shape = Shape::new(
+    "spec",
     "the spec",
     &[
-        key("version"),
-        key("contracts"),
-        key("functions"),
-        key("flows"),
-        v02("workflow"),
+        // Not `required`: `read` reports a missing version itself (E0014), before the shape check.
+        key("version")
+            .value(Value::Choice(VERSIONS))
+            .doc("Required. The spec version: `\"0.1\"` or `\"0.2\"`; 0.2 adds gates, inline steps, flow composition, policies, iterations, `skip_if`, routing and workflows."),
+        key("contracts")
+            .value(Value::Named(&Value::Named(&Value::FieldDef(&CONTRACT_FIELD))))
+            .doc("Named output schemas: each contract maps field names to `{type: <type>}` definitions."),
+        key("functions")
+            .value(Value::Named(&Value::Shape(&FUNCTION)))
+            .doc("Reusable step definitions, referenced by function steps."),
+        key("flows")
+            .value(Value::Named(&Value::Shape(&FLOW)))
+            .doc("Flow definitions: an input schema, an output contract and ordered steps."),
+        v02("workflow")
+            .value(Value::Shape(&WORKFLOW))
+            .doc("(v0.2) Self-registering workflow declaration, so that `stratum_list_workflows` can discover the spec."),
     ],
 );
 
 /// A contract field definition: `{type: string, …}`.
-pub const CONTRACT_FIELD: Shape = Shape::with("a contract field", FIELD_KEYS, true, false);
+pub static CONTRACT_FIELD: Shape = Shape::with(
+    "contractField",
+    "a contract field",
+    &FIELD_KEYS,
+    true,
+    false,
+);
 
 /// A function's or flow's input parameter: the same keys as a contract field, `type` optional.
-pub const INPUT_PARAM: Shape = Shape::with("an input parameter", PARAM_KEYS, true, false);
+/// An `items` definition has these keys too, in contracts as well (`sema::fields` reads it).
+pub static INPUT_PARAM: Shape =
+    Shape::with("inputParam", "an input parameter", &PARAM_KEYS, true, false);
 
-const FIELD_KEYS: &[Key] = &[
-    required("type", "string"),
-    key("values"),
-    key("items"),
-    key("optional"),
-    key("required"),
-    key("description"),
-    key("default"),
-    key("minimum"),
-    key("maximum"),
-    key("min_length"),
-    key("max_length"),
-];
+static FIELD_KEYS: [Key; 11] = field_keys(
+    required("type", "string")
+        .value(Value::Text)
+        .doc("Required. The field's type: `string`, `number`, `integer`, `boolean`, `array`, `object`, a contract name, or a typed form such as `float[0.0..1.0]`, `Address[]`, `string?` or `'a' | 'b'`."),
+);
 
-const PARAM_KEYS: &[Key] = &[
-    key("type"),
-    key("values"),
-    key("items"),
-    key("optional"),
-    key("required"),
-    key("description"),
-    key("default"),
-    key("minimum"),
-    key("maximum"),
-    key("min_length"),
-    key("max_length"),
-];
+static PARAM_KEYS: [Key; 11] = field_keys(
+    key("type")
+        .value(Value::Text)
+        .doc("The parameter's type: `string`, `number`, `integer`, `boolean`, `array`, `object`, a contract name, or a typed form such as `string?` or `Address[]`."),
+);
 
-pub const FUNCTION: Shape = Shape::new(
+/// The keys of a field definition, after its `type`.
+const fn field_keys(ty: Key) -> [Key; 11] {
+    [
+        ty,
+        key("values")
+            .value(Value::List)
+            .doc("The fixed values the field may take (an enum)."),
+        key("items")
+            .value(Value::FieldDef(&INPUT_PARAM))
+            .doc("The type of an array's items, as a field definition."),
+        key("optional")
+            .value(Value::Boolean)
+            .doc("`true` when the field may be left out of the object."),
+        key("required")
+            .value(Value::Boolean)
+            .doc("`false` when the field may be left out of the object."),
+        key("description")
+            .value(Value::Text)
+            .doc("What the field holds, for people and agents."),
+        key("default").doc("The value used when the field is left out."),
+        key("minimum")
+            .value(Value::Number { min: None })
+            .doc("The smallest number the field accepts."),
+        key("maximum")
+            .value(Value::Number { min: None })
+            .doc("The largest number the field accepts."),
+        key("min_length")
+            .value(count(0))
+            .doc("The fewest characters the string accepts."),
+        key("max_length")
+            .value(count(0))
+            .doc("The most characters the string accepts."),
+    ]
+}
+
+/// The modes of a function.
+const MODES: &[&str] = &["infer", "compute", "gate"];
+
+/// The policies of a gate step.
+const POLICIES: &[&str] = &["gate", "flag", "skip"];
+
+/// The types of a workflow input.
+const WORKFLOW_TYPES: &[&str] = &["string", "boolean", "integer", "number", "array", "object"];
+
+/// A function's or flow's `input`: parameters by name.
+const PARAMS: Value = Value::Named(&Value::FieldDef(&INPUT_PARAM));
+
+/// A list of expressions (`ensure`).
+const EXPRESSIONS: Value = Value::Texts;
+
+/// One expression (`skip_if`, `exit_criterion`, …).
+const EXPRESSION: Value = Value::Text;
+
+pub static FUNCTION: Shape = Shape::new(
+    "function",
     "a function",
     &[
-        required("mode", "infer"),
-        required_in_v01("intent", "\"what the function does\""),
-        required_in_v01("input", "{text: {type: string}}"),
-        required_in_v01("output", "ContractName"),
-        key("ensure"),
-        key("budget"),
-        key("retries"),
-        key("model"),
-        v02("timeout"),
-        v02("guardrails"),
-        v02("cache"),
+        required("mode", "infer")
+            .value(Value::Choice(MODES))
+            .doc("Required. `infer`, `compute` or `gate`."),
+        required_in_v01("intent", "\"what the function does\"")
+            .value(Value::NonEmptyText)
+            .doc("What the function does; required for `infer` and `compute`."),
+        required_in_v01("input", "{text: {type: string}}")
+            .value(PARAMS)
+            .doc("The function's parameters, `name: {type: …}`; required for `infer` and `compute`."),
+        required_in_v01("output", "ContractName")
+            .value(Value::Text)
+            .doc("The contract the function's result must satisfy; required for `infer` and `compute`."),
+        key("ensure")
+            .value(EXPRESSIONS)
+            .doc("Expressions over `result` that must all hold, else the step is retried (forbidden on gates)."),
+        key("budget")
+            .value(Value::Shape(&BUDGET))
+            .doc("Time and cost limits: `ms`, `usd` (forbidden on gates)."),
+        key("retries")
+            .value(count32(1))
+            .doc("Attempts allowed when an `ensure` fails; default 3 (forbidden on gates)."),
+        key("model")
+            .value(Value::Text)
+            .doc("The model to run the function with, such as `\"gpt-4o\"`."),
+        v02("timeout")
+            .value(count(1))
+            .doc("(v0.2, gates only) Seconds before a pending gate is killed."),
+        v02("guardrails")
+            .value(Value::NonEmptyTexts)
+            .doc("(v0.2) Regular expressions the output must not match (forbidden on gates)."),
+        v02("cache")
+            .value(Value::Boolean)
+            .doc("(v0.2) `true` to reuse a result for the same inputs."),
     ],
 );
 
-pub const BUDGET: Shape = Shape::new(
+pub static BUDGET: Shape = Shape::new(
+    "budget",
     "a budget",
     &[
-        key("ms"),
-        key("usd"),
-        key("max_agent_dispatches"),
-        key("max_tokens"),
+        key("ms").value(count(1)).doc("Time limit in milliseconds."),
+        key("usd")
+            .value(Value::Number { min: Some(0.0) })
+            .doc("Cost limit in US dollars."),
+        key("max_agent_dispatches")
+            .value(count(1))
+            .doc("The most agent dispatches a whole run may make."),
+        key("max_tokens")
+            .value(count(1))
+            .doc("The most tokens a whole run may use."),
     ],
 );
 
-pub const FLOW: Shape = Shape::new(
+pub static FLOW: Shape = Shape::new(
+    "flow",
     "a flow",
     &[
-        required("input", "{text: {type: string}}"),
-        required_in_v01("output", "ContractName"),
-        key("budget"),
-        v02("max_rounds"),
-        required("steps", "[{id: first, function: my_function}]"),
+        required("input", "{text: {type: string}}")
+            .value(PARAMS)
+            .doc("Required. The flow's input schema, `name: {type: …}`, read as `$.input.<name>`."),
+        required_in_v01("output", "ContractName")
+            .value(Value::Text)
+            .doc("The flow's output contract; optional for gate-only flows."),
+        key("budget")
+            .value(Value::Shape(&BUDGET))
+            .doc("Time and cost limits of the whole flow: `ms`, `usd`."),
+        v02("max_rounds")
+            .value(count32(1))
+            .doc("(v0.2) The most gate revise cycles."),
+        required("steps", "[{id: first, function: my_function}]")
+            .value(Value::NonEmptyList(&Value::Shape(&STEP)))
+            .doc("Required. The flow's ordered steps."),
     ],
 );
 
-pub const STEP: Shape = Shape::with(
+pub static STEP: Shape = Shape::with(
+    "step",
     "a step",
     &[
-        required("id", "step_name"),
+        required("id", "step_name")
+            .value(Value::Text)
+            .doc("Required. The step's id, unique within the flow."),
         Key {
             required: Required::InV01,
             placeholder: "function_name",
             ..key("function")
-        },
-        v02("intent"),
-        v02("flow"),
-        v02("judge"),
+        }
+        .value(Value::Text)
+        .doc("Runs a function definition (function step); exactly one of `function`, `intent` and `flow`."),
+        v02("intent")
+            .value(Value::NonEmptyText)
+            .doc("(v0.2) What an inline step does; exactly one of `function`, `intent` and `flow`."),
+        v02("flow")
+            .value(Value::Text)
+            .doc("(v0.2) Runs another flow (sub-flow step); exactly one of `function`, `intent` and `flow`."),
+        v02("judge").doc("(v0.2) A judge step's configuration."),
         Key {
             required: Required::InV01,
             placeholder: "{}",
             ..key("inputs")
-        },
-        key("depends_on"),
-        key("output_schema"),
-        v02("agent"),
-        v02("ensure"),
-        v02("retries"),
-        v02("output_contract"),
-        v02("model"),
-        v02("budget"),
-        v02("on_approve"),
-        v02("on_revise"),
-        v02("on_kill"),
-        v02("policy"),
-        v02("policy_fallback"),
-        v02("on_fail"),
-        v02("next"),
-        v02("skip_if"),
-        v02("skip_reason"),
-        v02("max_iterations"),
-        v02("exit_criterion"),
-        v02("score_expr"),
-        v02("accumulate"),
-        v02("accumulate_key"),
-        v02("guardrails"),
-        v02("cache"),
-        v02("reasoning_template"),
+        }
+        .value(Value::Named(&Value::Any))
+        .doc("The step's inputs: literals, `$.input.<field>` or `$.steps.<id>.output[.<field>]`; references add dependencies."),
+        key("depends_on")
+            .value(Value::Texts)
+            .doc("Explicit dependencies: steps that must finish first."),
+        key("output_schema")
+            .value(Value::Mapping)
+            .doc("A JSON Schema the step's result is validated against."),
+        v02("agent")
+            .value(Value::Text)
+            .doc("(v0.2, inline steps) The agent the step is assigned to."),
+        v02("ensure")
+            .value(EXPRESSIONS)
+            .doc("(v0.2, inline steps) Expressions over `result` that must all hold."),
+        v02("retries")
+            .value(count32(1))
+            .doc("(v0.2, inline steps) Attempts allowed when an `ensure` fails; default 1."),
+        v02("output_contract")
+            .value(Value::Text)
+            .doc("(v0.2, inline steps) The contract the step's result must satisfy."),
+        v02("model")
+            .value(Value::Text)
+            .doc("(v0.2, inline steps) The model to run the step with."),
+        v02("budget")
+            .value(Value::Shape(&BUDGET))
+            .doc("(v0.2, inline steps) Time and cost limits: `ms`, `usd`."),
+        v02("on_approve")
+            .value(Value::Route)
+            .doc("(v0.2, gate steps) Required. The step to route to on approval, or `~` to complete the flow."),
+        v02("on_revise")
+            .value(Value::Route)
+            .doc("(v0.2, gate steps) Required. The step to route back to on revision; must run before the gate."),
+        v02("on_kill")
+            .value(Value::Route)
+            .doc("(v0.2, gate steps) Required. The step to route to when killed, or `~` to terminate the flow."),
+        v02("policy")
+            .value(Value::Choice(POLICIES))
+            .doc("(v0.2, gate steps) Auto-resolution policy: `gate`, `flag` or `skip`."),
+        v02("policy_fallback")
+            .value(Value::Choice(POLICIES))
+            .doc("(v0.2, gate steps) The policy to fall back to; requires `policy`."),
+        v02("on_fail")
+            .value(Value::Text)
+            .doc("(v0.2) The step to route to when retries are exhausted; requires an `ensure`."),
+        v02("next")
+            .value(Value::Text)
+            .doc("(v0.2) The step to go to on success instead of the next one."),
+        v02("skip_if")
+            .value(EXPRESSION)
+            .doc("(v0.2) An expression: when true, the step is skipped (forbidden on gates)."),
+        v02("skip_reason")
+            .value(Value::Text)
+            .doc("(v0.2) Why the step was skipped, recorded in the trace."),
+        v02("max_iterations")
+            .value(count32(1))
+            .doc("(v0.2) The most times the step is run in a loop (forbidden on gates)."),
+        v02("exit_criterion")
+            .value(EXPRESSION)
+            .doc("(v0.2) An expression over `result` that ends the iterations when true; requires `max_iterations`."),
+        v02("score_expr")
+            .value(EXPRESSION)
+            .doc("(v0.2) A number expression scoring each iteration (`best_score` in `exit_criterion`); requires `max_iterations`."),
+        v02("accumulate")
+            .value(EXPRESSION)
+            .doc("(v0.2) A list expression whose items are collected across iterations, deduplicated; requires `max_iterations`."),
+        v02("accumulate_key")
+            .value(EXPRESSION)
+            .doc("(v0.2) An expression over `item` that deduplicates accumulated items; requires `accumulate`."),
+        v02("guardrails")
+            .value(Value::NonEmptyTexts)
+            .doc("(v0.2) Regular expressions the output must not match."),
+        v02("cache")
+            .value(Value::Boolean)
+            .doc("(v0.2) `true` to reuse a result for the same inputs."),
+        v02("reasoning_template")
+            .value(Value::Mapping)
+            .doc("(v0.2) A reasoning certificate template for the step."),
     ],
     false,
     true,
@@ -251,16 +525,45 @@ pub const V03_STEP_KEYS: &[&str] = &[
     "pre_merge_verify",
 ];
 
-pub const WORKFLOW: Shape = Shape::new(
+pub static WORKFLOW: Shape = Shape::new(
+    "workflow",
     "the workflow",
     &[
-        required("name", "my-workflow"),
-        required("description", "\"what the workflow does\""),
-        required("input", "{}"),
+        required("name", "my-workflow")
+            .value(Value::WorkflowName)
+            .doc("Required. The workflow's name: lowercase words joined by hyphens; a flow of that name is the entry flow."),
+        required("description", "\"what the workflow does\"")
+            .value(Value::NonEmptyText)
+            .doc("Required. What the workflow does."),
+        required("input", "{}")
+            .value(Value::Named(&Value::Shape(&WORKFLOW_PARAM)))
+            .doc("Required. The workflow's inputs; keys must match the entry flow's input keys."),
     ],
 );
 
-pub const WORKFLOW_PARAM: Shape = Shape::new(
+pub static WORKFLOW_PARAM: Shape = Shape::new(
+    "workflowInput",
     "a workflow input",
-    &[required("type", "string"), key("required"), key("default")],
+    &[
+        required("type", "string")
+            .value(Value::Choice(WORKFLOW_TYPES))
+            .doc("Required. `string`, `boolean`, `integer`, `number`, `array` or `object`."),
+        key("required")
+            .value(Value::Boolean)
+            .doc("Whether the input must be given."),
+        key("default").doc("The value used when the input is not given."),
+    ],
 );
+
+/// Every shape, in the order of the format reference: the root first.
+pub static SHAPES: [&Shape; 9] = [
+    &ROOT,
+    &CONTRACT_FIELD,
+    &INPUT_PARAM,
+    &FUNCTION,
+    &BUDGET,
+    &FLOW,
+    &STEP,
+    &WORKFLOW,
+    &WORKFLOW_PARAM,
+];

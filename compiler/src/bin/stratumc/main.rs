@@ -18,7 +18,7 @@ use stratum_compiler::diagnostic::{Code, did_you_mean};
     name = "stratumc",
     version,
     about = "Checks Stratum workflow specs (.stratum.yaml), reports every problem with its exact place, and builds them into execution plans",
-    after_help = "Examples:\n  stratumc check examples/sentiment.stratum.yaml\n  stratumc check specs/ --format short\n  cat spec.stratum.yaml | stratumc check - --format json\n  stratumc build examples/deploy.stratum.yaml -o deploy.plan.json\n  stratumc explain E0007\n\nExit status (every command): 0 on success, 1 when a spec has errors (or warnings, with --deny-warnings), 2 on a usage or I/O error."
+    after_help = "Examples:\n  stratumc check examples/sentiment.stratum.yaml\n  stratumc check specs/ --format short\n  cat spec.stratum.yaml | stratumc check - --format json\n  stratumc build examples/deploy.stratum.yaml -o deploy.plan.json\n  stratumc explain E0007\n  stratumc schema > stratum-spec.schema.json\n\nExit status (every command): 0 on success, 1 when a spec has errors (or warnings, with --deny-warnings), 2 on a usage or I/O error."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -55,6 +55,11 @@ enum Command {
         /// A code such as E0007, or its name such as duplicate-key
         code: Option<String>,
     },
+    /// Print the JSON Schema of the spec format, for editors without the language server
+    #[command(
+        after_help = "The schema is generated from the compiler's key tables; the published copy is compiler/schemas/stratum-spec.schema.json. Point an editor's YAML support at it with a first line such as\n  # yaml-language-server: $schema=<path or URL of stratum-spec.schema.json>\nIt catches misspelt keys, wrong value types and missing keys; `stratumc check` checks the rest.\n\nExamples:\n  stratumc schema > stratum-spec.schema.json\n  stratumc schema | jq '.[\"$defs\"].step.properties | keys'\n\nExit status: 0 when the schema was printed, 2 on a usage or I/O error."
+    )]
+    Schema,
     /// Print a shell completion script
     #[command(
         after_help = "Examples:\n  stratumc completions bash > ~/.local/share/bash-completion/completions/stratumc\n  stratumc completions zsh > ~/.zfunc/_stratumc\n  stratumc completions fish > ~/.config/fish/completions/stratumc.fish"
@@ -94,6 +99,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => eval::eval(&args),
         Command::Graph(args) => graph::graph(&args),
         Command::Explain { code } => explain(code.as_deref()),
+        Command::Schema => schema(),
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,
@@ -102,6 +108,19 @@ fn main() -> ExitCode {
                 &mut std::io::stdout(),
             );
             ExitCode::SUCCESS
+        }
+    }
+}
+
+/// Prints the spec schema; a closed stdout (`stratumc schema | head`) is an I/O error.
+fn schema() -> ExitCode {
+    use std::io::Write;
+    let text = stratum_compiler::spec_schema::spec_schema_text();
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: cannot write the schema: {error}");
+            ExitCode::from(USAGE_OR_IO_ERROR)
         }
     }
 }
