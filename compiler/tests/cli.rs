@@ -573,3 +573,46 @@ fn schema_prints_the_published_spec_schema() {
     );
     assert_eq!(stratumc(&["schema", "--pretty"]).status.code(), Some(2));
 }
+
+#[test]
+fn output_closed_early_ends_quietly() {
+    let example = workspace().join("examples/code-review.stratum.yaml");
+    let example = example.to_str().unwrap_or_default();
+    let commands: [&[&str]; 8] = [
+        &["explain"],
+        &["explain", "E0029"],
+        &["schema"],
+        &["completions", "bash"],
+        &["eval", "result.n + 1", "--result", r#"{"n": 1}"#],
+        &["build", example],
+        &["graph", example],
+        &["check", example, "--format", "json"],
+    ];
+    for args in commands {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_stratumc"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("stratumc runs");
+        // Close the reading end at once, as `| head -0` would.
+        drop(child.stdout.take());
+        let output = child.wait_with_output().expect("stratumc ends");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success() && stderr.is_empty(),
+            "{args:?}: {:?}\n{stderr}",
+            output.status
+        );
+    }
+}
+
+#[test]
+fn an_expression_may_start_with_a_minus() {
+    let output = stratumc(&["eval", "-7 % 3"]);
+    assert_eq!(stdout(&output), "2\n");
+    let output = stratumc(&["eval", "-result.count", "--result", r#"{"count": 4}"#]);
+    assert_eq!(stdout(&output), "-4\n");
+    assert_eq!(output.status.code(), Some(0));
+}

@@ -7,11 +7,20 @@ use std::path::Path;
 pub fn write_product(path: Option<&Path>, text: &str) -> std::io::Result<()> {
     match path {
         Some(path) if path.as_os_str() != "-" => write_file(path, text),
-        _ => {
-            let mut stdout = std::io::stdout().lock();
-            stdout.write_all(text.as_bytes())?;
-            stdout.flush()
-        }
+        _ => print(text),
+    }
+}
+
+/// Writes `text` to stdout. A reader that closed it early (`stratumc explain | head`) has all
+/// it wanted: that is not an error, and the command ends quietly.
+pub fn print(text: &str) -> std::io::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        written => written,
     }
 }
 

@@ -83,7 +83,12 @@ pub fn report(
         MessageFormat::Github => render::github::render(sources, &reports),
         MessageFormat::Sarif => render::sarif::render(sources, &reports),
     };
-    let write = |out: &mut dyn Write| out.write_all(output.as_bytes()).and_then(|()| out.flush());
+    // A reader that closed the stream early (`| head`) took what it wanted: not a failure.
+    let write =
+        |out: &mut dyn Write| match out.write_all(output.as_bytes()).and_then(|()| out.flush()) {
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            written => written,
+        };
     let write_failed = match stream {
         Stream::Stdout => write(&mut std::io::stdout().lock()),
         Stream::Stderr => write(&mut std::io::stderr().lock()),

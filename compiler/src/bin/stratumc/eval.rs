@@ -120,12 +120,12 @@ pub(crate) fn eval(args: &EvalArgs) -> ExitCode {
             return report_failure(&sources, file, vec![diagnostic], args.color);
         }
     };
-    println!("{value}");
     if args.ensure && !explanation.held() {
+        let status = crate::printed(&format!("{value}\n"), ExitCode::from(1));
         eprintln!("{explanation}");
-        return ExitCode::from(1);
+        return status;
     }
-    ExitCode::SUCCESS
+    crate::printed(&format!("{value}\n"), ExitCode::SUCCESS)
 }
 
 fn print_diagnostics(

@@ -101,42 +101,42 @@ fn main() -> ExitCode {
         Command::Explain { code } => explain(code.as_deref()),
         Command::Schema => schema(),
         Command::Completions { shell } => {
-            clap_complete::generate(
-                shell,
-                &mut Cli::command(),
-                "stratumc",
-                &mut std::io::stdout(),
-            );
-            ExitCode::SUCCESS
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "stratumc", &mut script);
+            printed(&String::from_utf8_lossy(&script), ExitCode::SUCCESS)
         }
     }
 }
 
-/// Prints the spec schema; a closed stdout (`stratumc schema | head`) is an I/O error.
-fn schema() -> ExitCode {
-    use std::io::Write;
-    let text = stratum_compiler::spec_schema::spec_schema_text();
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Ok(()) => ExitCode::SUCCESS,
+/// `status` once `text` is on stdout (or its reader has gone); an I/O error otherwise.
+pub(crate) fn printed(text: &str, status: ExitCode) -> ExitCode {
+    match cli::output::print(text) {
+        Ok(()) => status,
         Err(error) => {
-            eprintln!("error: cannot write the schema: {error}");
+            eprintln!("error: cannot write to standard output: {error}");
             ExitCode::from(USAGE_OR_IO_ERROR)
         }
     }
 }
 
+/// Prints the spec schema.
+fn schema() -> ExitCode {
+    printed(
+        &stratum_compiler::spec_schema::spec_schema_text(),
+        ExitCode::SUCCESS,
+    )
+}
+
 fn explain(code: Option<&str>) -> ExitCode {
     let Some(text) = code else {
-        for code in Code::ALL {
-            println!("{code}  {:<30} {}", code.slug(), code.summary());
-        }
-        return ExitCode::SUCCESS;
+        let list: String = Code::ALL
+            .iter()
+            .map(|code| format!("{code}  {:<30} {}\n", code.slug(), code.summary()))
+            .collect();
+        return printed(&list, ExitCode::SUCCESS);
     };
     match Code::parse(text) {
-        Some(code) => {
-            print!("{}", code.explanation());
-            ExitCode::SUCCESS
-        }
+        Some(code) => printed(code.explanation(), ExitCode::SUCCESS),
         None => {
             let names: Vec<&str> = Code::ALL.iter().map(|code| code.as_str()).collect();
             let suggestion = did_you_mean(&text.to_uppercase(), names.iter().copied())
