@@ -121,14 +121,18 @@ impl Watcher {
         let first = std::mem::replace(&mut self.first, false);
         // Oldest first, so that a parent's lines come before its children's.
         for header in headers.iter().rev() {
+            if self
+                .seen
+                .get(&header.id)
+                .is_some_and(|seen| seen.version == header.version)
+            {
+                continue;
+            }
             let Some(plan) = self.plan(store, &header.plan)? else {
                 continue;
             };
             let attempts = current_attempts(store, header)?;
             let seen = self.seen.get(&header.id);
-            if seen.is_some_and(|seen| seen.version == header.version) {
-                continue;
-            }
             let mut say = |kind, step_id: Option<String>, detail: String, at_ms| {
                 happenings.push(Happening {
                     at_ms,
