@@ -14,8 +14,14 @@ pub mod schemas;
 pub mod table;
 pub mod watch;
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::{Serialize, Serializer};
+use stratum_compiler::plan::Plan;
+
+use crate::store::{Store, StoreError};
 
 /// The `"_schema_version": "1"` every operator JSON object carries: the reference's
 /// version-1 contracts.
@@ -38,5 +44,32 @@ impl JsonSchema for SchemaVersion {
             "description": "The version of the operator JSON contract.",
             "const": "1"
         })
+    }
+}
+
+/// The plans of the flows an operator command reads, each read from the store once (plans are
+/// immutable, named by checksum).
+#[derive(Default)]
+pub(crate) struct Plans(HashMap<String, Arc<Plan>>);
+
+impl Plans {
+    /// The plan of that checksum; `None` when a prune took it (with its flows) meanwhile.
+    pub(crate) fn get(
+        &mut self,
+        store: &dyn Store,
+        checksum: &str,
+    ) -> Result<Option<Arc<Plan>>, StoreError> {
+        if let Some(plan) = self.0.get(checksum) {
+            return Ok(Some(plan.clone()));
+        }
+        let mut found = None;
+        store.read(&mut |snapshot| {
+            found = snapshot.plan(checksum)?;
+            Ok(())
+        })?;
+        if let Some(plan) = &found {
+            self.0.insert(checksum.to_owned(), plan.clone());
+        }
+        Ok(found)
     }
 }

@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 use stratum_compiler::plan::{self, Action, Plan};
 
-use super::SchemaVersion;
+use super::{Plans, SchemaVersion};
 use crate::command::{Command, Config, Context};
 use crate::exec::{self, Work};
 use crate::ids::FlowId;
@@ -345,25 +345,4 @@ fn corrupt_cursor(header: &FlowHeader, index: u32) -> StoreError {
         "flow {} points at step {index}, which its plan lacks",
         header.id
     ))
-}
-
-/// The plans of the flows being listed, each read once.
-#[derive(Default)]
-struct Plans(BTreeMap<String, Arc<Plan>>);
-
-impl Plans {
-    fn get(&mut self, store: &dyn Store, checksum: &str) -> Result<Option<Arc<Plan>>, StoreError> {
-        if let Some(plan) = self.0.get(checksum) {
-            return Ok(Some(plan.clone()));
-        }
-        let mut found = None;
-        store.read(&mut |snapshot| {
-            found = snapshot.plan(checksum)?;
-            Ok(())
-        })?;
-        if let Some(plan) = &found {
-            self.0.insert(checksum.to_owned(), plan.clone());
-        }
-        Ok(found)
-    }
 }

@@ -7,12 +7,12 @@
 //! resolved, a flow finished.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Serialize;
 use stratum_compiler::plan::{Action, Plan};
 
+use super::Plans;
 use crate::ids::FlowId;
 use crate::response::Record;
 use crate::state::{Cursor, EventBody, FlowHeader, FlowStatus};
@@ -98,7 +98,7 @@ struct Seen {
 pub struct Watcher {
     only: Option<FlowId>,
     seen: HashMap<FlowId, Seen>,
-    plans: HashMap<String, Arc<Plan>>,
+    plans: Plans,
     first: bool,
 }
 
@@ -108,7 +108,7 @@ impl Watcher {
         Watcher {
             only,
             seen: HashMap::new(),
-            plans: HashMap::new(),
+            plans: Plans::default(),
             first: true,
         }
     }
@@ -128,7 +128,7 @@ impl Watcher {
             {
                 continue;
             }
-            let Some(plan) = self.plan(store, &header.plan)? else {
+            let Some(plan) = self.plans.get(store, &header.plan)? else {
                 continue;
             };
             let attempts = current_attempts(store, header)?;
@@ -231,21 +231,6 @@ impl Watcher {
             .into_iter()
             .filter(|header| under(&header.id))
             .collect()
-    }
-
-    fn plan(&mut self, store: &dyn Store, checksum: &str) -> Result<Option<Arc<Plan>>, StoreError> {
-        if let Some(plan) = self.plans.get(checksum) {
-            return Ok(Some(plan.clone()));
-        }
-        let mut found = None;
-        store.read(&mut |snapshot| {
-            found = snapshot.plan(checksum)?;
-            Ok(())
-        })?;
-        if let Some(plan) = &found {
-            self.plans.insert(checksum.to_owned(), plan.clone());
-        }
-        Ok(found)
     }
 }
 

@@ -56,12 +56,7 @@ pub(crate) fn install(path: &Path) -> Result<Plan, SetupError> {
     let text = existing.as_deref().unwrap_or("");
     let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
     let block = block(newline);
-    let plan = |change, action, detail: &str| Plan {
-        path: path.to_owned(),
-        change,
-        action,
-        detail: detail.to_owned(),
-    };
+    let plan = |change, action, detail: &str| Plan::new(path, change, action, detail);
     if let Some(found) = find(path, text)? {
         if text.get(found.start..found.end) == Some(block.as_str()) {
             return Ok(plan(
@@ -105,12 +100,7 @@ pub(crate) fn install(path: &Path) -> Result<Plan, SetupError> {
 }
 
 pub(crate) fn uninstall(path: &Path) -> Result<Plan, SetupError> {
-    let plan = |change, action, detail: &str| Plan {
-        path: path.to_owned(),
-        change,
-        action,
-        detail: detail.to_owned(),
-    };
+    let plan = |change, action, detail: &str| Plan::new(path, change, action, detail);
     let Some(text) = files::read(path)? else {
         return Ok(plan(Change::Keep, Action::Unchanged, "absent"));
     };

@@ -46,12 +46,7 @@ pub(crate) fn install(path: &Path) -> Result<Plan, SetupError> {
     let existing = files::read(path)?;
     let text = existing.as_deref().unwrap_or("");
     let mut doc = parse(path, text)?;
-    let plan = |change, action, detail: String| Plan {
-        path: path.to_owned(),
-        change,
-        action,
-        detail,
-    };
+    let plan = |change, action, detail: String| Plan::new(path, change, action, detail);
     if doc.get(SERVERS).is_none() {
         // Implicit: only `[mcp_servers.stratum]` is written, not an empty `[mcp_servers]`.
         let mut servers = Table::new();
@@ -114,12 +109,7 @@ pub(crate) fn install(path: &Path) -> Result<Plan, SetupError> {
 }
 
 pub(crate) fn uninstall(path: &Path) -> Result<Plan, SetupError> {
-    let plan = |change, action, detail: &str| Plan {
-        path: path.to_owned(),
-        change,
-        action,
-        detail: detail.to_owned(),
-    };
+    let plan = |change, action, detail: &str| Plan::new(path, change, action, detail);
     let Some(text) = files::read(path)? else {
         return Ok(plan(Change::Keep, Action::Unchanged, "absent"));
     };

@@ -188,12 +188,7 @@ pub(crate) fn install(path: &Path) -> Result<Plan, SetupError> {
 }
 
 pub(crate) fn uninstall(path: &Path) -> Result<Plan, SetupError> {
-    let plan = |change, action, detail: &str| Plan {
-        path: path.to_owned(),
-        change,
-        action,
-        detail: detail.to_owned(),
-    };
+    let plan = |change, action, detail: &str| Plan::new(path, change, action, detail);
     let Some(text) = files::read(path)? else {
         return Ok(plan(Change::Keep, Action::Unchanged, "absent"));
     };

@@ -126,6 +126,22 @@ pub(crate) struct Plan {
     pub detail: String,
 }
 
+impl Plan {
+    pub(crate) fn new(
+        path: &Path,
+        change: Change,
+        action: Action,
+        detail: impl Into<String>,
+    ) -> Plan {
+        Plan {
+            path: path.to_owned(),
+            change,
+            action,
+            detail: detail.into(),
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(crate) enum Change {
     Keep,
