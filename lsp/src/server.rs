@@ -418,6 +418,12 @@ impl LanguageServer for Backend {
                         CompletionKind::Value => CompletionItemKind::ENUM_MEMBER,
                     }),
                     detail: item.detail,
+                    documentation: item.documentation.map(|value| {
+                        Documentation::MarkupContent(MarkupContent {
+                            kind: MarkupKind::Markdown,
+                            value,
+                        })
+                    }),
                     // The server's order: required keys first, then the format's order.
                     sort_text: Some(format!("{rank:05}")),
                     filter_text: Some(item.label.clone()),
