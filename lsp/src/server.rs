@@ -185,7 +185,12 @@ impl LanguageServer for Backend {
                 document_symbol_provider: Some(OneOf::Left(true)),
                 hover_provider: Some(HoverProviderCapability::Simple(true)),
                 completion_provider: Some(CompletionOptions {
-                    trigger_characters: Some([".", "$", " ", "[", ","].map(str::to_owned).to_vec()),
+                    // Quotes for bracket access: `result['`.
+                    trigger_characters: Some(
+                        [".", "$", " ", "[", ",", "'", "\""]
+                            .map(str::to_owned)
+                            .to_vec(),
+                    ),
                     ..CompletionOptions::default()
                 }),
                 definition_provider: Some(OneOf::Left(true)),
