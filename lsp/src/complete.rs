@@ -10,6 +10,11 @@
 //! cannot drift from what the front end accepts, and their details are the first sentence of
 //! the documentation hover shows (`key_docs`).
 //!
+//! Inside an expression the free names are those `sema::typecheck` gives its place: `result`,
+//! the iteration names in an `exit_criterion` whose step writes `score_expr` or `accumulate`,
+//! `item` alone in `accumulate_key`; a name the checker would reject is never offered. After
+//! `[` and a quote (`result['`) the fields come closed (`confidence']`).
+//!
 //! Results are in a meaningful order (required keys and the format's order first, names in
 //! declaration order); they are not filtered by the word typed so far, which is the client's
 //! job (clients match fuzzily), but they are capped at [`MAX_COMPLETIONS`].
@@ -27,7 +32,8 @@ use stratum_compiler::sema::types::FieldType;
 use stratum_compiler::source::Span;
 use stratum_compiler::syntax::ast::{Ast, Flow, Function, Mode, Version};
 use stratum_compiler::syntax::keys::{self, Required, Shape};
-use stratum_grammar::types::Type;
+use stratum_grammar::Problem;
+use stratum_grammar::types::{Env, Type};
 
 use crate::analysis::Analysis;
 use crate::key_docs::{self, KeyPlace};
@@ -45,6 +51,8 @@ pub struct Completion {
     pub kind: CompletionKind,
     /// A type, a step's kind, `required`, or a one-line description of a key.
     pub detail: Option<String>,
+    /// A line of Markdown on what the name means (the iteration names, `result`).
+    pub documentation: Option<String>,
     /// What to insert instead of the label (`depends_on: ` for a key).
     pub insert_text: Option<String>,
     /// The word typed so far, which the completion replaces (empty at the cursor when nothing
@@ -569,10 +577,11 @@ fn refused_on(sort: StepSort, key: &str) -> bool {
     }
 }
 
-/// What an expression may name: `result` (and its type), `$.input`, `$.steps`.
+/// What an expression may name: free names (`result`, the iteration names, `item`) with their
+/// types, `$.input`, `$.steps`.
 #[derive(Clone, Debug)]
 struct Scope {
-    result: Option<Members>,
+    names: Vec<Name>,
     /// The flow (index into the semantic AST) for `$.input` and `$.steps`.
     flow: Option<usize>,
     /// The step the expression belongs to.
@@ -589,6 +598,72 @@ enum StepsAllowed {
     /// Only steps that have run (`ensure`, `exit_criterion`, …).
     Ancestors,
 }
+
+/// A free name of an expression.
+#[derive(Clone, Debug)]
+struct Name {
+    name: &'static str,
+    members: Members,
+    /// One line of Markdown: what the name holds when the expression runs.
+    doc: &'static str,
+}
+
+/// A name the runtime binds in an iteration, with its type and documentation.
+struct Bound {
+    name: &'static str,
+    /// A function because `Type`s are not constants.
+    ty: fn() -> Type,
+    doc: &'static str,
+}
+
+impl Bound {
+    fn name(&self) -> Name {
+        Name {
+            name: self.name,
+            members: Members::Type((self.ty)()),
+            doc: self.doc,
+        }
+    }
+}
+
+/// The names an `exit_criterion` gains when its step has a `score_expr`, with their types, as
+/// `sema::typecheck` declares them; the docs say what the runtime binds (`exec/iterations.rs`).
+const SCORE_NAMES: [Bound; 3] = [
+    Bound {
+        name: "best_score",
+        ty: || Type::Float.optional(),
+        doc: "The highest `score_expr` value so far, this iteration's included; `None` before any scored.",
+    },
+    Bound {
+        name: "prior_scores",
+        ty: || Type::list(Type::Float),
+        doc: "The scores of the earlier iterations, oldest first.",
+    },
+    Bound {
+        name: "iteration",
+        ty: || Type::Int,
+        doc: "This iteration's number, from 1.",
+    },
+];
+/// The names an `exit_criterion` gains when its step has an `accumulate`, but `accumulator`,
+/// whose type depends on the accumulated items.
+const ACCUMULATE_NAMES: [Bound; 3] = [
+    Bound {
+        name: "accumulated_count",
+        ty: || Type::Int,
+        doc: "How many distinct items the accumulator holds.",
+    },
+    Bound {
+        name: "new_count",
+        ty: || Type::Int.optional(),
+        doc: "How many new items this iteration added; `None` when its `accumulate` failed.",
+    },
+    Bound {
+        name: "dry_streak",
+        ty: || Type::Int,
+        doc: "How many iterations in a row added no new item.",
+    },
+];
 
 /// What can follow a `.`: the fields of a contract (named, so nested contracts keep their
 /// names) or of a record type.
@@ -776,6 +851,7 @@ impl<'a> Cx<'a> {
                 label: key.name.to_owned(),
                 kind: CompletionKind::Key,
                 detail: key_detail(place, key.name, is_required),
+                documentation: None,
                 insert_text: insert.then(|| format!("{}: ", key.name)),
                 replace: Some(replace),
             };
@@ -867,6 +943,7 @@ impl<'a> Cx<'a> {
             .into_iter()
             .filter(|(name, _)| !written.contains(name.as_str()))
             .map(|(name, detail)| Completion {
+                documentation: None,
                 insert_text: insert.then(|| format!("{name}: ")),
                 label: name,
                 kind: CompletionKind::Field,
@@ -941,6 +1018,7 @@ impl<'a> Cx<'a> {
                         } else {
                             "end the flow".to_owned()
                         }),
+                        documentation: None,
                         insert_text: None,
                         replace: Some(self.name_word()),
                     });
@@ -1023,6 +1101,7 @@ impl<'a> Cx<'a> {
                 label: (*label).to_owned(),
                 kind: CompletionKind::Value,
                 detail: Some((*detail).to_owned()),
+                documentation: None,
                 insert_text: None,
                 replace: Some(replace),
             })
@@ -1058,6 +1137,7 @@ impl<'a> Cx<'a> {
                     } else {
                         format!("{count} fields")
                     }),
+                    documentation: None,
                     insert_text: None,
                     replace: Some(replace),
                 }
@@ -1093,6 +1173,7 @@ impl<'a> Cx<'a> {
                     label: name.to_owned(),
                     kind: CompletionKind::Function,
                     detail: Some(bounded(&detail)),
+                    documentation: None,
                     insert_text: None,
                     replace: Some(replace),
                 }
@@ -1124,6 +1205,7 @@ impl<'a> Cx<'a> {
                     label: name.to_owned(),
                     kind: CompletionKind::Flow,
                     detail: Some(bounded(&detail)),
+                    documentation: None,
                     insert_text: None,
                     replace: Some(replace),
                 }
@@ -1199,6 +1281,7 @@ impl<'a> Cx<'a> {
                 label: name,
                 kind: CompletionKind::Step,
                 detail: Some(detail),
+                documentation: None,
                 insert_text: None,
                 replace: Some(replace),
             })
@@ -1248,22 +1331,61 @@ impl<'a> Cx<'a> {
 
     // ----- expressions -------------------------------------------------------------------------
 
+    /// What an expression of the step at `path` may name under `key`, as `sema::typecheck`
+    /// scopes it: `result` in `ensure`, `score_expr`, `accumulate` and `exit_criterion`; the
+    /// iteration names in `exit_criterion` when the step's mapping writes the key that binds
+    /// them; only `item` in `accumulate_key`.
     fn step_scope(&self, path: &[Frame<'a>], flow: &str, key: &str) -> Scope {
         let (flow_index, step_index, _) = self.locate_step(path, flow);
         let info = self.step_info(flow_index, step_index);
-        let result = match key {
-            "ensure" | "exit_criterion" | "score_expr" | "accumulate" => {
-                info.map(|info| match &info.contract {
-                    Some(name) if self.sem.compilation.model.contracts.fields(name).is_some() => {
-                        Members::Contract(name.clone())
-                    }
-                    _ => Members::Type(info.result.clone()),
-                })
+        let mut names = Vec::new();
+        if matches!(
+            key,
+            "ensure" | "exit_criterion" | "score_expr" | "accumulate"
+        ) && let Some(info) = info
+        {
+            names.push(Name {
+                name: "result",
+                members: self.result_members(info),
+                doc: "The step's result.",
+            });
+        }
+        if matches!(key, "exit_criterion" | "accumulate_key") {
+            // The current text says which keys are written, so that a half-typed step still
+            // gets its names; the types come from the semantic analysis.
+            let written: HashSet<&str> = path
+                .get(3)
+                .map(|dash| self.entries(Some(dash)))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|entry| entry.key)
+                .collect();
+            let item = || {
+                self.accumulated_item(flow_index, step_index)
+                    .unwrap_or(Type::Any)
+            };
+            if key == "accumulate_key" {
+                names.push(Name {
+                    name: "item",
+                    members: Members::Type(item()),
+                    doc: "One item of the list `accumulate` gives, to derive its key from.",
+                });
+            } else {
+                if written.contains("score_expr") {
+                    names.extend(SCORE_NAMES.iter().map(Bound::name));
+                }
+                if written.contains("accumulate") {
+                    names.push(Name {
+                        name: "accumulator",
+                        members: Members::Type(Type::list(item())),
+                        doc: "The distinct items accumulated so far, this iteration's included.",
+                    });
+                    names.extend(ACCUMULATE_NAMES.iter().map(Bound::name));
+                }
             }
-            _ => None,
-        };
+        }
         Scope {
-            result,
+            names,
             flow: flow_index,
             step: step_index,
             steps: if matches!(key, "inputs" | "skip_if") {
@@ -1271,6 +1393,48 @@ impl<'a> Cx<'a> {
             } else {
                 StepsAllowed::Ancestors
             },
+        }
+    }
+
+    /// `result` of a step: its contract by name when it has one, else its type.
+    fn result_members(&self, info: &StepInfo) -> Members {
+        match &info.contract {
+            Some(name) if self.sem.compilation.model.contracts.fields(name).is_some() => {
+                Members::Contract(name.clone())
+            }
+            _ => Members::Type(info.result.clone()),
+        }
+    }
+
+    /// The type of an item of a step's `accumulate` list: the expression checked in the
+    /// environment `sema::typecheck` gives it (`result`, `$.input`, `$.steps`). The compiler
+    /// keeps no per-expression types, so this asks the same checker again; `None` when the
+    /// step has no `accumulate`, it does not check clean, or it is not a list.
+    fn accumulated_item(&self, flow: Option<usize>, step: Option<usize>) -> Option<Type> {
+        let flow = flow?;
+        let model = &self.sem.compilation.model;
+        let ast_flow = self.ast().flows.get(flow)?;
+        let accumulate = flow_steps(ast_flow).get(step?)?.accumulate.as_ref()?;
+        let expr = model.expressions.get(&accumulate.value)?;
+        let info = self.step_info(Some(flow), step)?;
+        let flow_model = model.flows.get(flow)?;
+        let mut env = Env::new().with("result", info.result.clone());
+        env.input = Some(self.flow_input(Some(flow)).unwrap_or(Type::Any));
+        env.suggest = false;
+        for (step, info) in flow_steps(ast_flow).iter().zip(&flow_model.steps) {
+            if let Some(id) = &step.id {
+                env.steps
+                    .entry(id.value.clone())
+                    .or_insert_with(|| info.output.clone());
+            }
+        }
+        let checked = stratum_grammar::check(expr, &env);
+        if checked.problems.iter().any(Problem::is_error) {
+            return None;
+        }
+        match checked.ty.non_optional() {
+            Type::List(item) => Some((**item).clone()),
+            _ => None,
         }
     }
 
@@ -1287,9 +1451,13 @@ impl<'a> Cx<'a> {
                     .fields(output)
                     .is_some()
             })
-            .map(|output| Members::Contract(output.to_owned()));
+            .map(|output| Name {
+                name: "result",
+                members: Members::Contract(output.to_owned()),
+                doc: "The function's output.",
+            });
         Scope {
-            result,
+            names: result.into_iter().collect(),
             flow: None,
             step: None,
             steps: StepsAllowed::NoDollar,
@@ -1297,22 +1465,19 @@ impl<'a> Cx<'a> {
     }
 
     /// Completes the reference before the cursor: `$.`, `$.input.…`, `$.steps.<id>.output.…`,
-    /// `result.…`, or a bare name.
+    /// `result.…`, a free name's fields, or a bare name; after `[` and a quote, the fields of
+    /// the value before it, closed (`result['a']`).
     fn expression(&self, typed: &str, scope: Scope) -> Vec<Completion> {
-        let kept = typed
-            .char_indices()
-            .rev()
-            .take_while(|&(_, c)| c.is_alphanumeric() || c == '_' || c == '.' || c == '$')
-            .last()
-            .map_or(typed.len(), |(at, _)| at);
-        let chain = typed.get(kept..).unwrap_or("");
-        let mut segments: Vec<&str> = chain.split('.').collect();
-        let partial = segments.pop().unwrap_or("");
+        let Some(access) = access(typed) else {
+            return Vec::new();
+        };
+        let partial = access.partial;
         let replace = self.file_span(self.offset - partial.len());
         let item = |label: &str, kind, detail: String| Completion {
             label: label.to_owned(),
             kind,
             detail: Some(detail),
+            documentation: None,
             insert_text: None,
             replace: Some(replace),
         };
@@ -1329,12 +1494,19 @@ impl<'a> Cx<'a> {
             })
         };
         let dollar = scope.steps != StepsAllowed::NoDollar;
-        match segments.as_slice() {
+        let out = match access.segments.as_slice() {
             [] if partial.starts_with('$') => Vec::new(),
             [] => scope
-                .result
+                .names
                 .iter()
-                .map(|result| item("result", CompletionKind::Variable, describe_members(result)))
+                .map(|name| Completion {
+                    documentation: Some(name.doc.to_owned()),
+                    ..item(
+                        name.name,
+                        CompletionKind::Variable,
+                        describe_members(&name.members),
+                    )
+                })
                 .collect(),
             ["$"] if dollar => {
                 let input = self.flow_input(scope.flow);
@@ -1388,9 +1560,32 @@ impl<'a> Cx<'a> {
                     });
                 fields(members, rest)
             }
-            ["result", rest @ ..] => fields(scope.result.clone(), rest),
-            _ => Vec::new(),
-        }
+            [first, rest @ ..] => {
+                let members = scope
+                    .names
+                    .iter()
+                    .find(|name| name.name == *first)
+                    .map(|name| name.members.clone());
+                fields(members, rest)
+            }
+        };
+        let Some(quote) = access.quote else {
+            return out;
+        };
+        // In brackets only a field can follow; the completion closes what the quote opened
+        // and takes in what an editor may have closed already after the cursor.
+        let replace = Span::new(
+            self.current.file_id(),
+            replace.start as usize..self.offset + bracket_tail(self.suffix, quote),
+        );
+        out.into_iter()
+            .filter(|completion| completion.kind == CompletionKind::Field)
+            .map(|completion| Completion {
+                insert_text: Some(format!("{}{quote}]", completion.label)),
+                replace: Some(replace),
+                ..completion
+            })
+            .collect()
     }
 
     fn flow_input(&self, flow: Option<usize>) -> Option<Type> {
@@ -1415,6 +1610,118 @@ impl<'a> Cx<'a> {
 
 fn is_name_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_' || c == '-'
+}
+
+// ----- the access chain before the cursor -------------------------------------------------------
+
+/// A reference being typed in an expression: `$.steps.a.output.sc`, `result['a']['co`.
+#[derive(Debug, PartialEq, Eq)]
+struct Access<'t> {
+    /// The names before the one being typed, outermost first: `["result", "a"]`.
+    segments: Vec<&'t str>,
+    /// The name typed so far.
+    partial: &'t str,
+    /// In brackets, the quote as written (`'`, `"`, or inside a quoted YAML scalar `\"` and
+    /// `''`), which the completion closes.
+    quote: Option<&'static str>,
+}
+
+/// The quotes a bracket access may open with, as the YAML text writes them: two-character
+/// escapes first, so that `[''` is not read as `['` followed by a quote.
+const QUOTES: [&str; 4] = ["\\\"", "''", "'", "\""];
+
+/// The reference that ends `typed`; `None` when what stands before a `.` or `[` is not one
+/// (nothing is offered then, not even the free names: the cursor is after an access).
+fn access(typed: &str) -> Option<Access<'_>> {
+    if let Some((head, quote, partial)) = bracket(typed) {
+        return Some(Access {
+            segments: chain(head)?,
+            partial,
+            quote: Some(quote),
+        });
+    }
+    let start = name_start(typed);
+    let partial = typed.get(start..)?;
+    let segments = match typed.get(..start)?.strip_suffix('.') {
+        Some(head) => chain(head)?,
+        None => Vec::new(),
+    };
+    Some(Access {
+        segments,
+        partial,
+        quote: None,
+    })
+}
+
+/// `head['na` with the cursor after the name so far: `head`, the quote and the name so far.
+fn bracket(typed: &str) -> Option<(&str, &'static str, &str)> {
+    let open = typed.rfind(['\'', '"'])?;
+    let partial = typed.get(open + 1..)?;
+    if partial.contains(['[', ']', '\\']) {
+        return None;
+    }
+    let upto = typed.get(..=open)?;
+    QUOTES.iter().find_map(|&quote| {
+        let head = upto.strip_suffix(quote)?.strip_suffix('[')?;
+        Some((head, quote, partial))
+    })
+}
+
+/// The names of the reference that ends `head`, outermost first: `$.steps.a['b']` gives `$`,
+/// `steps`, `a`, `b`. `None` when `head` does not end with a name or a quoted index.
+fn chain(mut head: &str) -> Option<Vec<&str>> {
+    let mut segments = Vec::new();
+    loop {
+        if let Some(inside) = head.strip_suffix(']') {
+            let open = inside.rfind('[')?;
+            let quoted = inside.get(open + 1..)?;
+            let name = QUOTES
+                .iter()
+                .find_map(|&quote| quoted.strip_prefix(quote)?.strip_suffix(quote))?;
+            segments.push(name);
+            head = inside.get(..open)?;
+            continue;
+        }
+        let start = name_start(head);
+        let name = head.get(start..).filter(|name| !name.is_empty())?;
+        segments.push(name);
+        head = head.get(..start)?;
+        match head.strip_suffix('.') {
+            Some(rest) => head = rest,
+            None => break,
+        }
+    }
+    segments.reverse();
+    Some(segments)
+}
+
+/// Where the name (or `$`) that ends `text` starts.
+fn name_start(text: &str) -> usize {
+    text.char_indices()
+        .rev()
+        .take_while(|&(_, c)| c.is_alphanumeric() || c == '_' || c == '$')
+        .last()
+        .map_or(text.len(), |(at, _)| at)
+}
+
+/// How much of the text after the cursor a bracket completion replaces: the rest of the name,
+/// then the closing `quote` and `]` when they are there (an editor that closes brackets and
+/// quotes has typed them already).
+fn bracket_tail(suffix: &str, quote: &str) -> usize {
+    let name = suffix
+        .find(|c: char| matches!(c, '\'' | '"' | '[' | ']' | '\\') || c.is_whitespace())
+        .unwrap_or(suffix.len());
+    let mut end = name;
+    let rest = suffix.get(end..).unwrap_or("");
+    if let Some(after) = rest.strip_prefix(quote) {
+        end += quote.len();
+        if after.starts_with(']') {
+            end += 1;
+        }
+    } else if rest.starts_with(']') {
+        end += 1;
+    }
+    end
 }
 
 fn step_detail(info: &StepInfo) -> String {

@@ -185,7 +185,12 @@ impl LanguageServer for Backend {
                 document_symbol_provider: Some(OneOf::Left(true)),
                 hover_provider: Some(HoverProviderCapability::Simple(true)),
                 completion_provider: Some(CompletionOptions {
-                    trigger_characters: Some([".", "$", " ", "[", ","].map(str::to_owned).to_vec()),
+                    // Quotes for bracket access: `result['`.
+                    trigger_characters: Some(
+                        [".", "$", " ", "[", ",", "'", "\""]
+                            .map(str::to_owned)
+                            .to_vec(),
+                    ),
                     ..CompletionOptions::default()
                 }),
                 definition_provider: Some(OneOf::Left(true)),
@@ -418,6 +423,12 @@ impl LanguageServer for Backend {
                         CompletionKind::Value => CompletionItemKind::ENUM_MEMBER,
                     }),
                     detail: item.detail,
+                    documentation: item.documentation.map(|value| {
+                        Documentation::MarkupContent(MarkupContent {
+                            kind: MarkupKind::Markdown,
+                            value,
+                        })
+                    }),
                     // The server's order: required keys first, then the format's order.
                     sort_text: Some(format!("{rank:05}")),
                     filter_text: Some(item.label.clone()),

@@ -315,6 +315,23 @@ fn a_whole_session() {
     );
     insta::assert_snapshot!("folding_ranges", server.shown(&folding["result"]));
 
+    // The report step iterates, scored: its exit criterion sees the score names.
+    let iterating = fixed.replace(
+        "        skip_if:",
+        "        max_iterations: 3\n        score_expr: \"result.confidence\"\n        exit_criterion: \"iteration > 2\"\n        skip_if:",
+    );
+    server.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": URI, "version": 3},
+               "contentChanges": [{"text": iterating}]}),
+    );
+    let (line, column) = find(&iterating, "iteration > 2", 0);
+    let completion = server.request("textDocument/completion", at(line, column + 4));
+    insta::assert_snapshot!(
+        "completion_iteration_names",
+        server.shown(&completion["result"])
+    );
+
     server.finish();
 }
 

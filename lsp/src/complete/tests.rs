@@ -830,3 +830,425 @@ fn snapshot_of_an_inline_steps_keys_and_result_fields() {
         .collect();
     insta::assert_snapshot!(shown);
 }
+
+// ----- iteration names --------------------------------------------------------------------------
+
+/// A clean spec with a step that iterates: scored, accumulating, keyed.
+const LOOP: &str = r#"version: "0.2"
+contracts:
+  Finding:
+    id: {type: string}
+    severity: {type: string, values: [low, high]}
+  Review:
+    findings: {type: "Finding[]"}
+    score: {type: number}
+    notes: {type: object}
+flows:
+  audit:
+    input:
+      doc: {type: string}
+    output: Review
+    steps:
+      - id: look
+        intent: "Review the document"
+        inputs:
+          doc: "$.input.doc"
+        output_contract: Review
+        max_iterations: 5
+        score_expr: "result.score"
+        accumulate: "result.findings"
+        accumulate_key: "item.id"
+        exit_criterion: "best_score > 0.9 or dry_streak >= 2"
+        ensure:
+          - "len(result.findings) >= 0"
+        skip_if: "$.input.doc == ''"
+"#;
+
+/// LOOP with the first `from` replaced by `to`.
+fn loop_replacing(from: &str, to: &str) -> String {
+    assert!(LOOP.contains(from), "{from:?} is not in LOOP");
+    LOOP.replacen(from, to, 1)
+}
+
+/// LOOP without the lines that start (after their indentation) with one of `keys` and a colon.
+fn loop_without(keys: &[&str]) -> String {
+    LOOP.lines()
+        .filter(|line| {
+            !keys
+                .iter()
+                .any(|key| line.trim_start().starts_with(&format!("{key}:")))
+        })
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
+const SCORED: [&str; 3] = ["best_score", "prior_scores", "iteration"];
+const ACCUMULATED: [&str; 4] = [
+    "accumulator",
+    "accumulated_count",
+    "new_count",
+    "dry_streak",
+];
+
+#[test]
+fn the_loop_spec_is_clean() {
+    crate::analysis::clean(LOOP);
+}
+
+#[test]
+fn an_exit_criterion_sees_the_iteration_names_with_types_and_docs() {
+    let completions = run(&loop_replacing(
+        "exit_criterion: \"best_score > 0.9 or dry_streak >= 2\"",
+        "exit_criterion: \"best_score > 0.9 or ‸\"",
+    ));
+    let found: Vec<&str> = completions.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(
+        found,
+        [
+            "result",
+            "best_score",
+            "prior_scores",
+            "iteration",
+            "accumulator",
+            "accumulated_count",
+            "new_count",
+            "dry_streak"
+        ]
+    );
+    assert_eq!(detail(&completions, "result"), "Review");
+    assert_eq!(detail(&completions, "best_score"), "float?");
+    assert_eq!(detail(&completions, "prior_scores"), "list<float>");
+    assert_eq!(detail(&completions, "iteration"), "int");
+    assert_eq!(
+        detail(&completions, "accumulator"),
+        "list<{id: string, severity: 'low' | 'high'}>"
+    );
+    assert_eq!(detail(&completions, "accumulated_count"), "int");
+    assert_eq!(detail(&completions, "new_count"), "int?");
+    assert_eq!(detail(&completions, "dry_streak"), "int");
+    for completion in &completions {
+        assert_eq!(completion.kind, CompletionKind::Variable);
+        let doc = completion.documentation.as_deref().unwrap_or("");
+        assert!(
+            !doc.is_empty() && !doc.contains('\n'),
+            "{}: {doc:?}",
+            completion.label
+        );
+    }
+    // A block scalar, and the word typed so far is what is replaced.
+    let (analysis, offset) = at(&loop_replacing(
+        "exit_criterion: \"best_score > 0.9 or dry_streak >= 2\"",
+        "exit_criterion: |\n          iteration > 2 and dry_s‸",
+    ));
+    let completions = complete(&analysis, None, offset);
+    let dry = completions
+        .iter()
+        .find(|c| c.label == "dry_streak")
+        .unwrap();
+    assert_eq!(analysis.slice(dry.replace.unwrap()), "dry_s");
+}
+
+#[test]
+fn the_score_names_need_a_score_expr() {
+    let marked = loop_without(&["score_expr"]).replace(
+        "exit_criterion: \"best_score > 0.9 or dry_streak >= 2\"",
+        "exit_criterion: \"‸\"",
+    );
+    let found = labels(&marked);
+    lacks(&found, &SCORED);
+    has(&found, &ACCUMULATED);
+    has(&found, &["result"]);
+}
+
+#[test]
+fn the_accumulate_names_need_an_accumulate() {
+    let marked = loop_without(&["accumulate", "accumulate_key"]).replace(
+        "exit_criterion: \"best_score > 0.9 or dry_streak >= 2\"",
+        "exit_criterion: \"‸\"",
+    );
+    let found = labels(&marked);
+    lacks(&found, &ACCUMULATED);
+    has(&found, &SCORED);
+    let marked = loop_without(&["accumulate", "accumulate_key", "score_expr"]).replace(
+        "exit_criterion: \"best_score > 0.9 or dry_streak >= 2\"",
+        "exit_criterion: \"‸\"",
+    );
+    assert_eq!(labels(&marked), ["result"]);
+}
+
+#[test]
+fn the_iteration_names_are_only_in_an_exit_criterion() {
+    let all: Vec<&str> = SCORED
+        .iter()
+        .chain(&ACCUMULATED)
+        .copied()
+        .chain(["item"])
+        .collect();
+    for (from, to) in [
+        ("- \"len(result.findings) >= 0\"", "- \"‸\""),
+        ("score_expr: \"result.score\"", "score_expr: \"‸\""),
+        ("accumulate: \"result.findings\"", "accumulate: \"‸\""),
+        ("skip_if: \"$.input.doc == ''\"", "skip_if: \"‸\""),
+        ("doc: \"$.input.doc\"", "doc: \"‸\""),
+    ] {
+        let found = labels(&loop_replacing(from, to));
+        lacks(&found, &all);
+    }
+    // Nor in a function's `ensure`.
+    let found = labels(&base_replacing("len(result.text) > 0", "len(‸"));
+    lacks(&found, &all);
+}
+
+#[test]
+fn an_accumulate_key_sees_item_and_its_fields_only() {
+    let completions = run(&loop_replacing(
+        "accumulate_key: \"item.id\"",
+        "accumulate_key: \"‸\"",
+    ));
+    let found: Vec<&str> = completions.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(found, ["item"], "no `result`, no iteration names");
+    assert_eq!(
+        detail(&completions, "item"),
+        "{id: string, severity: 'low' | 'high'}"
+    );
+    assert!(completions[0].documentation.is_some());
+    let completions = run(&loop_replacing(
+        "accumulate_key: \"item.id\"",
+        "accumulate_key: \"item.‸\"",
+    ));
+    let found: Vec<&str> = completions.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(found, ["id", "severity"]);
+    assert_eq!(detail(&completions, "severity"), "'low' | 'high'");
+    // `item` is no name anywhere else, not even in the exit criterion.
+    let found = labels(&loop_replacing(
+        "exit_criterion: \"best_score > 0.9 or dry_streak >= 2\"",
+        "exit_criterion: \"item.‸\"",
+    ));
+    assert!(found.is_empty(), "{found:?}");
+    let found = labels(&loop_replacing(
+        "exit_criterion: \"best_score > 0.9 or dry_streak >= 2\"",
+        "exit_criterion: \"‸\"",
+    ));
+    lacks(&found, &["item"]);
+}
+
+#[test]
+fn an_item_of_unknown_type_has_no_fields() {
+    // `notes` is an open record: not a list, so `item` is `any` (and the spec has an E0045).
+    let marked = loop_replacing(
+        "accumulate: \"result.findings\"",
+        "accumulate: \"result.notes\"",
+    )
+    .replace("accumulate_key: \"item.id\"", "accumulate_key: \"item.‸\"");
+    assert!(labels(&marked).is_empty());
+    let marked = marked.replace("item.‸", "‸");
+    let completions = run(&marked);
+    assert_eq!(detail(&completions, "item"), "any");
+}
+
+#[test]
+fn iteration_names_from_the_last_good_analysis() {
+    let good = Analysis::new("t.stratum.yaml", LOOP);
+    let (current, offset) = at(&loop_replacing(
+        "exit_criterion: \"best_score > 0.9 or dry_streak >= 2\"",
+        "exit_criterion: \"‸",
+    ));
+    assert!(!parsed(&current.compilation.ast), "the text must not parse");
+    let found: Vec<String> = complete(&current, Some(&good), offset)
+        .into_iter()
+        .map(|c| c.label)
+        .collect();
+    has(&found, &SCORED);
+    has(&found, &ACCUMULATED);
+}
+
+// ----- bracket access ---------------------------------------------------------------------------
+
+#[test]
+fn bracket_access_offers_fields_closed() {
+    let (analysis, offset) = at(&base_with(
+        "        output_contract: Summary",
+        "        ensure:\n          - \"result['‸\"\n",
+    ));
+    let completions = complete(&analysis, None, offset);
+    let found: Vec<&str> = completions.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(found, ["text", "score", "tone", "address"]);
+    let score = completions.iter().find(|c| c.label == "score").unwrap();
+    assert_eq!(score.insert_text.as_deref(), Some("score']"));
+    assert_eq!(score.kind, CompletionKind::Field);
+    assert_eq!(detail(&completions, "score"), "float");
+    let replace = score.replace.unwrap();
+    assert_eq!(replace.range(), offset..offset);
+    // What was typed of the name is replaced.
+    let (analysis, offset) = at(&base_with(
+        "        output_contract: Summary",
+        "        ensure:\n          - \"result['sc‸ > 1\"\n",
+    ));
+    let completions = complete(&analysis, None, offset);
+    let score = completions.iter().find(|c| c.label == "score").unwrap();
+    assert_eq!(analysis.slice(score.replace.unwrap()), "sc");
+}
+
+#[test]
+fn bracket_access_with_double_quotes_and_escaped_quotes() {
+    let completions = run(&base_with(
+        "        output_contract: Summary",
+        "        exit_criterion: 'result[\"‸'\n        max_iterations: 2\n",
+    ));
+    let text = completions.iter().find(|c| c.label == "text").unwrap();
+    assert_eq!(text.insert_text.as_deref(), Some("text\"]"));
+    // Inside a double-quoted YAML scalar the quote is escaped, and so is its closing.
+    let completions = run(&base_with(
+        "        output_contract: Summary",
+        "        ensure:\n          - \"result[\\\"‸\"\n",
+    ));
+    let text = completions.iter().find(|c| c.label == "text").unwrap();
+    assert_eq!(text.insert_text.as_deref(), Some("text\\\"]"));
+    // Inside a single-quoted one, doubled.
+    let completions = run(&base_with(
+        "        output_contract: Summary",
+        "        ensure: ['result[''‸']\n",
+    ));
+    let text = completions.iter().find(|c| c.label == "text").unwrap();
+    assert_eq!(text.insert_text.as_deref(), Some("text'']"));
+}
+
+#[test]
+fn nested_bracket_access() {
+    let expected = ["city", "zip"];
+    for typed in [
+        "result['address']['‸",
+        "result.address['‸",
+        "result[\"address\"]['‸",
+    ] {
+        let completions = run(&base_with(
+            "        output_contract: Summary",
+            &format!("        ensure:\n          - |\n            {typed}\n"),
+        ));
+        let found: Vec<&str> = completions.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(found, expected, "{typed}");
+        assert_eq!(completions[1].insert_text.as_deref(), Some("zip']"));
+    }
+    // And a dot after a bracket.
+    let found = labels(&base_with(
+        "        output_contract: Summary",
+        "        ensure:\n          - \"result['address'].‸\"\n",
+    ));
+    assert_eq!(found, expected);
+    // `$`-references too.
+    let found = labels(&base_replacing(
+        "text: \"$.steps.first.output.text\"",
+        "text: \"$.steps.first.output['address']['‸\"",
+    ));
+    assert_eq!(found, expected);
+}
+
+#[test]
+fn bracket_access_replaces_what_an_editor_closed() {
+    let (analysis, offset) = at(&base_with(
+        "        output_contract: Summary",
+        "        ensure:\n          - \"result['sc‸'] > 0\"\n",
+    ));
+    let completions = complete(&analysis, None, offset);
+    let score = completions.iter().find(|c| c.label == "score").unwrap();
+    assert_eq!(analysis.slice(score.replace.unwrap()), "sc']");
+    let (analysis, offset) = at(&base_with(
+        "        output_contract: Summary",
+        "        ensure:\n          - \"result['‸]\"\n",
+    ));
+    let completions = complete(&analysis, None, offset);
+    let score = completions.iter().find(|c| c.label == "score").unwrap();
+    assert_eq!(analysis.slice(score.replace.unwrap()), "]");
+}
+
+#[test]
+fn no_bracket_fields_where_no_field_can_follow() {
+    for typed in [
+        // A string literal, not an access.
+        "result.text == '‸",
+        "result.text == 'ab‸",
+        // Nothing before the bracket, or no quote yet.
+        "['‸",
+        // `$` and `$.steps` take names, not fields.
+        "$['‸",
+        "$.steps['‸",
+        // An unknown field.
+        "result['nope']['‸",
+        // A field that has no fields.
+        "result['text']['‸",
+    ] {
+        let found = labels(&base_with(
+            "        output_contract: Summary",
+            &format!("        ensure:\n          - |\n            {typed}\n"),
+        ));
+        lacks(&found, &["text", "score", "city", "first"]);
+    }
+    // Not outside their scope either: `result` in a skip_if.
+    let found = labels(&base_with(
+        "        output_contract: Summary",
+        "        skip_if: \"result['‸\"\n",
+    ));
+    assert!(found.is_empty(), "{found:?}");
+}
+
+#[test]
+fn the_access_before_the_cursor() {
+    type Read<'t> = Option<(Vec<&'t str>, &'t str, Option<&'static str>)>;
+    fn read(typed: &str) -> Read<'_> {
+        access(typed).map(|a| (a.segments, a.partial, a.quote))
+    }
+    assert_eq!(
+        read("$.steps.a.output.sc"),
+        Some((vec!["$", "steps", "a", "output"], "sc", None))
+    );
+    assert_eq!(read("len(resu"), Some((vec![], "resu", None)));
+    assert_eq!(
+        read("x['a'][\"b\"]['"),
+        Some((vec!["x", "a", "b"], "", Some("'")))
+    );
+    assert_eq!(
+        read("x[''a''][''c"),
+        Some((vec!["x", "a"], "c", Some("''")))
+    );
+    assert_eq!(read("f(x)."), None);
+    assert_eq!(read("x[0]."), None);
+    assert_eq!(read("x]['"), None);
+    assert_eq!(read("x == 'a"), Some((vec![], "a", None)));
+}
+
+#[test]
+fn snapshot_of_iteration_names_and_bracket_fields() {
+    let show = |title: &str, completions: &[Completion]| -> String {
+        std::iter::once(format!("{title}:\n"))
+            .chain(completions.iter().map(|c| {
+                format!(
+                    "{:<18} {:?} {:?} {:?} {:?}\n",
+                    c.label,
+                    c.kind,
+                    c.detail.as_deref().unwrap_or(""),
+                    c.insert_text.as_deref().unwrap_or(""),
+                    c.documentation.as_deref().unwrap_or(""),
+                )
+            }))
+            .collect()
+    };
+    let exit = run(&loop_replacing(
+        "exit_criterion: \"best_score > 0.9 or dry_streak >= 2\"",
+        "exit_criterion: \"‸\"",
+    ));
+    let key = run(&loop_replacing(
+        "accumulate_key: \"item.id\"",
+        "accumulate_key: \"‸\"",
+    ));
+    let bracket = run(&loop_replacing(
+        "score_expr: \"result.score\"",
+        "score_expr: \"len(result['findings']) + result['‸\"",
+    ));
+    let shown = [
+        show("a bare name in exit_criterion", &exit),
+        show("a bare name in accumulate_key", &key),
+        show("result[' in score_expr", &bracket),
+    ]
+    .concat();
+    insta::assert_snapshot!(shown);
+}
