@@ -40,9 +40,7 @@ impl StoreAt {
         }
         Ok(Arc::new(SqliteStore::open_with(path, self.options)?))
     }
-}
 
-impl StoreAt {
     fn path(&self) -> Result<PathBuf, StoreError> {
         match &self.path {
             Some(path) => Ok(path.clone()),
