@@ -112,6 +112,8 @@ codes! {
     E0044 Error "missing-flow-input" "a flow step leaves out an input that the flow it runs requires";
     E0045 Error "accumulate-not-list" "an `accumulate` expression whose value is not a list";
     E0046 Error "score-not-number" "a `score_expr` whose value is not a number";
+    E0047 Error "enum-literal-not-a-value" "a comparison with a literal that is not among an enum's values";
+    E0048 Error "input-without-field" "`$.input` with no field after it";
 
     // Middle end: format rules of steps, functions, gates, routing and workflows (E0050–E0069).
     E0050 Error "missing-step-kind" "a step has none of `function`, `intent` and `flow`, so nothing says what it runs";
@@ -141,7 +143,9 @@ codes! {
     E0075 Error "contract-too-large" "a contract's schema, nested contracts inlined, is larger or deeper than accepted";
 
     W0001 Warning "unknown-contract-field-key" "a key in a contract field definition that nothing reads";
-    W0002 Warning "enum-literal-never-matches" "a comparison with a literal that is not among an enum's values";
+    // Retired: reported as the error E0047 since the comparison cannot hold. Kept so that the
+    // number is never given another meaning and `--allow W0002` still parses.
+    W0002 Warning "enum-literal-never-matches" "retired: a literal outside an enum's values is now the error E0047";
     W0003 Warning "none-comparison-never-true" "a comparison with `None` of a value that is never `None`";
     W0004 Warning "constant-expression" "an expression whose value does not depend on its inputs";
     // Middle end: format rules (W0005–W0009).

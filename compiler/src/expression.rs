@@ -23,7 +23,8 @@ pub fn code(kind: ProblemKind) -> Code {
         ProblemKind::UnknownFunction => Code::E0031,
         ProblemKind::CallArguments => Code::E0032,
         ProblemKind::UnknownMethod => Code::E0033,
-        ProblemKind::EnumLiteral => Code::W0002,
+        ProblemKind::EnumLiteral => Code::E0047,
+        ProblemKind::InputWithoutField => Code::E0048,
         ProblemKind::NoneComparison => Code::W0003,
         ProblemKind::ConstantExpression => Code::W0004,
     }

@@ -29,7 +29,7 @@ use crate::sema::dag::{Ancestors, input_texts, step_references};
 use crate::sema::symbols::{Symbols, flow_steps};
 use crate::sema::types::ContractTypes;
 use crate::sema::{FlowModel, may_suggest};
-use crate::syntax::ast::{Ast, Field, Flow, Text};
+use crate::syntax::ast::{Ast, Field, Flow, InputValue, Step, Text};
 
 /// The names that exist in an `exit_criterion` only when the step scores its iterations.
 const SCORE_NAMES: [&str; 3] = ["best_score", "prior_scores", "iteration"];
@@ -100,7 +100,9 @@ fn check_flow(
     for (index, (step, info)) in steps.iter().zip(&model.steps).enumerate() {
         env.names.clear();
         for text in input_texts(step) {
+            let before = diagnostics.len();
             check_text(text, &mut env, expressions, diagnostics);
+            whole_input_fix(step, text, env.input.as_ref(), diagnostics, before);
         }
         if let Some(skip_if) = &step.skip_if {
             let before = diagnostics.len();
@@ -232,6 +234,47 @@ fn check_exit_criterion(
             None
         }
     });
+}
+
+/// Gives `$.input` alone in a step input (`E0048`, among the diagnostics from `from` on) the
+/// fix `$.input.<name>` when the input's own name is a field of the flow's input: the usual
+/// way to pass a workflow input on is under its own name.
+fn whole_input_fix(
+    step: &Step,
+    text: &Text,
+    input: Option<&Type>,
+    diagnostics: &mut [Diagnostic],
+    from: usize,
+) {
+    let Some(Type::Record(record)) = input.map(Type::non_optional) else {
+        return;
+    };
+    let Some(name) = step
+        .inputs
+        .iter()
+        .flat_map(|inputs| &inputs.value)
+        .find(|input| matches!(&input.value, InputValue::Text(value) if std::ptr::eq(value, text)))
+        .map(|input| input.name.value.as_str())
+        .filter(|name| record.field(name).is_some())
+    else {
+        return;
+    };
+    for diagnostic in diagnostics.get_mut(from..).into_iter().flatten() {
+        if diagnostic.code == Code::E0048 {
+            let span = diagnostic.primary.span;
+            let end = crate::source::Span::point(span.file, span.end as usize);
+            diagnostic.help = Some(format!(
+                "pass the flow's input of the same name: `$.input.{name}`"
+            ));
+            diagnostic.fix = Some(crate::diagnostic::Fix {
+                message: format!("insert `.{name}`"),
+                edits: vec![crate::diagnostic::Edit {
+                    span: end,
+                    replacement: format!(".{name}"),
+                }],
+            });
+        }
+    }
 }
 
 /// Makes a constant `ensure` or `skip_if` (`W0004`, among the diagnostics from `from` on) say
