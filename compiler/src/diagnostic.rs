@@ -133,6 +133,8 @@ codes! {
     E0064 Error "invalid-guardrail" "a guardrail that is not a valid regular expression";
     E0065 Error "no-entry-flow" "the `workflow` block names no flow and the spec has several";
     E0066 Error "workflow-input-mismatch" "the workflow's input keys differ from its entry flow's";
+    E0067 Error "workflow-default-type" "a workflow input's `default` is not of its `type`";
+    E0068 Error "workflow-input-type-mismatch" "a workflow input's type disagrees with the entry flow's input of the same name";
 
     // Middle end: contract types and JSON Schemas (E0070–E0079).
     E0070 Error "unknown-type" "a field's `type` is not a built-in type, a contract or a well-formed type";
@@ -150,6 +152,7 @@ codes! {
     W0004 Warning "constant-expression" "an expression whose value does not depend on its inputs";
     // Middle end: format rules (W0005–W0009).
     W0005 Warning "timeout-without-effect" "`timeout` on an infer or compute function, where nothing reads it";
+    W0006 Warning "default-never-applies" "a workflow input with `required: true` and a `default`";
 
     // Middle end: unused definitions, unreachable steps, unproduced outputs (W0010–W0019).
     W0010 Warning "unused-contract" "a contract that nothing uses";

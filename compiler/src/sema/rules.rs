@@ -16,13 +16,20 @@ mod workflow;
 use crate::diagnostic::{Diagnostic, did_you_mean};
 use crate::sema::FlowModel;
 use crate::sema::symbols::Symbols;
+use crate::sema::types::ContractTypes;
 use crate::source::Span;
 use crate::syntax::ast::{Ast, Name, Version};
 use crate::syntax::keys::Shape;
 use crate::syntax::tree::{Node, NodeKind};
 
 /// Checks every format rule of `ast`, adding what it finds to `diagnostics`.
-pub fn check(ast: &Ast, symbols: &Symbols, flows: &[FlowModel], diagnostics: &mut Vec<Diagnostic>) {
+pub fn check(
+    ast: &Ast,
+    symbols: &Symbols,
+    contracts: &ContractTypes,
+    flows: &[FlowModel],
+    diagnostics: &mut Vec<Diagnostic>,
+) {
     let version = ast.version.as_ref().map(|version| version.value);
     for function in &ast.functions {
         functions::check(function, version, diagnostics);
@@ -32,7 +39,7 @@ pub fn check(ast: &Ast, symbols: &Symbols, flows: &[FlowModel], diagnostics: &mu
         steps::check_flow(ast, symbols, version, flow_index, flow, model, diagnostics);
     }
     if let Some(workflow) = &ast.workflow {
-        workflow::check(ast, symbols, workflow, diagnostics);
+        workflow::check(ast, symbols, contracts, workflow, diagnostics);
     }
 }
 
