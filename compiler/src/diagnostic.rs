@@ -153,12 +153,20 @@ codes! {
     // Middle end: format rules (W0005–W0009).
     W0005 Warning "timeout-without-effect" "`timeout` on an infer or compute function, where nothing reads it";
     W0006 Warning "default-never-applies" "a workflow input with `required: true` and a `default`";
+    W0007 Warning "null-gate-route-on-non-gate-step" "`on_approve: ~`, `on_revise: ~` or `on_kill: ~` on a step that is not a gate";
+    W0008 Warning "skip-reason-without-skip-if" "`skip_reason` on a step without `skip_if`";
+    W0009 Warning "routes-to-itself" "`on_fail` or `next` naming the step itself, or a gate's `on_approve` naming the gate";
 
     // Middle end: unused definitions, unreachable steps, unproduced outputs (W0010–W0019).
     W0010 Warning "unused-contract" "a contract that nothing uses";
     W0011 Warning "unused-function" "a function that no step calls";
     W0012 Warning "unreachable-step" "a step that no route of its flow reaches";
     W0013 Warning "flow-output-not-produced" "a flow's declared output contract that none of its steps produces";
+
+    // Middle end: format rules, continued (W0020–W0029).
+    W0020 Warning "max-rounds-without-gate" "`max_rounds` on a flow that has no gate step";
+    W0021 Warning "unknown-function-input" "a function step passes an input that its function does not declare";
+    W0022 Warning "unknown-agent" "an `agent` that is neither `claude` nor `codex` (with an optional `:profile`) nor a `$`-reference";
 
 }
 

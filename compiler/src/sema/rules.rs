@@ -37,6 +37,7 @@ pub fn check(
     for (flow_index, flow) in ast.flows.iter().enumerate() {
         let model = flows.get(flow_index);
         steps::check_flow(ast, symbols, version, flow_index, flow, model, diagnostics);
+        steps::max_rounds_without_gate(ast, flow, model, diagnostics);
     }
     if let Some(workflow) = &ast.workflow {
         workflow::check(ast, symbols, contracts, workflow, diagnostics);
@@ -125,6 +126,18 @@ mod tests {
         assert_eq!(codes(empty_intent), [Code::E0021]);
         let empty_function_intent = "version: \"0.2\"\ncontracts:\n  C: {x: {type: string}}\nfunctions:\n  g:\n    mode: infer\n    intent: \"\"\n    input: {}\n    output: C\n";
         assert_eq!(codes(empty_function_intent), [Code::E0021]);
+    }
+
+    #[test]
+    fn a_reasoning_template_for_claude_can_fail_whatever_its_profile() {
+        let step = |agent: &str| {
+            format!(
+                "version: \"0.2\"\nflows:\n  f:\n    input: {{}}\n    steps:\n      - id: a\n        intent: \"do it\"\n        agent: {agent}\n        reasoning_template: {{sections: [{{id: premises, label: Premises}}]}}\n        on_fail: b\n      - id: b\n        intent: \"recover\"\n"
+            )
+        };
+        assert_eq!(codes(&step("claude")), []);
+        assert_eq!(codes(&step("claude:reviewer")), []);
+        assert_eq!(codes(&step("codex")), [Code::E0060]);
     }
 
     #[test]
