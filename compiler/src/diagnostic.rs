@@ -135,6 +135,7 @@ codes! {
     E0066 Error "workflow-input-mismatch" "the workflow's input keys differ from its entry flow's";
     E0067 Error "workflow-default-type" "a workflow input's `default` is not of its `type`";
     E0068 Error "workflow-input-type-mismatch" "a workflow input's type disagrees with the entry flow's input of the same name";
+    E0069 Error "invalid-reasoning-template" "a `reasoning_template` whose `sections` are empty or malformed";
 
     // Middle end: contract types and JSON Schemas (E0070–E0079).
     E0070 Error "unknown-type" "a field's `type` is not a built-in type, a contract or a well-formed type";

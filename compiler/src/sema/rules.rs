@@ -132,7 +132,7 @@ mod tests {
     fn a_reasoning_template_for_claude_can_fail_whatever_its_profile() {
         let step = |agent: &str| {
             format!(
-                "version: \"0.2\"\nflows:\n  f:\n    input: {{}}\n    steps:\n      - id: a\n        intent: \"do it\"\n        agent: {agent}\n        reasoning_template: {{sections: [{{id: premises, label: Premises}}]}}\n        on_fail: b\n      - id: b\n        intent: \"recover\"\n"
+                "version: \"0.2\"\nflows:\n  f:\n    input: {{}}\n    steps:\n      - id: a\n        intent: \"do it\"\n        agent: {agent}\n        reasoning_template: {{sections: [{{id: premises, label: Premises, description: Facts}}]}}\n        on_fail: b\n      - id: b\n        intent: \"recover\"\n"
             )
         };
         assert_eq!(codes(&step("claude")), []);

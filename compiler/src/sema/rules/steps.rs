@@ -8,8 +8,8 @@
 //! resolve, the function has no valid mode, or the step names several kinds) every rule that
 //! depends on the kind is skipped.
 
-use crate::diagnostic::did_you_mean;
 use crate::diagnostic::{Code, Diagnostic};
+use crate::diagnostic::{backticked, did_you_mean};
 use crate::sema::resolve::StepKind;
 use crate::sema::resolve::listing;
 use crate::sema::rules::functions::invalid_guardrail;
@@ -19,6 +19,7 @@ use crate::sema::{FlowModel, may_suggest};
 use crate::source::Span;
 use crate::syntax::ast::{Ast, Field, Flow, Function, Mode, Step, Version};
 use crate::syntax::keys;
+use crate::syntax::tree::NodeKind;
 
 /// What a step runs.
 #[derive(Clone, Copy)]
@@ -80,6 +81,10 @@ pub(super) fn check_flow(
         }
         cache(step, kind, diagnostics);
         skip_reason_without_skip_if(step, diagnostics);
+        // On a function or flow step the template is itself the mistake (E0058, E0059).
+        if matches!(kind, Kind::Inline | Kind::Judge | Kind::Unknown) {
+            reasoning_template(step, diagnostics);
+        }
         routes_to_itself(step, kind, diagnostics);
         unknown_agent(step, diagnostics);
         if matches!(kind, Kind::Inline | Kind::Judge | Kind::Unknown) {
@@ -656,6 +661,105 @@ fn unknown_agent(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
     diagnostics.push(diagnostic);
 }
 
+/// The keys every section of a reasoning template must have, as the reference requires them.
+const SECTION_KEYS: [&str; 3] = ["id", "label", "description"];
+
+/// E0069 `invalid-reasoning-template`: a `reasoning_template` whose `sections` the reference
+/// rejects when it builds the spec: an empty or null list ("must have at least one section"),
+/// something other than a list, an item that is not a mapping, a section without `id`,
+/// `label` or `description`. A template without `sections` is valid: the reference gives it
+/// its default sections (premises, trace, conclusion). Fix: write the sections out, or remove
+/// `sections` for the defaults.
+fn reasoning_template(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
+    let Some(template) = &step.reasoning_template else {
+        return;
+    };
+    let NodeKind::Map(entries) = &template.value.kind else {
+        return;
+    };
+    let Some(sections) = entries
+        .iter()
+        .find(|entry| entry.key.as_str() == Some("sections"))
+    else {
+        return;
+    };
+    let who = step_name(step);
+    let invalid = |message: String, span: Span, label: &str, help: &str| {
+        Diagnostic::new(Code::E0069, message, span, label).help(help.to_owned())
+    };
+    let defaults = "list at least one section (`{id: …, label: …, description: …}`), or remove \
+                    `sections` to get the default ones: premises, trace and conclusion";
+    match &sections.value.kind {
+        NodeKind::Invalid => {}
+        NodeKind::Seq(items) if items.is_empty() => diagnostics.push(invalid(
+            format!("the reasoning template of {who} has no sections"),
+            sections.value.span,
+            "empty list",
+            defaults,
+        )),
+        NodeKind::Null => diagnostics.push(invalid(
+            format!("the reasoning template of {who} has no sections"),
+            sections.key.span,
+            "no sections",
+            defaults,
+        )),
+        NodeKind::Seq(items) => {
+            for (index, item) in items.iter().enumerate() {
+                match &item.kind {
+                    NodeKind::Map(fields) => {
+                        let missing: Vec<&str> = SECTION_KEYS
+                            .iter()
+                            .copied()
+                            .filter(|key| {
+                                !fields.iter().any(|field| field.key.as_str() == Some(key))
+                            })
+                            .collect();
+                        if missing.is_empty() {
+                            continue;
+                        }
+                        let (noun, them) = if missing.len() == 1 {
+                            ("key", "it")
+                        } else {
+                            ("keys", "them")
+                        };
+                        diagnostics.push(
+                            Diagnostic::new(
+                                Code::E0069,
+                                format!(
+                                    "section {index} of the reasoning template of {who} lacks the {noun} {}",
+                                    backticked(&missing)
+                                ),
+                                item.span,
+                                format!("no {}", backticked(&missing)),
+                            )
+                            .help(format!(
+                                "every section has an `id`, a `label` and a `description` (what \
+                                 the agent must write in it); add {them}"
+                            )),
+                        );
+                    }
+                    NodeKind::Invalid => {}
+                    _ => diagnostics.push(invalid(
+                        format!(
+                            "section {index} of the reasoning template of {who} is not a mapping"
+                        ),
+                        item.span,
+                        "not a mapping",
+                        "write each section as a mapping: `{id: premises, label: Premises, \
+                         description: \"State every fact you use\"}`",
+                    )),
+                }
+            }
+        }
+        _ => diagnostics.push(invalid(
+            format!("the `sections` of the reasoning template of {who} are not a list"),
+            sections.value.span,
+            "not a list",
+            defaults,
+        )),
+    }
+}
+
 /// W0008 `skip-reason-without-skip-if`: `skip_reason` on a step without `skip_if`. Why: the
 /// reason is reported only when `skip_if` skips the step, so it is never shown. Fix: add the
 /// `skip_if` it explains, or remove it.
@@ -839,7 +943,9 @@ fn on_fail(step: &Step, kind: Kind<'_>, diagnostics: &mut Vec<Diagnostic>) {
             .as_ref()
             .map_or(written("output_schema"), |s| is_truthy(&s.value))
         || step.reasoning_template.as_ref().is_some_and(|template| {
-            is_truthy(&template.value)
+            // The reference fills in default sections before it tests the template, so even
+            // `{}` counts; only `~` does not.
+            (is_truthy(&template.value) || matches!(template.value.kind, NodeKind::Map(_)))
                 && step.agent.as_ref().is_none_or(|agent| {
                     connector(&agent.value) == "claude" || agent.value.starts_with('$')
                 })
