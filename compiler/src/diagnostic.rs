@@ -114,6 +114,7 @@ codes! {
     E0046 Error "score-not-number" "a `score_expr` whose value is not a number";
     E0047 Error "enum-literal-not-a-value" "a comparison with a literal that is not among an enum's values";
     E0048 Error "input-without-field" "`$.input` with no field after it";
+    E0049 Error "unsupported-builtin" "an expression calls a built-in of the reference runtime that is not supported";
 
     // Middle end: format rules of steps, functions, gates, routing and workflows (E0050–E0069).
     E0050 Error "missing-step-kind" "a step has none of `function`, `intent` and `flow`, so nothing says what it runs";

@@ -31,6 +31,9 @@ pub enum ProblemKind {
     OperandTypes,
     /// A call of a function that is not a built-in.
     UnknownFunction,
+    /// A built-in of the reference runtime that is not supported here
+    /// ([`NOT_SUPPORTED`](crate::builtins::NOT_SUPPORTED)).
+    UnsupportedBuiltin,
     /// A built-in called with the wrong number or types of arguments.
     CallArguments,
     /// A method that the receiver's type does not have, or called with wrong arguments.

@@ -126,6 +126,10 @@ fn every_kind_has_cases() {
         ("all(x for x in result.count)", OperandTypes),
         ("lenn(result.items) > 0", UnknownFunction),
         ("abs(result.score) < 0.1", UnknownFunction),
+        (
+            "plan_completion(result.items, result.files)",
+            UnsupportedBuiltin,
+        ),
         ("len(result.score) > 0", CallArguments),
         ("len(result.items, 1)", CallArguments),
         ("max(result.count, 'a')", CallArguments),
@@ -249,6 +253,7 @@ fn problem_snapshot() {
         "result.label == 3",
         "$.input",
         "$.input.depth in ['a', 'b']",
+        "no_file_conflicts(result.tests)",
     ];
     let mut out = String::new();
     for text in cases {
