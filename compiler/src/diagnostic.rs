@@ -112,6 +112,9 @@ codes! {
     E0044 Error "missing-flow-input" "a flow step leaves out an input that the flow it runs requires";
     E0045 Error "accumulate-not-list" "an `accumulate` expression whose value is not a list";
     E0046 Error "score-not-number" "a `score_expr` whose value is not a number";
+    E0047 Error "enum-literal-not-a-value" "a comparison with a literal that is not among an enum's values";
+    E0048 Error "input-without-field" "`$.input` with no field after it";
+    E0049 Error "unsupported-builtin" "an expression calls a built-in of the reference runtime that is not supported";
 
     // Middle end: format rules of steps, functions, gates, routing and workflows (E0050–E0069).
     E0050 Error "missing-step-kind" "a step has none of `function`, `intent` and `flow`, so nothing says what it runs";
@@ -131,6 +134,9 @@ codes! {
     E0064 Error "invalid-guardrail" "a guardrail that is not a valid regular expression";
     E0065 Error "no-entry-flow" "the `workflow` block names no flow and the spec has several";
     E0066 Error "workflow-input-mismatch" "the workflow's input keys differ from its entry flow's";
+    E0067 Error "workflow-default-type" "a workflow input's `default` is not of its `type`";
+    E0068 Error "workflow-input-type-mismatch" "a workflow input's type disagrees with the entry flow's input of the same name";
+    E0069 Error "invalid-reasoning-template" "a `reasoning_template` whose `sections` are empty or malformed";
 
     // Middle end: contract types and JSON Schemas (E0070–E0079).
     E0070 Error "unknown-type" "a field's `type` is not a built-in type, a contract or a well-formed type";
@@ -139,19 +145,31 @@ codes! {
     E0073 Error "recursive-contract" "a contract contains itself through its fields";
     E0074 Error "values-items-mismatch" "`values` or `items` that do not fit the field's type";
     E0075 Error "contract-too-large" "a contract's schema, nested contracts inlined, is larger or deeper than accepted";
+    E0076 Error "input-type-mismatch" "a function step passes an input of another type than its function declares";
 
     W0001 Warning "unknown-contract-field-key" "a key in a contract field definition that nothing reads";
-    W0002 Warning "enum-literal-never-matches" "a comparison with a literal that is not among an enum's values";
+    // Retired: reported as the error E0047 since the comparison cannot hold. Kept so that the
+    // number is never given another meaning and `--allow W0002` still parses.
+    W0002 Warning "enum-literal-never-matches" "retired: a literal outside an enum's values is now the error E0047";
     W0003 Warning "none-comparison-never-true" "a comparison with `None` of a value that is never `None`";
     W0004 Warning "constant-expression" "an expression whose value does not depend on its inputs";
     // Middle end: format rules (W0005–W0009).
     W0005 Warning "timeout-without-effect" "`timeout` on an infer or compute function, where nothing reads it";
+    W0006 Warning "default-never-applies" "a workflow input with `required: true` and a `default`";
+    W0007 Warning "null-gate-route-on-non-gate-step" "`on_approve: ~`, `on_revise: ~` or `on_kill: ~` on a step that is not a gate";
+    W0008 Warning "skip-reason-without-skip-if" "`skip_reason` on a step without `skip_if`";
+    W0009 Warning "routes-to-itself" "`on_fail` or `next` naming the step itself, or a gate's `on_approve` naming the gate";
 
     // Middle end: unused definitions, unreachable steps, unproduced outputs (W0010–W0019).
     W0010 Warning "unused-contract" "a contract that nothing uses";
     W0011 Warning "unused-function" "a function that no step calls";
     W0012 Warning "unreachable-step" "a step that no route of its flow reaches";
     W0013 Warning "flow-output-not-produced" "a flow's declared output contract that none of its steps produces";
+
+    // Middle end: format rules, continued (W0020–W0029).
+    W0020 Warning "max-rounds-without-gate" "`max_rounds` on a flow that has no gate step";
+    W0021 Warning "unknown-function-input" "a function step passes an input that its function does not declare";
+    W0022 Warning "unknown-agent" "an `agent` that is neither `claude` nor `codex` (with an optional `:profile`) nor a `$`-reference";
 
 }
 

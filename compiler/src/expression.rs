@@ -21,9 +21,11 @@ pub fn code(kind: ProblemKind) -> Code {
         ProblemKind::UnknownField => Code::E0029,
         ProblemKind::OperandTypes => Code::E0030,
         ProblemKind::UnknownFunction => Code::E0031,
+        ProblemKind::UnsupportedBuiltin => Code::E0049,
         ProblemKind::CallArguments => Code::E0032,
         ProblemKind::UnknownMethod => Code::E0033,
-        ProblemKind::EnumLiteral => Code::W0002,
+        ProblemKind::EnumLiteral => Code::E0047,
+        ProblemKind::InputWithoutField => Code::E0048,
         ProblemKind::NoneComparison => Code::W0003,
         ProblemKind::ConstantExpression => Code::W0004,
     }

@@ -10,7 +10,9 @@
 //! methods are, on strings, `lower upper strip lstrip rstrip startswith endswith split count
 //! find replace join isdigit isalpha isspace isupper islower`, on lists `count index`, and on
 //! records `get keys values`. A few Python built-ins that specs reach for are deliberately
-//! not provided ([`NOT_PROVIDED`]): the reference runtime did not provide them either.
+//! not provided ([`NOT_PROVIDED`]): the reference runtime did not provide them either. Three
+//! built-ins the reference's `ensure` has are not supported ([`NOT_SUPPORTED`]): they cannot
+//! be provided with the reference's meaning.
 
 /// A built-in function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -408,6 +410,51 @@ pub fn methods_named(name: &str) -> impl Iterator<Item = &'static Method> + '_ {
     METHODS.iter().filter(move |method| method.name == name)
 }
 
+/// A built-in of the reference runtime's `ensure` that this implementation does not support,
+/// with why and what to write instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unsupported {
+    pub name: &'static str,
+    /// What the reference means by it, and why it is not here.
+    pub reason: &'static str,
+    /// What to write instead, as a help line.
+    pub instead: &'static str,
+}
+
+/// The reference's extra `ensure` built-ins that cannot be provided faithfully. (Its `any`,
+/// `all`, `min` and `max` are in [`FUNCTIONS`].)
+pub static NOT_SUPPORTED: [Unsupported; 3] = [
+    Unsupported {
+        name: "no_file_conflicts",
+        reason: "in the reference it checks that no two tasks independent through their \
+                 `depends_on` own the same file in `files_owned`, and reports a conflict by \
+                 raising an error that becomes the step's violation",
+        instead: "check the file ownership in the step that plans the tasks, and test a field \
+                  of its result, as in `result.conflicts == []`",
+    },
+    Unsupported {
+        name: "plan_completion",
+        reason: "in the reference it compares a plan's items with the files a step changed and \
+                 reports each missing item as a violation of its own, which the runtime here \
+                 cannot pass on",
+        instead: "to require every planned file to be changed, write \
+                  `all(item.file in result.files_changed for item in result.plan_items if item.file)`",
+    },
+    Unsupported {
+        name: "vocabulary_compliance",
+        reason: "in the reference it reads a YAML vocabulary file and may run `git diff`; an \
+                 expression here reads files only through `file_exists` and `file_contains`, \
+                 and runs no command",
+        instead: "check the vocabulary in a step of its own and test its result, or look for \
+                  a rejected word with `file_contains(path, word)`",
+    },
+];
+
+/// The reference built-in `name`, if it is one of those not supported here.
+pub fn not_supported(name: &str) -> Option<&'static Unsupported> {
+    NOT_SUPPORTED.iter().find(|entry| entry.name == name)
+}
+
 /// The Python built-in `name`, if it is one of those deliberately not provided.
 pub fn not_provided(name: &str) -> Option<&'static NotProvided> {
     NOT_PROVIDED.iter().find(|entry| entry.name == name)
@@ -427,6 +474,7 @@ mod tests {
             );
             assert!(function.max_args.is_none_or(|max| max >= function.min_args));
             assert!(not_provided(function.name).is_none());
+            assert!(not_supported(function.name).is_none());
             assert!(function.doc.ends_with('.'));
         }
         for method in &METHODS {

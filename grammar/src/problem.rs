@@ -31,12 +31,18 @@ pub enum ProblemKind {
     OperandTypes,
     /// A call of a function that is not a built-in.
     UnknownFunction,
+    /// A built-in of the reference runtime that is not supported here
+    /// ([`NOT_SUPPORTED`](crate::builtins::NOT_SUPPORTED)).
+    UnsupportedBuiltin,
     /// A built-in called with the wrong number or types of arguments.
     CallArguments,
     /// A method that the receiver's type does not have, or called with wrong arguments.
     UnknownMethod,
-    /// Warning: `==` / `in` against a literal that is not among an enum's values.
+    /// `==` / `in` against a literal that is not among an enum's values (an error: the test
+    /// is decided before it runs, and the literal is almost always a misspelt value).
     EnumLiteral,
+    /// `$.input` with no field after it: the reference resolves only `$.input.<field>`.
+    InputWithoutField,
     /// Warning: `== None` / `is None` on a value that cannot be `None`.
     NoneComparison,
     /// Warning: the expression's value does not depend on its inputs.
@@ -46,9 +52,7 @@ pub enum ProblemKind {
 impl ProblemKind {
     pub fn severity(self) -> Severity {
         match self {
-            ProblemKind::EnumLiteral
-            | ProblemKind::NoneComparison
-            | ProblemKind::ConstantExpression => Severity::Warning,
+            ProblemKind::NoneComparison | ProblemKind::ConstantExpression => Severity::Warning,
             _ => Severity::Error,
         }
     }

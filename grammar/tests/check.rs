@@ -92,6 +92,10 @@ fn clean_expressions() {
         ("int(result.score * 100) % 7", "int"),
         ("str(result.count) + ' items'", "string"),
         ("result.items + ['x']", "list<string>"),
+        ("$.steps.review.output.approved == 1", "bool"),
+        ("$.steps.review.output.approved >= False", "bool"),
+        ("result.count == result.score", "bool"),
+        ("result.items == []", "bool"),
     ] {
         let checked = run(text);
         assert!(
@@ -122,6 +126,10 @@ fn every_kind_has_cases() {
         ("all(x for x in result.count)", OperandTypes),
         ("lenn(result.items) > 0", UnknownFunction),
         ("abs(result.score) < 0.1", UnknownFunction),
+        (
+            "plan_completion(result.items, result.files)",
+            UnsupportedBuiltin,
+        ),
         ("len(result.score) > 0", CallArguments),
         ("len(result.items, 1)", CallArguments),
         ("max(result.count, 'a')", CallArguments),
@@ -130,6 +138,13 @@ fn every_kind_has_cases() {
         ("result.label.split(',', 'x')", UnknownMethod),
         ("result.label == 'positve'", EnumLiteral),
         ("result.label in ['positive', 'neutral']", EnumLiteral),
+        ("result.count == 'three'", OperandTypes),
+        ("$.steps.research.output.skip != 'yes'", OperandTypes),
+        ("result.items == 'a'", OperandTypes),
+        ("$.steps.research.output == 'done'", OperandTypes),
+        ("$.steps.research.output.skip < 1", OperandTypes),
+        ("$.input.depth in ['a', 'b']", OperandTypes),
+        ("$.input == 'x'", InputWithoutField),
         ("result.score is None", NoneComparison),
         ("result.count != None", NoneComparison),
         ("1 > 0", ConstantExpression),
@@ -226,6 +241,19 @@ fn problem_snapshot() {
         "result.items.append('x')",
         "result.label.endswith(result.items)",
         "'neutral' in [result.label]",
+        "result.count == '3'",
+        "result.count == 'three'",
+        "$.steps.research.output.skip == 'true'",
+        "$.steps.research.output.skip != 'yes'",
+        "result.items == 'a'",
+        "result.items != 'a'",
+        "$.steps.research.output == 'done'",
+        "$.steps.research.output > 3",
+        "$.steps.review.output.approved >= 1",
+        "result.label == 3",
+        "$.input",
+        "$.input.depth in ['a', 'b']",
+        "no_file_conflicts(result.tests)",
     ];
     let mut out = String::new();
     for text in cases {

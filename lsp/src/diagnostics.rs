@@ -103,10 +103,17 @@ pub fn convert(
 fn tags(code: Code) -> Option<Vec<DiagnosticTag>> {
     match code {
         // Unused contract, unused function, unreachable step, a key nothing reads, a timeout
-        // nothing reads.
-        Code::W0010 | Code::W0011 | Code::W0012 | Code::W0001 | Code::W0005 => {
-            Some(vec![DiagnosticTag::UNNECESSARY])
-        }
+        // nothing reads, a default that never applies, a null gate route on a step that is not
+        // a gate, a skip reason without its condition, `max_rounds` without a gate.
+        Code::W0010
+        | Code::W0011
+        | Code::W0012
+        | Code::W0001
+        | Code::W0005
+        | Code::W0006
+        | Code::W0007
+        | Code::W0008
+        | Code::W0020 => Some(vec![DiagnosticTag::UNNECESSARY]),
         _ => None,
     }
 }

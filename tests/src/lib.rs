@@ -123,6 +123,10 @@ pub const CODES_TESTED_ELSEWHERE: &[(Code, &str)] = &[
         Code::E0034,
         "needs values to evaluate with: `stratumc eval` in compiler/tests/cli.rs (with its snapshot)",
     ),
+    (
+        Code::W0002,
+        "retired: a literal outside an enum's values is now the error E0047, so nothing reports it",
+    ),
 ];
 
 /// A valid version 0.2 spec with `steps` steps: contracts, functions, a gate, and a flow whose
@@ -207,7 +211,7 @@ pub fn generated_spec(steps: usize) -> String {
 }
 
 /// An expression fixture (`corpus/expressions/*.expr`): a header of `#` lines, then the
-/// expression. `# expect: E0029 W0002` lists the codes it must report (none: it must be
+/// expression. `# expect: E0029 E0047` lists the codes it must report (none: it must be
 /// clean); `# let NAME: TYPE` declares a name, `# let $.input: TYPE` and
 /// `# let $.steps.ID.output: TYPE` the `$`-references, in the type notation of
 /// `stratum_grammar::Type`. Other header lines are prose.

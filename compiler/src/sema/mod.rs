@@ -103,7 +103,7 @@ pub fn analyze(
             FlowModel { index, steps, dag }
         })
         .collect();
-    rules::check(ast, &symbols, &flows, diagnostics);
+    rules::check(ast, &symbols, &contracts, &flows, diagnostics);
     let calls = compose::check(ast, &flows, diagnostics);
     typecheck::check(ast, &symbols, &contracts, &flows, &expressions, diagnostics);
     usage::check(ast, &symbols, &contracts, &flows, diagnostics);

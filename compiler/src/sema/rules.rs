@@ -16,13 +16,20 @@ mod workflow;
 use crate::diagnostic::{Diagnostic, did_you_mean};
 use crate::sema::FlowModel;
 use crate::sema::symbols::Symbols;
+use crate::sema::types::ContractTypes;
 use crate::source::Span;
 use crate::syntax::ast::{Ast, Name, Version};
 use crate::syntax::keys::Shape;
 use crate::syntax::tree::{Node, NodeKind};
 
 /// Checks every format rule of `ast`, adding what it finds to `diagnostics`.
-pub fn check(ast: &Ast, symbols: &Symbols, flows: &[FlowModel], diagnostics: &mut Vec<Diagnostic>) {
+pub fn check(
+    ast: &Ast,
+    symbols: &Symbols,
+    contracts: &ContractTypes,
+    flows: &[FlowModel],
+    diagnostics: &mut Vec<Diagnostic>,
+) {
     let version = ast.version.as_ref().map(|version| version.value);
     for function in &ast.functions {
         functions::check(function, version, diagnostics);
@@ -30,9 +37,10 @@ pub fn check(ast: &Ast, symbols: &Symbols, flows: &[FlowModel], diagnostics: &mu
     for (flow_index, flow) in ast.flows.iter().enumerate() {
         let model = flows.get(flow_index);
         steps::check_flow(ast, symbols, version, flow_index, flow, model, diagnostics);
+        steps::max_rounds_without_gate(ast, flow, model, diagnostics);
     }
     if let Some(workflow) = &ast.workflow {
-        workflow::check(ast, symbols, workflow, diagnostics);
+        workflow::check(ast, symbols, contracts, workflow, diagnostics);
     }
 }
 
@@ -118,6 +126,18 @@ mod tests {
         assert_eq!(codes(empty_intent), [Code::E0021]);
         let empty_function_intent = "version: \"0.2\"\ncontracts:\n  C: {x: {type: string}}\nfunctions:\n  g:\n    mode: infer\n    intent: \"\"\n    input: {}\n    output: C\n";
         assert_eq!(codes(empty_function_intent), [Code::E0021]);
+    }
+
+    #[test]
+    fn a_reasoning_template_for_claude_can_fail_whatever_its_profile() {
+        let step = |agent: &str| {
+            format!(
+                "version: \"0.2\"\nflows:\n  f:\n    input: {{}}\n    steps:\n      - id: a\n        intent: \"do it\"\n        agent: {agent}\n        reasoning_template: {{sections: [{{id: premises, label: Premises, description: Facts}}]}}\n        on_fail: b\n      - id: b\n        intent: \"recover\"\n"
+            )
+        };
+        assert_eq!(codes(&step("claude")), []);
+        assert_eq!(codes(&step("claude:reviewer")), []);
+        assert_eq!(codes(&step("codex")), [Code::E0060]);
     }
 
     #[test]

@@ -20,16 +20,18 @@
 
 use std::collections::BTreeMap;
 
-use stratum_grammar::types::{Env, Type};
+use stratum_grammar::types::{Env, Record, Type};
 use stratum_grammar::{Bindings, Limits, Problem, ProblemKind};
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::expression::{self, Expressions, Role};
 use crate::sema::dag::{Ancestors, input_texts, step_references};
+use crate::sema::resolve::StepKind;
 use crate::sema::symbols::{Symbols, flow_steps};
 use crate::sema::types::ContractTypes;
 use crate::sema::{FlowModel, may_suggest};
-use crate::syntax::ast::{Ast, Field, Flow, Text};
+use crate::syntax::ast::{Ast, Field, FieldDef, Flow, InputValue, Step, Text};
+use crate::syntax::tree::NodeKind;
 
 /// The names that exist in an `exit_criterion` only when the step scores its iterations.
 const SCORE_NAMES: [&str; 3] = ["best_score", "prior_scores", "iteration"];
@@ -63,16 +65,48 @@ pub fn check(
             explain_constant(text, Role::Ensure, expressions, diagnostics, before);
         }
     }
+    // The input record of every function, built once: each step that runs one is checked
+    // against it. (Flow steps are not: FIXME a whole step output passed to a flow's `string`
+    // input is bound as a record, and `tests/tests/plans.rs` builds such a spec.)
+    let callees = Callees {
+        functions: ast
+            .functions
+            .iter()
+            .map(|function| {
+                function
+                    .input
+                    .as_ref()
+                    .map(|input| contracts.record(&input.value))
+            })
+            .collect(),
+    };
     for (flow, model) in ast.flows.iter().zip(flows) {
-        check_flow(flow, model, symbols, contracts, expressions, diagnostics);
+        check_flow(
+            ast,
+            flow,
+            model,
+            symbols,
+            contracts,
+            &callees,
+            expressions,
+            diagnostics,
+        );
     }
 }
 
+/// The `input` record types of the functions, by index; `None` where there is none.
+struct Callees {
+    functions: Vec<Option<Type>>,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn check_flow(
+    ast: &Ast,
     flow: &Flow,
     model: &FlowModel,
     symbols: &Symbols,
     contracts: &ContractTypes,
+    callees: &Callees,
     expressions: &Expressions,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
@@ -99,8 +133,37 @@ fn check_flow(
     let mut ancestors = Ancestors::new(&model.dag.graph);
     for (index, (step, info)) in steps.iter().zip(&model.steps).enumerate() {
         env.names.clear();
+        let mut reference_types: Vec<(&Text, Option<Type>)> = Vec::new();
         for text in input_texts(step) {
-            check_text(text, &mut env, expressions, diagnostics);
+            let before = diagnostics.len();
+            let ty = check_text(text, &mut env, expressions, diagnostics);
+            whole_input_fix(step, text, env.input.as_ref(), diagnostics, before);
+            reference_types.push((text, ty));
+        }
+        let callee = match info.kind {
+            StepKind::Function(index) => callees
+                .functions
+                .get(index)
+                .and_then(Option::as_ref)
+                .zip(ast.functions.get(index))
+                .map(|(ty, function)| {
+                    (
+                        ty,
+                        function.input.as_ref(),
+                        format!("function `{}`", function.name.value),
+                    )
+                }),
+            _ => None,
+        };
+        if let Some((Type::Record(record), declared, callee)) = callee {
+            check_input_types(
+                step,
+                record,
+                declared,
+                &callee,
+                &reference_types,
+                diagnostics,
+            );
         }
         if let Some(skip_if) = &step.skip_if {
             let before = diagnostics.len();
@@ -232,6 +295,169 @@ fn check_exit_criterion(
             None
         }
     });
+}
+
+/// E0076 `input-type-mismatch`: a function step passes an input whose value (a literal,
+/// or a `$`-reference whose type is known) is not of the type the function or flow declares
+/// for it. Why: the agent gets a value of the wrong kind.
+/// Fix: pass a value of the declared type (a field of a whole step output, an unquoted
+/// number), or change the declaration.
+fn check_input_types(
+    step: &Step,
+    record: &Record,
+    declared: Option<&Field<Vec<FieldDef>>>,
+    callee: &str,
+    reference_types: &[(&Text, Option<Type>)],
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    for input in step.inputs.iter().flat_map(|inputs| &inputs.value) {
+        let name = input.name.value.as_str();
+        let Some(expected) = record.field(name) else {
+            continue;
+        };
+        let (actual, span, literal) = match &input.value {
+            InputValue::Text(text) if text.value.starts_with('$') => {
+                let Some((_, Some(ty))) = reference_types
+                    .iter()
+                    .find(|(written, _)| std::ptr::eq(*written, text))
+                else {
+                    continue;
+                };
+                (ty.clone(), whole(text), None)
+            }
+            InputValue::Text(text) => (Type::String, text.span, Some(text.value.as_str())),
+            InputValue::Literal(node) => {
+                let ty = match &node.kind {
+                    NodeKind::Bool(_) => Type::Bool,
+                    NodeKind::Int(_) => Type::Int,
+                    NodeKind::Float(_) => Type::Float,
+                    NodeKind::Seq(_) => Type::list(Type::Any),
+                    NodeKind::Map(_) => Type::record(Record {
+                        fields: Vec::new(),
+                        open: true,
+                    }),
+                    // `None` and what the front end dropped say nothing about the type.
+                    NodeKind::Null | NodeKind::Str(_) | NodeKind::Invalid => continue,
+                };
+                (ty, node.span, None)
+            }
+        };
+        if fits(expected, &actual) {
+            continue;
+        }
+        let declared_at = declared
+            .and_then(|fields| fields.value.iter().find(|field| field.name.value == name))
+            .map(|field| field.ty.as_ref().map_or(field.name.span, |ty| ty.span));
+        let diagnostic = Diagnostic::new(
+            Code::E0076,
+            format!(
+                "{callee} takes `{name}` as {}, but this is {}",
+                shown(expected),
+                shown(&actual)
+            ),
+            span,
+            format!("this is {}", shown(&actual)),
+        );
+        let diagnostic = match declared_at {
+            Some(at) => {
+                diagnostic.secondary(at, format!("`{name}` is declared {} here", shown(expected)))
+            }
+            None => diagnostic,
+        };
+        let fitting: Vec<&str> = match actual.non_optional() {
+            Type::Record(output) => output
+                .fields
+                .iter()
+                .filter(|field| fits(expected, &field.ty))
+                .map(|field| field.name.as_str())
+                .take(3)
+                .collect(),
+            _ => Vec::new(),
+        };
+        let unquoted = literal.and_then(|text| {
+            let text = text.trim();
+            let number = match expected.non_optional().widened() {
+                Type::Int => text.parse::<i64>().is_ok(),
+                Type::Float => text.parse::<f64>().is_ok_and(f64::is_finite),
+                _ => false,
+            };
+            number.then(|| text.to_owned())
+        });
+        let diagnostic = match (fitting.as_slice(), unquoted) {
+            (_, Some(number)) => diagnostic
+                .help(format!(
+                    "write the number without quotes: `{name}: {number}`"
+                ))
+                .fix(format!("replace the value with `{number}`"), span, number),
+            ([one], None) => {
+                let end = crate::source::Span::point(span.file, span.end as usize);
+                diagnostic
+                    .help(format!(
+                        "this is a whole step output: pass its field `{one}`"
+                    ))
+                    .fix(format!("insert `.{one}`"), end, format!(".{one}"))
+            }
+            ([], None) => diagnostic.help(format!(
+                "pass a value of type {}, or change the type of `{name}` in {callee}",
+                shown(expected)
+            )),
+            (several, None) => diagnostic.help(format!(
+                "this is a whole step output: pass one of its fields, such as {}",
+                crate::diagnostic::backticked(several)
+            )),
+        };
+        diagnostics.push(diagnostic);
+    }
+}
+
+/// Whether a value of type `actual` may be passed where `expected` is declared: the same kind
+/// of value once optionals and enums are looked through (an enum narrows its plain type, and
+/// whether a value is `None` or among the values is a run-time matter), `any` either way.
+fn fits(expected: &Type, actual: &Type) -> bool {
+    let expected = expected.non_optional().widened();
+    let actual = actual.non_optional().widened();
+    expected.accepts(&actual) || matches!(actual, Type::Null)
+}
+
+/// Gives `$.input` alone in a step input (`E0048`, among the diagnostics from `from` on) the
+/// fix `$.input.<name>` when the input's own name is a field of the flow's input: the usual
+/// way to pass a workflow input on is under its own name.
+fn whole_input_fix(
+    step: &Step,
+    text: &Text,
+    input: Option<&Type>,
+    diagnostics: &mut [Diagnostic],
+    from: usize,
+) {
+    let Some(Type::Record(record)) = input.map(Type::non_optional) else {
+        return;
+    };
+    let Some(name) = step
+        .inputs
+        .iter()
+        .flat_map(|inputs| &inputs.value)
+        .find(|input| matches!(&input.value, InputValue::Text(value) if std::ptr::eq(value, text)))
+        .map(|input| input.name.value.as_str())
+        .filter(|name| record.field(name).is_some())
+    else {
+        return;
+    };
+    for diagnostic in diagnostics.get_mut(from..).into_iter().flatten() {
+        if diagnostic.code == Code::E0048 {
+            let span = diagnostic.primary.span;
+            let end = crate::source::Span::point(span.file, span.end as usize);
+            diagnostic.help = Some(format!(
+                "pass the flow's input of the same name: `$.input.{name}`"
+            ));
+            diagnostic.fix = Some(crate::diagnostic::Fix {
+                message: format!("insert `.{name}`"),
+                edits: vec![crate::diagnostic::Edit {
+                    span: end,
+                    replacement: format!(".{name}"),
+                }],
+            });
+        }
+    }
 }
 
 /// Makes a constant `ensure` or `skip_if` (`W0004`, among the diagnostics from `from` on) say

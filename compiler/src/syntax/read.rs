@@ -597,7 +597,7 @@ impl Reader<'_> {
         let map = self.map(node, &shape, owner)?;
         Some(Step {
             span: node.span,
-            id: self.get(&map, "id", |cx, n| cx.string(n)),
+            id: self.get(&map, "id", |cx, n| cx.step_id(n)),
             function: self.get(&map, "function", |cx, n| cx.string(n)),
             intent: self.get(&map, "intent", |cx, n| cx.non_empty_string(n, "intent")),
             flow: self.get(&map, "flow", |cx, n| cx.string(n)),
@@ -803,6 +803,21 @@ impl Reader<'_> {
                 None
             }
         }
+    }
+
+    /// A step's `id`: a string with something in it. An empty id cannot be named by
+    /// `depends_on`, routing or `$.steps`, and the reference reports it nowhere (its paths then
+    /// read `flows.<flow>.steps.`).
+    fn step_id(&mut self, node: &Node) -> Option<String> {
+        let value = self.string(node)?;
+        if value.trim().is_empty() {
+            self.push(
+                Diagnostic::new(Code::E0021, "a step id is empty", node.span, "empty id")
+                    .help("name the step after what it does, as in `id: summarise`: its id is how `depends_on`, routing and `$.steps.<id>.output` refer to it"),
+            );
+            return None;
+        }
+        Some(value)
     }
 
     fn non_empty_string(&mut self, node: &Node, key: &str) -> Option<String> {

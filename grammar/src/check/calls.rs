@@ -392,6 +392,18 @@ impl Checker<'_> {
 
     fn unknown_function(&mut self, func: &Ident, args: &[Expr]) {
         let name = func.name.as_str();
+        if let Some(entry) = builtins::not_supported(name) {
+            self.report(
+                Problem::new(
+                    ProblemKind::UnsupportedBuiltin,
+                    format!("the reference's built-in `{name}` is not supported"),
+                    func.span,
+                    "not supported",
+                )
+                .help(format!("{}; {}", entry.reason, entry.instead)),
+            );
+            return;
+        }
         if let Some(entry) = builtins::not_provided(name) {
             let help = match entry.alternative {
                 Some(_) if name == "abs" && args.len() == 1 => {

@@ -94,6 +94,10 @@ impl Checker<'_> {
         };
         let root_ty = match &reference.root {
             RefRoot::Input => match &self.env.input {
+                Some(ty) if reference.path.is_empty() => {
+                    self.input_without_field(ty, span);
+                    return Type::Any;
+                }
                 Some(ty) => ty.clone(),
                 None => {
                     self.report(
@@ -134,6 +138,37 @@ impl Checker<'_> {
             }
         }
         ty
+    }
+
+    /// `$.input` alone: the reference raises "`$.input` requires a field name" when it
+    /// resolves it, so the whole input cannot be passed or compared.
+    fn input_without_field(&mut self, input: &Type, span: Span) {
+        let problem = Problem::new(
+            ProblemKind::InputWithoutField,
+            "`$.input` needs a field: the whole input cannot be read",
+            span,
+            "no field named",
+        );
+        let fields: Vec<&str> = match input.non_optional() {
+            Type::Record(record) => record.fields.iter().map(|f| f.name.as_str()).collect(),
+            _ => Vec::new(),
+        };
+        let end = Span {
+            start: span.end,
+            end: span.end,
+        };
+        let problem = match fields.as_slice() {
+            [one] => problem
+                .help(format!("read its only field: `$.input.{one}`"))
+                .replacement(end, format!(".{one}")),
+            [] => problem.help("name a field of the flow's `input`: `$.input.<field>`"),
+            several => problem.help(format!(
+                "name the field to read, as in `$.input.{}`; the inputs are {}",
+                several.first().copied().unwrap_or("<field>"),
+                text::listing(several)
+            )),
+        };
+        self.report(problem);
     }
 
     fn unknown_step(&mut self, step: &Ident) {

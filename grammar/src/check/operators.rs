@@ -30,10 +30,13 @@ fn arithmetic(op: BinaryOp, lhs: &Type, rhs: &Type) -> Option<Type> {
 }
 
 /// Whether `<`, `<=`, `>`, `>=` may compare the two: numbers with numbers, strings with
-/// strings, lists with lists (or `any` with anything).
+/// strings, lists with lists (or `any` with anything). A `bool` orders against a `bool`, but
+/// not against an `int` or a `float`: Python allows it (`True` is `1`), yet `flag >= 1` in a
+/// spec is a mistake about the field's type, never a deliberate test.
 pub(super) fn orderable(lhs: &Type, rhs: &Type) -> bool {
     match (shape(lhs), shape(rhs)) {
         (Type::Any, _) | (_, Type::Any) => true,
+        (Type::Bool, Type::Int | Type::Float) | (Type::Int | Type::Float, Type::Bool) => false,
         (a, b) if is_number(&a) && is_number(&b) => true,
         (Type::String, Type::String) | (Type::List(_), Type::List(_)) => true,
         _ => false,
@@ -57,6 +60,21 @@ fn can_contain(item: &Type, value: &Type) -> bool {
     }
 }
 
+/// Whether a value of type `lhs` can ever be equal to one of type `rhs`: `any` with anything,
+/// `None` with anything (whether that can hold is [`NoneComparison`](ProblemKind::NoneComparison)'s
+/// business), numbers (`bool` included, as in Python) with numbers, otherwise only two values of
+/// the same kind. A string never equals a number or a `bool`, a list never equals a scalar.
+fn can_equal(lhs: &Type, rhs: &Type) -> bool {
+    match (shape(lhs), shape(rhs)) {
+        (Type::Any, _) | (_, Type::Any) | (Type::Null, _) | (_, Type::Null) => true,
+        (a, b) if is_number(&a) && is_number(&b) => true,
+        (Type::String, Type::String)
+        | (Type::List(_), Type::List(_))
+        | (Type::Record(_), Type::Record(_)) => true,
+        _ => false,
+    }
+}
+
 /// The literal number a string literal spells, if any: `"5"` → `5`.
 fn numeric_text(expr: &Expr) -> Option<&str> {
     match &expr.kind {
@@ -65,6 +83,46 @@ fn numeric_text(expr: &Expr) -> Option<&str> {
         }
         _ => None,
     }
+}
+
+/// A string literal spelling a number on the other side of a number: its span and the number.
+fn quoted_number<'a>(
+    lhs: &'a Expr,
+    lhs_shape: &Type,
+    rhs: &'a Expr,
+    rhs_shape: &Type,
+) -> Option<(Span, &'a str)> {
+    if is_number(lhs_shape) && *lhs_shape != Type::Bool {
+        numeric_text(rhs).map(|number| (rhs.span, number))
+    } else if is_number(rhs_shape) && *rhs_shape != Type::Bool {
+        numeric_text(lhs).map(|number| (lhs.span, number))
+    } else {
+        None
+    }
+}
+
+/// A string literal on the other side of a `bool`: its span, and `True` / `False` when it
+/// spells one (`'true'`, `'False'`).
+fn quoted_bool(
+    lhs: &Expr,
+    lhs_shape: &Type,
+    rhs: &Expr,
+    rhs_shape: &Type,
+) -> Option<(Span, Option<&'static str>)> {
+    let literal = match (lhs_shape, rhs_shape) {
+        (Type::Bool, Type::String) => rhs,
+        (Type::String, Type::Bool) => lhs,
+        _ => return None,
+    };
+    let ExprKind::Str(text) = &literal.kind else {
+        return None;
+    };
+    let spelled = match text.trim().to_ascii_lowercase().as_str() {
+        "true" => Some("True"),
+        "false" => Some("False"),
+        _ => None,
+    };
+    Some((literal.span, spelled))
 }
 
 impl Checker<'_> {
@@ -155,6 +213,11 @@ impl Checker<'_> {
         let rhs = &comparison.rhs;
         match comparison.op {
             CompareOp::Eq | CompareOp::Ne => {
+                if !can_equal(lhs_ty, rhs_ty) {
+                    // The types already decide it; an enum's values add nothing.
+                    self.never_equal(lhs, lhs_ty, comparison, rhs_ty);
+                    return;
+                }
                 self.enum_equality(lhs, lhs_ty, comparison.op, rhs, rhs_ty);
                 self.none_comparison(lhs, lhs_ty, comparison.op, rhs, rhs_ty);
             }
@@ -195,6 +258,131 @@ impl Checker<'_> {
         }
     }
 
+    /// `==` / `!=` between values of types that are never equal: always `False` (`True`).
+    fn never_equal(&mut self, lhs: &Expr, lhs_ty: &Type, comparison: &Comparison, rhs_ty: &Type) {
+        let rhs = &comparison.rhs;
+        let op = comparison.op.as_str();
+        let (a, b) = (text::ty(lhs_ty), text::ty(rhs_ty));
+        let outcome = if comparison.op == CompareOp::Eq {
+            "`False`"
+        } else {
+            "`True`"
+        };
+        let problem = Problem::new(
+            ProblemKind::OperandTypes,
+            format!("`{op}` between {a} and {b} is always {outcome}: they are never equal"),
+            comparison.op_span,
+            format!("always {outcome}"),
+        )
+        .secondary(lhs.span, format!("this is {a}"))
+        .secondary(rhs.span, format!("this is {b}"));
+        let (lhs_shape, rhs_shape) = (shape(lhs_ty), shape(rhs_ty));
+        let problem = if let Some(problem) =
+            self.record_instead(problem.clone(), (lhs, lhs_ty), (rhs, rhs_ty), can_equal)
+        {
+            problem
+        } else if let Some((span, number)) = quoted_number(lhs, &lhs_shape, rhs, &rhs_shape) {
+            problem
+                .help(format!("write the number without quotes: `{number}`"))
+                .replacement(span, number)
+        } else if let Some((span, written)) = quoted_bool(lhs, &lhs_shape, rhs, &rhs_shape) {
+            match written {
+                Some(value) => problem
+                    .help(format!("write the boolean without quotes: `{value}`"))
+                    .replacement(span, value),
+                None => problem.help("a `bool` is `True` or `False`: compare with one of them"),
+            }
+        } else if let Some((value, values)) = lhs_ty
+            .enum_values()
+            .map(|values| (lhs, values))
+            .or_else(|| rhs_ty.enum_values().map(|values| (rhs, values)))
+        {
+            problem.help(format!(
+                "{} is one of {}: compare with one of them",
+                text::subject(value),
+                text::values(values)
+            ))
+        } else if (lhs_shape == Type::String && is_number(&rhs_shape))
+            || (is_number(&lhs_shape) && rhs_shape == Type::String)
+        {
+            problem.help(
+                "a string never equals a number: convert one side, with `str(...)` to compare \
+                 text or `int(...)` to compare numbers",
+            )
+        } else if let Some((list, value)) = match (&lhs_shape, &rhs_shape) {
+            (Type::List(_), other) if !matches!(other, Type::List(_)) => Some((lhs, rhs)),
+            (other, Type::List(_)) if !matches!(other, Type::List(_)) => Some((rhs, lhs)),
+            _ => None,
+        } {
+            let not = if comparison.op == CompareOp::Eq {
+                ""
+            } else {
+                "not "
+            };
+            problem.help(format!(
+                "a list never equals a single value; to test whether it holds the value, write \
+                 `{} {not}in {}`",
+                text::source(value),
+                text::source(list)
+            ))
+        } else {
+            problem.help(format!(
+                "`{op}` is only ever decided by values of one kind: two numbers, two strings, \
+                 two lists or two records"
+            ))
+        };
+        self.report(problem);
+    }
+
+    /// When one side is a record (a whole step output, `result`) and the other is not, the
+    /// help to compare one of its fields instead, with the fix when exactly one field fits.
+    fn record_instead(
+        &self,
+        problem: Problem,
+        (lhs, lhs_ty): (&Expr, &Type),
+        (rhs, rhs_ty): (&Expr, &Type),
+        fits: fn(&Type, &Type) -> bool,
+    ) -> Option<Problem> {
+        let (record_side, record, other_ty) = match (shape(lhs_ty), shape(rhs_ty)) {
+            (Type::Record(record), other) if !matches!(other, Type::Record(_)) => {
+                (lhs, record, rhs_ty)
+            }
+            (other, Type::Record(record)) if !matches!(other, Type::Record(_)) => {
+                (rhs, record, lhs_ty)
+            }
+            _ => return None,
+        };
+        let subject = text::subject(record_side);
+        let fitting: Vec<&str> = record
+            .fields
+            .iter()
+            .filter(|field| fits(&field.ty, other_ty))
+            .map(|field| field.name.as_str())
+            .take(3)
+            .collect();
+        let end = Span {
+            start: record_side.span.end,
+            end: record_side.span.end,
+        };
+        Some(match fitting.as_slice() {
+            [one] => problem
+                .help(format!(
+                    "{subject} is a whole record: compare its field `{one}`, as in `{}.{one}`",
+                    text::source(record_side)
+                ))
+                .replacement(end, format!(".{one}")),
+            [] => problem.help(format!(
+                "{subject} is a whole record, and none of its fields is {}: compare a field \
+                 of the right type",
+                text::ty(other_ty)
+            )),
+            several => problem.help(format!(
+                "{subject} is a whole record: compare one of its fields, such as {}",
+                text::listing(several)
+            )),
+        })
+    }
+
     fn not_orderable(&mut self, lhs: &Expr, lhs_ty: &Type, comparison: &Comparison, rhs_ty: &Type) {
         let rhs = &comparison.rhs;
         let op = comparison.op.as_str();
@@ -208,19 +396,22 @@ impl Checker<'_> {
         )
         .secondary(lhs.span, format!("this is {a}"))
         .secondary(rhs.span, format!("this is {b}"));
-        let quoted_number = if is_number(&lhs_shape) {
-            numeric_text(rhs).map(|number| (rhs.span, number))
-        } else if is_number(&rhs_shape) {
-            numeric_text(lhs).map(|number| (lhs.span, number))
-        } else {
-            None
-        };
-        problem = if let Some((span, number)) = quoted_number {
+        let record = self.record_instead(problem.clone(), (lhs, lhs_ty), (rhs, rhs_ty), orderable);
+        problem = if let Some(record) = record {
+            record
+        } else if let Some((span, number)) = quoted_number(lhs, &lhs_shape, rhs, &rhs_shape) {
             problem
                 .help(format!("write the number without quotes: `{number}`"))
                 .replacement(span, number)
         } else if lhs_shape == Type::Null || rhs_shape == Type::Null {
             problem.help("`None` cannot be ordered: test for it first with `is not None`")
+        } else if lhs_shape == Type::Bool || rhs_shape == Type::Bool {
+            let flag = if lhs_shape == Type::Bool { lhs } else { rhs };
+            problem.help(format!(
+                "{} is `True` or `False`, not a quantity: test it with `== True` or `== False`, \
+                 or compare a numeric field",
+                text::subject(flag)
+            ))
         } else if (lhs_shape == Type::String && is_number(&rhs_shape))
             || (is_number(&lhs_shape) && rhs_shape == Type::String)
         {

@@ -1,5 +1,6 @@
-//! Warnings: a literal outside an enum's values, a `None` test on a value that cannot be
-//! `None`, and an expression that reads nothing.
+//! Comparisons decided by their literals: a literal outside an enum's values (an error), a
+//! `None` test on a value that cannot be `None` and an expression that reads nothing
+//! (warnings).
 
 use super::{Checker, text};
 use crate::ast::{CompareOp, Expr, ExprKind, UnaryOp};

@@ -9,14 +9,17 @@
 //! depends on the kind is skipped.
 
 use crate::diagnostic::{Code, Diagnostic};
-use crate::sema::FlowModel;
+use crate::diagnostic::{backticked, did_you_mean};
 use crate::sema::resolve::StepKind;
+use crate::sema::resolve::listing;
 use crate::sema::rules::functions::invalid_guardrail;
-use crate::sema::rules::{is_truthy, is_v02, is_written};
+use crate::sema::rules::{is_truthy, is_v02, is_written, removal};
 use crate::sema::symbols::{Symbols, flow_steps};
+use crate::sema::{FlowModel, may_suggest};
 use crate::source::Span;
 use crate::syntax::ast::{Ast, Field, Flow, Function, Mode, Step, Version};
 use crate::syntax::keys;
+use crate::syntax::tree::NodeKind;
 
 /// What a step runs.
 #[derive(Clone, Copy)]
@@ -77,12 +80,61 @@ pub(super) fn check_flow(
             iteration_keys(step, diagnostics);
         }
         cache(step, kind, diagnostics);
+        skip_reason_without_skip_if(step, diagnostics);
+        // On a function or flow step the template is itself the mistake (E0058, E0059).
+        if matches!(kind, Kind::Inline | Kind::Judge | Kind::Unknown) {
+            reasoning_template(step, diagnostics);
+        }
+        routes_to_itself(step, kind, diagnostics);
+        unknown_agent(step, diagnostics);
         if matches!(kind, Kind::Inline | Kind::Judge | Kind::Unknown) {
             for pattern in step.guardrails.iter().flat_map(|g| &g.value) {
                 diagnostics.extend(invalid_guardrail(pattern));
             }
         }
     }
+}
+
+/// W0020 `max-rounds-without-gate`: `max_rounds` on a flow none of whose steps is a gate.
+/// Why: rounds count the revise cycles of gates; without a gate the key bounds nothing. Fix:
+/// remove it (to stop a loop of `next` / `on_fail` routes, the runtime's own round limit
+/// applies to every step entered again).
+pub(super) fn max_rounds_without_gate(
+    ast: &Ast,
+    flow: &Flow,
+    model: Option<&FlowModel>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let (Some(max_rounds), Some(model)) = (&flow.max_rounds, model) else {
+        return;
+    };
+    let mut has_gate = false;
+    for info in &model.steps {
+        match kind(ast, info.kind) {
+            Kind::Gate(_) => has_gate = true,
+            // A step whose kind is unknown may be a gate once its name is fixed.
+            Kind::Unknown => return,
+            _ => {}
+        }
+    }
+    if has_gate {
+        return;
+    }
+    diagnostics.push(
+        Diagnostic::new(
+            Code::W0020,
+            format!(
+                "flow `{}` has `max_rounds` but no gate step, so it bounds nothing",
+                flow.name.value
+            ),
+            max_rounds.key,
+            "no gate to revise",
+        )
+        .help(
+            "`max_rounds` limits how often a gate's `on_revise` sends the flow back; remove it, \
+             or add the gate step it is meant for",
+        ),
+    );
 }
 
 /// Reports a step that names none, or several, of `function`, `intent`, `flow` and `judge`
@@ -399,12 +451,72 @@ fn function_step(step: &Step, function: &Function, diagnostics: &mut Vec<Diagnos
             diagnostics.push(not_on_function_step(step, function, key, span));
         }
     }
+    undeclared_inputs(step, function, diagnostics);
     if let Some(template) = &step.reasoning_template {
         diagnostics.push(reasoning_template_on_function_step(
             step,
             function,
             template.key,
         ));
+    }
+}
+
+/// W0021 `unknown-function-input`: a function step passes an input its function's `input` does
+/// not declare. Why: the agent is told the function's inputs; an extra one is passed along
+/// unannounced, and is usually a misspelt name of a declared one. Fix: the closest declared
+/// name, or declare the input on the function.
+fn undeclared_inputs(step: &Step, function: &Function, diagnostics: &mut Vec<Diagnostic>) {
+    // A function without `input` (valid in version 0.2) declares nothing to compare with.
+    let Some(declared) = &function.input else {
+        return;
+    };
+    let names: Vec<&str> = declared
+        .value
+        .iter()
+        .map(|field| field.name.value.as_str())
+        .collect();
+    for input in step.inputs.iter().flat_map(|inputs| &inputs.value) {
+        let name = input.name.value.as_str();
+        if names.contains(&name) {
+            continue;
+        }
+        let diagnostic = Diagnostic::new(
+            Code::W0021,
+            format!("function `{}` has no input `{name}`", function.name.value),
+            input.name.span,
+            "not an input of the function",
+        );
+        let suggestion = may_suggest(diagnostics, names.len())
+            .then(|| did_you_mean(name, names.iter().copied()))
+            .flatten();
+        let diagnostic = match suggestion {
+            Some(best) => {
+                let declared_at = declared
+                    .value
+                    .iter()
+                    .find(|field| field.name.value == best)
+                    .map(|field| field.name.span);
+                let diagnostic = match declared_at {
+                    Some(span) => diagnostic.secondary(span, format!("`{best}` is declared here")),
+                    None => diagnostic,
+                };
+                diagnostic.help(format!("did you mean `{best}`?")).fix(
+                    format!("replace `{name}` with `{best}`"),
+                    input.name.span,
+                    best,
+                )
+            }
+            None if names.is_empty() => diagnostic.help(format!(
+                "function `{}` declares no input; remove this one, or declare it in the function's `input`",
+                function.name.value
+            )),
+            None => diagnostic.help(format!(
+                "function `{}` takes {}; remove this input, or declare it in the function's `input`",
+                function.name.value,
+                listing(&names)
+            )),
+        };
+        diagnostics.push(diagnostic);
     }
 }
 
@@ -503,6 +615,232 @@ fn not_on_flow_step(step: &Step, key: &str, span: Span) -> Diagnostic {
 
 // ----- rules of every step --------------------------------------------------------------------
 
+/// The connector of an `agent` value: `claude` for `claude` and `claude:reviewer`.
+fn connector(agent: &str) -> &str {
+    agent
+        .split_once(':')
+        .map_or(agent, |(connector, _)| connector)
+}
+
+/// The agent connectors the runtime dispatches to.
+const CONNECTORS: [&str; 2] = ["claude", "codex"];
+
+/// W0022 `unknown-agent`: an `agent` that is not `claude` or `codex` (with an optional
+/// `:profile`) nor a `$`-reference. Why: the agent that runs the step is picked by its
+/// connector; any other name reaches no agent (the reference passes it on as text). Fix: the
+/// closest connector.
+fn unknown_agent(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
+    let Some(agent) = &step.agent else {
+        return;
+    };
+    let written = agent.value.as_str();
+    let name = connector(written);
+    if written.starts_with('$') || CONNECTORS.contains(&name) {
+        return;
+    }
+    let diagnostic = Diagnostic::new(
+        Code::W0022,
+        format!("`{name}` is not a known agent connector"),
+        agent.span,
+        "no such connector",
+    );
+    let diagnostic = match did_you_mean(name, CONNECTORS) {
+        Some(best) => {
+            let replacement = written.replacen(name, best, 1);
+            diagnostic.help(format!("did you mean `{best}`?")).fix(
+                format!("replace `{written}` with `{replacement}`"),
+                agent.span,
+                replacement,
+            )
+        }
+        None => diagnostic.help(
+            "the connectors are `claude` and `codex`, each with an optional profile \
+             (`claude:reviewer`); a `$`-reference chooses one at run time",
+        ),
+    };
+    diagnostics.push(diagnostic);
+}
+
+/// The keys every section of a reasoning template must have, as the reference requires them.
+const SECTION_KEYS: [&str; 3] = ["id", "label", "description"];
+
+/// E0069 `invalid-reasoning-template`: a `reasoning_template` whose `sections` the reference
+/// rejects when it builds the spec: an empty or null list ("must have at least one section"),
+/// something other than a list, an item that is not a mapping, a section without `id`,
+/// `label` or `description`. A template without `sections` is valid: the reference gives it
+/// its default sections (premises, trace, conclusion). Fix: write the sections out, or remove
+/// `sections` for the defaults.
+fn reasoning_template(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
+    let Some(template) = &step.reasoning_template else {
+        return;
+    };
+    let NodeKind::Map(entries) = &template.value.kind else {
+        return;
+    };
+    let Some(sections) = entries
+        .iter()
+        .find(|entry| entry.key.as_str() == Some("sections"))
+    else {
+        return;
+    };
+    let who = step_name(step);
+    let invalid = |message: String, span: Span, label: &str, help: &str| {
+        Diagnostic::new(Code::E0069, message, span, label).help(help.to_owned())
+    };
+    let defaults = "list at least one section (`{id: …, label: …, description: …}`), or remove \
+                    `sections` to get the default ones: premises, trace and conclusion";
+    match &sections.value.kind {
+        NodeKind::Invalid => {}
+        NodeKind::Seq(items) if items.is_empty() => diagnostics.push(invalid(
+            format!("the reasoning template of {who} has no sections"),
+            sections.value.span,
+            "empty list",
+            defaults,
+        )),
+        NodeKind::Null => diagnostics.push(invalid(
+            format!("the reasoning template of {who} has no sections"),
+            sections.key.span,
+            "no sections",
+            defaults,
+        )),
+        NodeKind::Seq(items) => {
+            for (index, item) in items.iter().enumerate() {
+                match &item.kind {
+                    NodeKind::Map(fields) => {
+                        let missing: Vec<&str> = SECTION_KEYS
+                            .iter()
+                            .copied()
+                            .filter(|key| {
+                                !fields.iter().any(|field| field.key.as_str() == Some(key))
+                            })
+                            .collect();
+                        if missing.is_empty() {
+                            continue;
+                        }
+                        let (noun, them) = if missing.len() == 1 {
+                            ("key", "it")
+                        } else {
+                            ("keys", "them")
+                        };
+                        diagnostics.push(
+                            Diagnostic::new(
+                                Code::E0069,
+                                format!(
+                                    "section {index} of the reasoning template of {who} lacks the {noun} {}",
+                                    backticked(&missing)
+                                ),
+                                item.span,
+                                format!("no {}", backticked(&missing)),
+                            )
+                            .help(format!(
+                                "every section has an `id`, a `label` and a `description` (what \
+                                 the agent must write in it); add {them}"
+                            )),
+                        );
+                    }
+                    NodeKind::Invalid => {}
+                    _ => diagnostics.push(invalid(
+                        format!(
+                            "section {index} of the reasoning template of {who} is not a mapping"
+                        ),
+                        item.span,
+                        "not a mapping",
+                        "write each section as a mapping: `{id: premises, label: Premises, \
+                         description: \"State every fact you use\"}`",
+                    )),
+                }
+            }
+        }
+        _ => diagnostics.push(invalid(
+            format!("the `sections` of the reasoning template of {who} are not a list"),
+            sections.value.span,
+            "not a list",
+            defaults,
+        )),
+    }
+}
+
+/// W0008 `skip-reason-without-skip-if`: `skip_reason` on a step without `skip_if`. Why: the
+/// reason is reported only when `skip_if` skips the step, so it is never shown. Fix: add the
+/// `skip_if` it explains, or remove it.
+fn skip_reason_without_skip_if(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
+    let Some(reason) = &step.skip_reason else {
+        return;
+    };
+    if is_written(&step.keys, "skip_if", &keys::STEP) {
+        return;
+    }
+    let diagnostic = Diagnostic::new(
+        Code::W0008,
+        format!("{} has `skip_reason` but no `skip_if`", step_name(step)),
+        reason.key,
+        "never shown",
+    )
+    .help("add the `skip_if` condition this reason explains, or remove `skip_reason`");
+    diagnostics.push(
+        match removal(&step.keys, step.span, reason.key, reason.span) {
+            Some(span) => diagnostic.fix("remove `skip_reason`", span, ""),
+            None => diagnostic,
+        },
+    );
+}
+
+/// W0009 `routes-to-itself`: `on_fail` or `next` naming the step itself, or a gate's
+/// `on_approve` naming the gate. Why: each sends the flow straight back into the same step on
+/// every outcome it routes, so the flow never moves on (until the round limit stops it). Fix:
+/// route to another step, or remove the key to go on in order.
+fn routes_to_itself(step: &Step, kind: Kind<'_>, diagnostics: &mut Vec<Diagnostic>) {
+    let Some(id) = &step.id else {
+        return;
+    };
+    let mut routes: Vec<(&str, Span, Span)> = Vec::new();
+    if !matches!(kind, Kind::Gate(_)) {
+        for (key, field) in [("on_fail", &step.on_fail), ("next", &step.next)] {
+            if let Some(field) = field.as_ref().filter(|field| field.value == id.value) {
+                routes.push((key, field.key, field.span));
+            }
+        }
+    } else if let Some(field) = step
+        .on_approve
+        .as_ref()
+        .filter(|field| field.value.as_deref() == Some(id.value.as_str()))
+    {
+        routes.push(("on_approve", field.key, field.span));
+    }
+    for (key, key_span, span) in routes {
+        let (when, instead) = match key {
+            "on_fail" => (
+                "when its retries run out",
+                "route to a recovery step, or remove `on_fail` to stop the flow with the failure",
+            ),
+            "next" => (
+                "every time it succeeds",
+                "route to the step that should follow, or remove `next` to go on in order",
+            ),
+            _ => (
+                "every time it is approved",
+                "route to the step that follows approval, or write `on_approve: ~` to complete the flow",
+            ),
+        };
+        let diagnostic = Diagnostic::new(
+            Code::W0009,
+            format!(
+                "{} routes `{key}` to itself, so it runs again {when}, forever",
+                step_name(step)
+            ),
+            span,
+            "the step itself",
+        )
+        .secondary(id.span, "this step")
+        .help(instead);
+        let diagnostic = match (key, removal(&step.keys, step.span, key_span, span)) {
+            ("next", Some(remove)) => diagnostic.fix("remove `next`", remove, ""),
+            _ => diagnostic,
+        };
+        diagnostics.push(diagnostic);
+    }
+}
+
 fn gate_keys_on_non_gate_step(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
     let gate_keys = [
         ("on_approve", key_of(&step.on_approve)),
@@ -512,9 +850,46 @@ fn gate_keys_on_non_gate_step(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
         ("policy_fallback", key_of(&step.policy_fallback)),
     ];
     for (key, span) in gate_keys {
-        if let Some(span) = span {
-            diagnostics.push(gate_key_on_non_gate_step(step, key, span));
+        let Some(span) = span else {
+            continue;
+        };
+        // A null route says "the default", which is what a step that is not a gate does
+        // anyway: the reference ignores it, so it is only a key with no effect.
+        let null = match key {
+            "on_approve" => step.on_approve.as_ref(),
+            "on_revise" => step.on_revise.as_ref(),
+            "on_kill" => step.on_kill.as_ref(),
+            _ => None,
         }
+        .filter(|field| field.value.is_none());
+        match null {
+            Some(field) => diagnostics.push(null_gate_route(step, key, field)),
+            None => diagnostics.push(gate_key_on_non_gate_step(step, key, span)),
+        }
+    }
+}
+
+/// W0007 `null-gate-route-on-non-gate-step`: `on_approve: ~`, `on_revise: ~` or `on_kill: ~` on
+/// a step that is not a gate. Why: only a gate reads these keys; the reference ignores them
+/// elsewhere, so the spec works, but the keys suggest a gate that is not there. Fix: remove
+/// them.
+fn null_gate_route(step: &Step, key: &str, field: &Field<Option<String>>) -> Diagnostic {
+    let diagnostic = Diagnostic::new(
+        Code::W0007,
+        format!(
+            "{} is not a gate step, so `{key}: ~` has no effect",
+            step_name(step)
+        ),
+        field.key,
+        "ignored",
+    )
+    .help(format!(
+        "remove `{key}`: only a gate routes on approve, revise and kill; make this step a gate \
+         (`function: <a gate function>`) if it is meant to wait for a decision"
+    ));
+    match removal(&step.keys, step.span, field.key, field.span) {
+        Some(span) => diagnostic.fix(format!("remove `{key}`"), span, ""),
+        None => diagnostic,
     }
 }
 
@@ -568,11 +943,12 @@ fn on_fail(step: &Step, kind: Kind<'_>, diagnostics: &mut Vec<Diagnostic>) {
             .as_ref()
             .map_or(written("output_schema"), |s| is_truthy(&s.value))
         || step.reasoning_template.as_ref().is_some_and(|template| {
-            is_truthy(&template.value)
-                && step
-                    .agent
-                    .as_ref()
-                    .is_none_or(|agent| agent.value == "claude" || agent.value.starts_with('$'))
+            // The reference fills in default sections before it tests the template, so even
+            // `{}` counts; only `~` does not.
+            (is_truthy(&template.value) || matches!(template.value.kind, NodeKind::Map(_)))
+                && step.agent.as_ref().is_none_or(|agent| {
+                    connector(&agent.value) == "claude" || agent.value.starts_with('$')
+                })
         });
     if !can_fail {
         diagnostics.push(on_fail_never_triggers(step, function, on_fail.key));
