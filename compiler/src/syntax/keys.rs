@@ -405,7 +405,7 @@ pub static STEP: Shape = Shape::with(
     "a step",
     &[
         required("id", "step_name")
-            .value(Value::Text)
+            .value(Value::NonEmptyText)
             .doc("Required. The step's id, unique within the flow."),
         Key {
             required: Required::InV01,
