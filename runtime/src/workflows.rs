@@ -287,7 +287,7 @@ impl WorkflowList {
 
 /// Reads at most one byte more than the compiler accepts, so that a file that grew after it
 /// was measured is still refused without being read whole.
-fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     std::fs::File::open(path)?
         .take(MAX_FILE_SIZE as u64 + 1)

@@ -11,10 +11,8 @@
 //! the hook cannot use (not a spec, unreadable input or file) exits 0 silently, so that a
 //! hook problem never gets in the agent's way.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use stratum_compiler::input::MAX_FILE_SIZE;
 use stratum_compiler::render;
 use stratum_compiler::source::SourceMap;
 
@@ -84,7 +82,7 @@ pub fn post_tool_use_hook(stdin: &str) -> HookOutcome {
     {
         path = Path::new(cwd).join(path);
     }
-    let Ok(bytes) = read_bounded(&path) else {
+    let Ok(bytes) = crate::workflows::read_bounded(&path) else {
         return HookOutcome::quiet();
     };
     let mut sources = SourceMap::new();
@@ -119,16 +117,6 @@ pub fn post_tool_use_hook(stdin: &str) -> HookOutcome {
 
 fn plural(n: usize, one: &'static str, many: &'static str) -> &'static str {
     if n == 1 { one } else { many }
-}
-
-/// At most one byte past the compiler's limit, so that a huge file is refused by the compiler
-/// without being read whole.
-fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_FILE_SIZE as u64 + 1)
-        .read_to_end(&mut bytes)?;
-    Ok(bytes)
 }
 
 /// Whether a matcher group runs our command.
