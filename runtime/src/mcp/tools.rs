@@ -56,6 +56,16 @@ macro_rules! any_of {
     };
 }
 
+/// What a call that moves a flow answers: its next dispatch, its end, or why not.
+const MOVES: fn(&mut SchemaGenerator) -> Vec<Schema> = any_of![
+    StepDispatch,
+    GateDispatch,
+    FlowDispatch,
+    Finished,
+    ErrorResponse,
+    ToolError
+];
+
 fn input<T: JsonSchema>() -> Schema {
     schemars::schema_for!(T)
 }
@@ -134,14 +144,7 @@ expressions.",
         destructive: false,
         idempotent: false,
         input: input::<args::StepDoneArgs>,
-        outputs: any_of![
-            StepDispatch,
-            GateDispatch,
-            FlowDispatch,
-            Finished,
-            ErrorResponse,
-            ToolError
-        ],
+        outputs: MOVES,
     },
     ToolSpec {
         tool: ToolName::Audit,
@@ -170,14 +173,7 @@ its `on_kill` cleanup step). `rationale` is recorded; `resolved_by` is `human`, 
         destructive: true,
         idempotent: false,
         input: input::<args::GateResolveArgs>,
-        outputs: any_of![
-            StepDispatch,
-            GateDispatch,
-            FlowDispatch,
-            Finished,
-            ErrorResponse,
-            ToolError
-        ],
+        outputs: MOVES,
     },
     ToolSpec {
         tool: ToolName::CheckTimeouts,
@@ -212,14 +208,7 @@ the flow's completion.",
         destructive: false,
         idempotent: false,
         input: input::<args::SkipStepArgs>,
-        outputs: any_of![
-            StepDispatch,
-            GateDispatch,
-            FlowDispatch,
-            Finished,
-            ErrorResponse,
-            ToolError
-        ],
+        outputs: MOVES,
     },
     ToolSpec {
         tool: ToolName::Commit,
@@ -245,14 +234,7 @@ iterations after it are discarded, and the answer is the dispatch of the step it
         destructive: true,
         idempotent: true,
         input: input::<args::CheckpointArgs>,
-        outputs: any_of![
-            StepDispatch,
-            GateDispatch,
-            FlowDispatch,
-            Finished,
-            ErrorResponse,
-            ToolError
-        ],
+        outputs: MOVES,
     },
     ToolSpec {
         tool: ToolName::IterationStart,
