@@ -23,7 +23,7 @@ use serde_json::Value;
 use stratum_compiler::diagnostic::{Code, Diagnostic};
 use stratum_compiler::input::{MAX_FILE_SIZE, Reason};
 use stratum_compiler::source::SourceMap;
-use stratum_compiler::syntax::ast::{ParamType, Workflow, WorkflowParam};
+use stratum_compiler::syntax::ast::{Workflow, WorkflowParam};
 
 /// The most spec files one listing checks: the first ones in name order.
 pub const MAX_SPECS: usize = 10_000;
@@ -315,22 +315,11 @@ fn entry(name: String, workflow: &Workflow, path: String) -> WorkflowEntry {
 
 fn input_param(param: &WorkflowParam) -> InputParam {
     InputParam {
-        ty: param.ty.as_ref().map(|ty| param_type(ty.value).to_owned()),
+        ty: param.ty.as_ref().map(|ty| ty.value.as_str().to_owned()),
         required: param.required.as_ref().map(|required| required.value),
         default: param
             .default
             .as_ref()
             .and_then(|default| stratum_compiler::sema::schema::to_json(&default.value)),
-    }
-}
-
-fn param_type(ty: ParamType) -> &'static str {
-    match ty {
-        ParamType::String => "string",
-        ParamType::Boolean => "boolean",
-        ParamType::Integer => "integer",
-        ParamType::Number => "number",
-        ParamType::Array => "array",
-        ParamType::Object => "object",
     }
 }

@@ -271,3 +271,17 @@ pub enum ParamType {
     Array,
     Object,
 }
+
+impl ParamType {
+    /// The type's name, as a spec writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParamType::String => "string",
+            ParamType::Boolean => "boolean",
+            ParamType::Integer => "integer",
+            ParamType::Number => "number",
+            ParamType::Array => "array",
+            ParamType::Object => "object",
+        }
+    }
+}

@@ -113,18 +113,6 @@ fn check_default(param: &WorkflowParam, diagnostics: &mut Vec<Diagnostic>) {
     }
 }
 
-/// The name of a workflow parameter type, as written.
-fn param_type_name(ty: ParamType) -> &'static str {
-    match ty {
-        ParamType::String => "string",
-        ParamType::Boolean => "boolean",
-        ParamType::Integer => "integer",
-        ParamType::Number => "number",
-        ParamType::Array => "array",
-        ParamType::Object => "object",
-    }
-}
-
 /// What a YAML value is, in the words of the workflow's types.
 fn value_kind(node: &Node) -> &'static str {
     match &node.kind {
@@ -147,7 +135,7 @@ fn default_type_mismatch(
     ty: &Field<ParamType>,
     default: &Node,
 ) -> Diagnostic {
-    let type_name = param_type_name(ty.value);
+    let type_name = ty.value.as_str();
     let diagnostic = Diagnostic::new(
         Code::E0067,
         format!(
@@ -277,7 +265,7 @@ fn type_mismatch(
         .map_or_else(|| flow_ty.to_string(), |ty| ty.value.clone());
     let flow = &entry.name.value;
     let name = &param.name.value;
-    let type_name = param_type_name(ty.value);
+    let type_name = ty.value.as_str();
     let diagnostic = Diagnostic::new(
         Code::E0068,
         format!(
