@@ -299,6 +299,29 @@ pub fn render_expression_snapshot(sources: &SourceMap, diagnostics: &[Diagnostic
     visible(&out)
 }
 
+/// Every `*.stratum.yaml` in `dir` (relative to the workspace root), by name, sorted. For
+/// tests: it panics on a directory it cannot read.
+#[allow(clippy::unwrap_used)]
+pub fn specs_in(dir: &str) -> Vec<(String, String)> {
+    let mut paths: Vec<std::path::PathBuf> = std::fs::read_dir(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(dir),
+    )
+    .expect("the directory exists")
+    .map(|entry| entry.expect("readable").path())
+    .filter(|path| path.to_string_lossy().ends_with(".stratum.yaml"))
+    .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let name = format!("{dir}/{}", path.file_name().unwrap().to_string_lossy());
+            (name, std::fs::read_to_string(&path).expect("readable"))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,16 +3,10 @@
 //! plan loader takes back what the compiler wrote and refuses what it did not.
 #![allow(clippy::indexing_slicing, clippy::unwrap_used)] // tests may index and unwrap what they built
 
-use std::path::{Path, PathBuf};
-
 use serde_json::Value;
 use stratum_compiler::lower::{self, LowerError, Options};
 use stratum_compiler::plan::{self, Action, Binding, LoadError, Plan, Target};
-use stratum_tests::check_one;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use stratum_tests::{check_one, specs_in};
 
 fn plan_schema() -> Value {
     serde_json::from_str(include_str!("../../compiler/schemas/plan.schema.json"))
@@ -32,23 +26,6 @@ fn build(name: &str, text: &str, options: &Options) -> Result<Plan, LowerError> 
 
 fn build_all(name: &str, text: &str) -> Plan {
     build(name, text, &Options::default()).unwrap_or_else(|error| panic!("{name}: {error}"))
-}
-
-/// Every `*.stratum.yaml` in `dir`, by name, sorted.
-fn specs_in(dir: &str) -> Vec<(String, String)> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
-        .expect("the directory exists")
-        .map(|entry| entry.expect("readable").path())
-        .filter(|path| path.to_string_lossy().ends_with(".stratum.yaml"))
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|path| {
-            let name = format!("{dir}/{}", path.file_name().unwrap().to_string_lossy());
-            (name, std::fs::read_to_string(&path).expect("readable"))
-        })
-        .collect()
 }
 
 fn assert_follows_schema(validator: &jsonschema::Validator, name: &str, json: &str) {

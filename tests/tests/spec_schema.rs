@@ -9,7 +9,7 @@ use serde_json::Value;
 use stratum_compiler::sema::schema::to_json;
 use stratum_compiler::spec_schema::{spec_schema, spec_schema_text};
 use stratum_compiler::syntax::tree;
-use stratum_tests::check_one;
+use stratum_tests::{check_one, specs_in};
 
 const PUBLISHED: &str = include_str!("../../compiler/schemas/stratum-spec.schema.json");
 
@@ -39,23 +39,6 @@ fn errors(validator: &jsonschema::Validator, name: &str, text: &str) -> Vec<Stri
     validator
         .iter_errors(&value)
         .map(|error| format!("{} at {}", error, error.instance_path()))
-        .collect()
-}
-
-/// Every `*.stratum.yaml` in `dir`, by name, sorted.
-fn specs_in(dir: &str) -> Vec<(String, String)> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
-        .expect("the directory exists")
-        .map(|entry| entry.expect("readable").path())
-        .filter(|path| path.to_string_lossy().ends_with(".stratum.yaml"))
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|path| {
-            let name = format!("{dir}/{}", path.file_name().unwrap().to_string_lossy());
-            (name, std::fs::read_to_string(&path).expect("readable"))
-        })
         .collect()
 }
 
