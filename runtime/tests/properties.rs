@@ -50,8 +50,10 @@
 //! 12. A command naming a flow id that is not in the store answers `flow_not_found`.
 //! 13. A flow that completed has an output satisfying its flow's `output` contract.
 //!
-//! And replay: the same commands with the same contexts on a fresh store give identical
-//! responses.
+//! And replay: the same commands with the same contexts on a fresh store of each kind (memory,
+//! SQLite, PostgreSQL) give identical responses: a differential test of the stores.
+
+mod support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -64,7 +66,10 @@ use serde_json::{Value, json};
 use stratum_compiler::plan::{Action as PlanAction, Plan, Step as PlanStep};
 use stratum_runtime::response::Record;
 use stratum_runtime::state::{Cursor, Event, EventBody, FlowHeader, FlowStatus, StepState};
-use stratum_runtime::{Command, Config, Context, FlowId, MemoryStore, Response, Store, execute};
+use stratum_runtime::store::PostgresStore;
+use stratum_runtime::{
+    Command, Config, Context, FlowId, MemoryStore, Response, SqliteStore, Store, execute,
+};
 
 /// The clock every case starts at: 2026-01-01T00:00:00Z.
 const EPOCH_MS: u64 = 1_767_225_600_000;
@@ -1271,18 +1276,31 @@ impl Driver {
         }
     }
 
-    /// Runs the same commands with the same contexts on a fresh store.
+    /// Runs the same commands with the same contexts on a fresh store of every kind: memory,
+    /// SQLite and PostgreSQL must each answer exactly as the first run did.
     fn replay(&self) -> Result<(), TestCaseError> {
-        let store = MemoryStore::new();
-        for (at, ((command, ctx), expected)) in self.log.iter().zip(&self.responses).enumerate() {
-            let response = execute(&store, command, ctx).map_err(store_error)?;
-            prop_assert_eq!(
-                &response.to_json(),
-                expected,
-                "command {} answered differently on replay\n{}",
-                at,
-                self.transcript
-            );
+        let dir = tempfile::tempdir().map_err(|error| TestCaseError::fail(error.to_string()))?;
+        let sqlite = SqliteStore::open(dir.path().join("replay.db")).map_err(store_error)?;
+        let postgres =
+            PostgresStore::connect(&support::postgres::database_url()).map_err(store_error)?;
+        let stores: [(&str, &dyn Store); 3] = [
+            ("memory", &MemoryStore::new()),
+            ("SQLite", &sqlite),
+            ("PostgreSQL", &postgres),
+        ];
+        for (name, store) in stores {
+            let responses = self.log.iter().zip(&self.responses).enumerate();
+            for (at, ((command, ctx), expected)) in responses {
+                let response = execute(store, command, ctx).map_err(store_error)?;
+                prop_assert_eq!(
+                    &response.to_json(),
+                    expected,
+                    "command {} answered differently on replay on the {} store\n{}",
+                    at,
+                    name,
+                    self.transcript
+                );
+            }
         }
         Ok(())
     }

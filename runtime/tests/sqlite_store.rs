@@ -191,7 +191,7 @@ fn a_database_from_a_newer_program_is_refused_and_left_alone() {
     assert_eq!(
         error.to_string(),
         "the state database has schema version 99, newer than this program's 1; upgrade \
-         stratum-mcp (or point STRATUM_HOME at another directory)"
+         stratum-mcp, or use another state database"
     );
     let conn = rusqlite::Connection::open(&path).expect("sqlite opens");
     let version: i64 = conn

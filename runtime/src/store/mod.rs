@@ -8,11 +8,15 @@
 //! processes on one store never act on a stale copy. Plans are immutable and named by their
 //! checksum, so they alone may be cached across transactions.
 
+pub mod dump;
 pub mod memory;
+pub mod postgres;
+mod rows;
 pub mod sqlite;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use stratum_compiler::plan::Plan;
@@ -21,7 +25,9 @@ use thiserror::Error;
 use crate::ids::FlowId;
 use crate::state::{Checkpoint, Event, FlowHeader, StepState};
 
+pub use dump::{Counts, Dump};
 pub use memory::MemoryStore;
+pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 
 /// Why a store could not do what was asked.
@@ -31,7 +37,7 @@ pub enum StoreError {
     Database(String),
     #[error(
         "the state database has schema version {found}, newer than this program's {supported}; \
-         upgrade stratum-mcp (or point STRATUM_HOME at another directory)"
+         upgrade stratum-mcp, or use another state database"
     )]
     NewerSchema { found: i64, supported: i64 },
     #[error("cannot prepare the state directory {path}: {reason}")]
@@ -42,6 +48,13 @@ pub enum StoreError {
     Conflict(FlowId),
     #[error("the plan {0} this flow runs on is not in the store")]
     MissingPlan(String),
+    #[error(
+        "the target store already holds {flows} flows and {plans} plans; copy into an empty \
+         store, so that two states are never mixed"
+    )]
+    NotEmpty { flows: i64, plans: i64 },
+    #[error("{0} cannot be copied from or into")]
+    NotCopyable(&'static str),
 }
 
 /// Reads inside the current transaction. Absent rows are `None` (or empty).
@@ -117,6 +130,25 @@ pub trait Store: Send + Sync {
     /// `finished_before_ms`, then the plans no remaining flow runs on. A tree with a running
     /// flow is kept whole, so an audit never meets a half-deleted tree.
     fn prune(&self, finished_before_ms: u64) -> Result<Pruned, StoreError>;
+
+    /// Waits until a flow may have changed, or `timeout` passed: either way the caller looks
+    /// again. A store that hears of changes (PostgreSQL's `LISTEN`) returns early; the others
+    /// wait the whole `timeout`.
+    fn wait_for_change(&self, timeout: Duration) -> Result<(), StoreError> {
+        std::thread::sleep(timeout);
+        Ok(())
+    }
+
+    /// Every row, as stored, in one consistent read.
+    fn export(&self) -> Result<Dump, StoreError> {
+        Err(StoreError::NotCopyable("this store"))
+    }
+
+    /// Writes every row of `dump` into this store, which must hold no flow and no plan, in
+    /// one transaction.
+    fn import(&self, _dump: &Dump) -> Result<(), StoreError> {
+        Err(StoreError::NotCopyable("this store"))
+    }
 }
 
 /// What [`Store::prune`] deleted.

@@ -15,7 +15,7 @@
 //! Invariants:
 //! - no flow state is kept between transactions: only plans, immutable and named by their
 //!   checksum, are cached in-process (as `Arc<Plan>`), and a plan read from the database is
-//!   loaded through [`plan::load()`], which verifies its checksum, so that a stored plan
+//!   loaded through [`stratum_compiler::plan::load()`], which verifies its checksum, so that a stored plan
 //!   edited by hand is refused ([`StoreError::Corrupt`]) rather than run;
 //! - a command writes only the rows it changed, by primary key: a `step_done` costs the same
 //!   in a flow of ten steps as in one of ten thousand;
@@ -27,7 +27,6 @@
 //! The SQL is kept portable (plain tables, `ON CONFLICT … DO UPDATE`, no SQLite-only types)
 //! so that a PostgreSQL store can use the same shapes.
 
-use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -36,10 +35,14 @@ use rusqlite::{
     Connection, OpenFlags, OptionalExtension, Params, Transaction, TransactionBehavior, params,
 };
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
-use stratum_compiler::plan::{self, Plan};
+use stratum_compiler::plan::Plan;
 
+use super::dump::{
+    CacheRow, CheckpointRow, Dump, EventRow, FlowColumns, FlowRow, PlanRow, StepRow, ensure_empty,
+    header_of,
+};
+use super::rows::{self, PlanCache, decode, load_plan, to_i64};
 use super::{Changes, FlowChange, Pruned, Snapshot, Store, StoreError};
 use crate::ids::FlowId;
 use crate::state::{Checkpoint, Event, EventBody, FlowHeader, StepState};
@@ -96,13 +99,6 @@ const MIGRATIONS: &[&str] = &[
 
 /// The schema version this program writes (and the newest it reads).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
-
-/// How many parsed plans a store keeps in memory. A plan of a 10,000-step spec is about
-/// 16 MiB of JSON, so the bound matters to a long-running server.
-const PLAN_CACHE_CAPACITY: usize = 16;
-
-/// The deepest JSON document the store reads back (see [`decode`]).
-const MAX_STORED_DEPTH: usize = 1024;
 
 /// Enough for every statement the store prepares, so none is prepared twice.
 const STATEMENT_CACHE_CAPACITY: usize = 64;
@@ -399,6 +395,154 @@ impl Store for SqliteStore {
             plans,
         })
     }
+
+    fn export(&self) -> Result<Dump, StoreError> {
+        let mut dump = self.reading(export)?;
+        dump.sort();
+        Ok(dump)
+    }
+
+    fn import(&self, dump: &Dump) -> Result<(), StoreError> {
+        let conn = self.writer();
+        let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)
+            .map_err(failed("begin a write transaction"))?;
+        let (flows, plans): (i64, i64) = tx
+            .query_row(
+                "SELECT (SELECT COUNT(*) FROM flows), (SELECT COUNT(*) FROM plans)",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .map_err(failed("count the flows"))?;
+        ensure_empty(flows, plans)?;
+        import(&tx, dump)?;
+        tx.commit().map_err(failed("commit the copy"))
+    }
+}
+
+/// Every row, in one read transaction.
+fn export(conn: &Connection) -> Result<Dump, StoreError> {
+    Ok(Dump {
+        plans: collect(conn, "SELECT checksum, json FROM plans", |row| {
+            Ok(PlanRow {
+                checksum: row.get(0)?,
+                json: row.get(1)?,
+            })
+        })?,
+        flows: collect(conn, "SELECT id, seq, header FROM flows", |row| {
+            Ok(FlowRow {
+                id: row.get(0)?,
+                seq: row.get(1)?,
+                header: row.get(2)?,
+            })
+        })?,
+        steps: collect(conn, "SELECT flow, step, state FROM steps", |row| {
+            Ok(StepRow {
+                flow: row.get(0)?,
+                step: row.get(1)?,
+                state: row.get(2)?,
+            })
+        })?,
+        events: collect(
+            conn,
+            "SELECT flow, seq, round, reverted, body FROM events",
+            |row| {
+                Ok(EventRow {
+                    flow: row.get(0)?,
+                    seq: row.get(1)?,
+                    round: row.get(2)?,
+                    reverted: row.get(3)?,
+                    body: row.get(4)?,
+                })
+            },
+        )?,
+        checkpoints: collect(conn, "SELECT flow, label, body FROM checkpoints", |row| {
+            Ok(CheckpointRow {
+                flow: row.get(0)?,
+                label: row.get(1)?,
+                body: row.get(2)?,
+            })
+        })?,
+        cache: collect(conn, "SELECT key, value FROM cache", |row| {
+            Ok(CacheRow {
+                key: row.get(0)?,
+                value: row.get(1)?,
+            })
+        })?,
+    })
+}
+
+/// Every row `sql` selects, mapped.
+fn collect<T>(
+    conn: &Connection,
+    sql: &str,
+    map: impl FnMut(&rusqlite::Row) -> rusqlite::Result<T>,
+) -> Result<Vec<T>, StoreError> {
+    let copy = failed("export the rows");
+    let mut statement = conn.prepare(sql).map_err(&copy)?;
+    let rows = statement.query_map([], map).map_err(&copy)?;
+    rows.collect::<Result<_, _>>().map_err(copy)
+}
+
+/// Writes every row of `dump`, in the caller's transaction.
+fn import(conn: &Connection, dump: &Dump) -> Result<(), StoreError> {
+    let copy = failed("copy a row");
+    let run = |sql: &str, params: &[&dyn rusqlite::ToSql]| {
+        conn.prepare_cached(sql)
+            .and_then(|mut statement| statement.execute(params))
+            .map(drop)
+            .map_err(&copy)
+    };
+    for row in &dump.plans {
+        run(
+            "INSERT INTO plans (checksum, json) VALUES (?1, ?2)",
+            &[&row.checksum, &row.json],
+        )?;
+    }
+    for row in &dump.flows {
+        let header = header_of(row)?;
+        let columns = FlowColumns::of(&header)?;
+        run(
+            "INSERT INTO flows \
+             (id, seq, parent, plan, status, flow_name, updated_ms, version, header) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            &[
+                &row.id,
+                &row.seq,
+                &columns.parent,
+                &columns.plan,
+                &columns.status,
+                &columns.flow_name,
+                &columns.updated_ms,
+                &columns.version,
+                &row.header,
+            ],
+        )?;
+    }
+    for row in &dump.steps {
+        run(
+            "INSERT INTO steps (flow, step, state) VALUES (?1, ?2, ?3)",
+            &[&row.flow, &row.step, &row.state],
+        )?;
+    }
+    for row in &dump.events {
+        run(
+            "INSERT INTO events (flow, seq, round, reverted, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+            &[&row.flow, &row.seq, &row.round, &row.reverted, &row.body],
+        )?;
+    }
+    for row in &dump.checkpoints {
+        run(
+            "INSERT INTO checkpoints (flow, label, body) VALUES (?1, ?2, ?3)",
+            &[&row.flow, &row.label, &row.body],
+        )?;
+    }
+    for row in &dump.cache {
+        run(
+            "INSERT INTO cache (key, value) VALUES (?1, ?2)",
+            &[&row.key, &row.value],
+        )?;
+    }
+    Ok(())
 }
 
 /// Every flow's header, oldest first.
@@ -460,18 +604,7 @@ impl Snapshot for Reader<'_> {
         let Some(json) = json else {
             return Ok(None);
         };
-        let loaded = plan::load(json.as_bytes()).map_err(|error| {
-            StoreError::Corrupt(format!("the stored plan {checksum} is refused: {error}"))
-        })?;
-        // A row whose plan is sound but is another plan than its key names would run the
-        // wrong steps.
-        if loaded.checksum != checksum {
-            return Err(StoreError::Corrupt(format!(
-                "the plan stored as {checksum} is the plan {}",
-                loaded.checksum
-            )));
-        }
-        let loaded = Arc::new(loaded);
+        let loaded = Arc::new(load_plan(checksum, &json)?);
         self.plans
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -769,32 +902,6 @@ fn write_flow(conn: &Connection, id: &FlowId, change: &FlowChange) -> Result<(),
     Ok(())
 }
 
-/// Parsed plans by checksum, the oldest dropped first beyond [`PLAN_CACHE_CAPACITY`].
-#[derive(Default)]
-struct PlanCache {
-    plans: HashMap<String, Arc<Plan>>,
-    order: VecDeque<String>,
-}
-
-impl PlanCache {
-    fn get(&self, checksum: &str) -> Option<Arc<Plan>> {
-        self.plans.get(checksum).cloned()
-    }
-
-    fn insert(&mut self, plan: Arc<Plan>) {
-        if self.plans.contains_key(&plan.checksum) {
-            return;
-        }
-        while self.order.len() >= PLAN_CACHE_CAPACITY {
-            if let Some(oldest) = self.order.pop_front() {
-                self.plans.remove(&oldest);
-            }
-        }
-        self.order.push_back(plan.checksum.clone());
-        self.plans.insert(plan.checksum.clone(), plan);
-    }
-}
-
 fn user_version(conn: &Connection) -> Result<i64, StoreError> {
     conn.pragma_query_value(None, "user_version", |row| row.get(0))
         .map_err(failed("read the schema version"))
@@ -910,94 +1017,7 @@ fn failed(what: &'static str) -> impl Fn(rusqlite::Error) -> StoreError {
     move |error| StoreError::Database(format!("cannot {what}: {error}"))
 }
 
-/// A value as JSON text; refused (failing the command, which leaves the flow as it was) when
-/// it nests too deep for [`decode`] to read back: a row that cannot be read would stop its flow
-/// for good.
+/// [`rows::encode`], as the error a SQLite parameter gives.
 fn encode(value: &impl Serialize) -> Result<String, rusqlite::Error> {
-    let conversion = |error: Box<dyn std::error::Error + Send + Sync>| {
-        rusqlite::Error::ToSqlConversionFailure(error)
-    };
-    let json = serde_json::to_string(value).map_err(|error| conversion(Box::new(error)))?;
-    if nesting_beyond(json.as_bytes(), MAX_STORED_DEPTH) {
-        return Err(conversion(
-            format!(
-                "the value nests deeper than the {MAX_STORED_DEPTH} levels the store reads back"
-            )
-            .into(),
-        ));
-    }
-    Ok(json)
-}
-
-/// Reads back what [`encode`] wrote. The values in it (results, inputs) nest as deep as the
-/// agent sent them, plus the few levels of the state around them: deeper than `serde_json`'s
-/// default limit of 128, which would make a flow unreadable after a result it accepted. So the
-/// limit is lifted, and the nesting bounded by a scan first, which does not recurse.
-fn decode<T: DeserializeOwned>(json: &str, what: impl Fn() -> String) -> Result<T, StoreError> {
-    if nesting_beyond(json.as_bytes(), MAX_STORED_DEPTH) {
-        return Err(StoreError::Corrupt(format!(
-            "{} nests deeper than {MAX_STORED_DEPTH} levels",
-            what()
-        )));
-    }
-    let mut deserializer = serde_json::Deserializer::from_str(json);
-    deserializer.disable_recursion_limit();
-    T::deserialize(&mut deserializer)
-        .and_then(|value| deserializer.end().map(|()| value))
-        .map_err(|error| StoreError::Corrupt(format!("{} cannot be read: {error}", what())))
-}
-
-/// Whether the brackets of JSON text nest deeper than `limit` (strings skipped): the plan
-/// loader's scan, which does not recurse.
-fn nesting_beyond(bytes: &[u8], limit: usize) -> bool {
-    stratum_compiler::plan::nesting_beyond(bytes, limit).is_some()
-}
-
-fn to_i64(value: u64, what: &str) -> Result<i64, StoreError> {
-    i64::try_from(value)
-        .map_err(|_| StoreError::Database(format!("{what} ({value}) is too large to store")))
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::{MAX_STORED_DEPTH, decode, encode, nesting_beyond};
-    use crate::state::StepState;
-
-    #[test]
-    fn nesting_is_measured_outside_strings() {
-        assert!(!nesting_beyond(br#"{"a": [[1]]}"#, 3));
-        assert!(nesting_beyond(br#"{"a": [[[1]]]}"#, 3));
-        assert!(!nesting_beyond(br#"{"a": "[[[[\"[[[["}"#, 1));
-    }
-
-    #[test]
-    fn a_null_output_reads_back_as_a_null_output() {
-        for output in [None, Some(json!(null)), Some(json!({"n": 1}))] {
-            let state = StepState {
-                output: output.clone(),
-                attempts: 1,
-                ..StepState::default()
-            };
-            let text = encode(&state).expect("encodes");
-            let back: StepState = decode(&text, || "a step".to_owned()).expect("decodes");
-            assert_eq!(back, state, "{text}");
-        }
-    }
-
-    #[test]
-    fn what_could_not_be_read_back_is_not_written() {
-        let mut deep = json!(1);
-        for _ in 0..=MAX_STORED_DEPTH {
-            deep = json!([deep]);
-        }
-        assert!(encode(&deep).is_err());
-        let text = format!(
-            "{}1{}",
-            "[".repeat(MAX_STORED_DEPTH + 1),
-            "]".repeat(MAX_STORED_DEPTH + 1)
-        );
-        assert!(decode::<serde_json::Value>(&text, || "a value".to_owned()).is_err());
-    }
+    rows::encode(value).map_err(|error| rusqlite::Error::ToSqlConversionFailure(Box::new(error)))
 }

@@ -1,7 +1,13 @@
 //! The scenario driver: a spec, a store, a simulated clock, and a transcript of every command
 //! and its response (flow ids replaced by `<flow-N>` in order of appearance), for snapshots.
+//!
+//! One suite for every store: a scenario made with [`Scenario::new`] runs each command on the
+//! memory store and, with the same clock and entropy, on a SQLite database and a PostgreSQL
+//! schema of its own, and fails on the first response that differs between them.
 
 #![allow(dead_code)]
+
+pub mod postgres;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,6 +21,9 @@ pub const EPOCH_MS: u64 = 1_767_225_600_000;
 
 pub struct Scenario {
     pub store: Arc<dyn Store>,
+    /// The other stores every command also runs on, by name; their answers must be the
+    /// store's.
+    mirrors: Arc<Mirrors>,
     pub config: Arc<Config>,
     pub plan: Arc<Plan>,
     pub now_ms: u64,
@@ -41,13 +50,18 @@ pub fn plan(spec: &str) -> Plan {
 }
 
 impl Scenario {
+    /// A scenario on the memory store, mirrored on SQLite and PostgreSQL.
     pub fn new(spec: &str) -> Scenario {
-        Scenario::with(spec, Arc::new(MemoryStore::new()), Config::default())
+        let mut scenario = Scenario::with(spec, Arc::new(MemoryStore::new()), Config::default());
+        scenario.mirrors = Arc::new(Mirrors::every_database());
+        scenario
     }
 
+    /// A scenario on `store` alone.
     pub fn with(spec: &str, store: Arc<dyn Store>, config: Config) -> Scenario {
         Scenario {
             store,
+            mirrors: Arc::new(Mirrors::default()),
             config: Arc::new(config),
             plan: Arc::new(plan(spec)),
             now_ms: EPOCH_MS,
@@ -93,6 +107,7 @@ impl Scenario {
     pub fn reopen_with(&self, store: Arc<dyn Store>) -> Scenario {
         let mut reopened = Scenario {
             store,
+            mirrors: self.mirrors.clone(),
             config: self.config.clone(),
             plan: self.plan.clone(),
             now_ms: self.now_ms,
@@ -121,11 +136,27 @@ impl Scenario {
         json
     }
 
-    /// Runs a command without recording it.
+    /// Runs a command without recording it (on the mirrors too).
     pub fn raw(&mut self, command: &Command) -> Result<Response, stratum_runtime::StoreError> {
         self.seed += 1;
         let ctx = Context::new(self.now_ms, self.seed, self.config.clone());
-        execute(self.store.as_ref(), command, &ctx)
+        let response = execute(self.store.as_ref(), command, &ctx);
+        let expected = response
+            .as_ref()
+            .map(Response::to_json)
+            .map_err(|e| e.to_string());
+        for (name, mirror) in &self.mirrors.stores {
+            let mirrored = execute(mirror.as_ref(), command, &ctx);
+            let got = mirrored
+                .as_ref()
+                .map(Response::to_json)
+                .map_err(|e| e.to_string());
+            assert_eq!(
+                got, expected,
+                "the {name} store answered {command:?} differently from the memory store"
+            );
+        }
+        response
     }
 
     pub fn start(&mut self, flow: Option<&str>, inputs: Value) -> Value {
@@ -316,6 +347,32 @@ impl Scenario {
             text = text.replace(id, name);
         }
         text
+    }
+}
+
+/// The stores a scenario mirrors its commands on, with the directory the SQLite one lives in.
+#[derive(Default)]
+pub struct Mirrors {
+    stores: Vec<(&'static str, Arc<dyn Store>)>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Mirrors {
+    /// A fresh SQLite database and a fresh PostgreSQL schema.
+    fn every_database() -> Mirrors {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let sqlite = stratum_runtime::SqliteStore::open(dir.path().join("state.db"))
+            .expect("the SQLite store opens");
+        let url = postgres::database_url();
+        let postgres = stratum_runtime::store::PostgresStore::connect(&url)
+            .unwrap_or_else(|error| panic!("the PostgreSQL store opens: {error}"));
+        Mirrors {
+            stores: vec![
+                ("SQLite", Arc::new(sqlite)),
+                ("PostgreSQL", Arc::new(postgres)),
+            ],
+            _dir: Some(dir),
+        }
     }
 }
 

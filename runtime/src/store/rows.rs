@@ -1,0 +1,159 @@
+//! What every database store shares: values as JSON text in rows and back, with the nesting
+//! bounded both ways, and the in-process cache of parsed plans.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use stratum_compiler::plan::Plan;
+
+use super::StoreError;
+
+/// How many parsed plans a store keeps in memory. A plan of a 10,000-step spec is about
+/// 16 MiB of JSON, so the bound matters to a long-running server.
+const PLAN_CACHE_CAPACITY: usize = 16;
+
+/// The deepest JSON document a store reads back (see [`decode`]).
+pub(crate) const MAX_STORED_DEPTH: usize = 1024;
+
+/// A value as JSON text; refused (failing the command, which leaves the flow as it was) when
+/// it nests too deep for [`decode`] to read back: a row that cannot be read would stop its flow
+/// for good.
+pub(crate) fn encode(value: &impl Serialize) -> Result<String, EncodeError> {
+    let json = serde_json::to_string(value).map_err(|error| EncodeError(error.to_string()))?;
+    if nesting_beyond(json.as_bytes(), MAX_STORED_DEPTH) {
+        return Err(EncodeError(format!(
+            "the value nests deeper than the {MAX_STORED_DEPTH} levels the store reads back"
+        )));
+    }
+    Ok(json)
+}
+
+/// Why a value cannot be stored.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct EncodeError(String);
+
+impl From<EncodeError> for StoreError {
+    fn from(error: EncodeError) -> StoreError {
+        StoreError::Database(format!("cannot store a value: {error}"))
+    }
+}
+
+/// Reads back what [`encode`] wrote. The values in it (results, inputs) nest as deep as the
+/// agent sent them, plus the few levels of the state around them: deeper than `serde_json`'s
+/// default limit of 128, which would make a flow unreadable after a result it accepted. So the
+/// limit is lifted, and the nesting bounded by a scan first, which does not recurse.
+pub(crate) fn decode<T: DeserializeOwned>(
+    json: &str,
+    what: impl Fn() -> String,
+) -> Result<T, StoreError> {
+    if nesting_beyond(json.as_bytes(), MAX_STORED_DEPTH) {
+        return Err(StoreError::Corrupt(format!(
+            "{} nests deeper than {MAX_STORED_DEPTH} levels",
+            what()
+        )));
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(json);
+    deserializer.disable_recursion_limit();
+    T::deserialize(&mut deserializer)
+        .and_then(|value| deserializer.end().map(|()| value))
+        .map_err(|error| StoreError::Corrupt(format!("{} cannot be read: {error}", what())))
+}
+
+/// Whether the brackets of JSON text nest deeper than `limit` (strings skipped): the plan
+/// loader's scan, which does not recurse.
+pub(crate) fn nesting_beyond(bytes: &[u8], limit: usize) -> bool {
+    stratum_compiler::plan::nesting_beyond(bytes, limit).is_some()
+}
+
+pub(crate) fn to_i64(value: u64, what: &str) -> Result<i64, StoreError> {
+    i64::try_from(value)
+        .map_err(|_| StoreError::Database(format!("{what} ({value}) is too large to store")))
+}
+
+/// Loads a stored plan's JSON, refusing one that is damaged or is another plan than its key
+/// names (it would run the wrong steps).
+pub(crate) fn load_plan(checksum: &str, json: &str) -> Result<Plan, StoreError> {
+    let loaded = stratum_compiler::plan::load(json.as_bytes()).map_err(|error| {
+        StoreError::Corrupt(format!("the stored plan {checksum} is refused: {error}"))
+    })?;
+    if loaded.checksum != checksum {
+        return Err(StoreError::Corrupt(format!(
+            "the plan stored as {checksum} is the plan {}",
+            loaded.checksum
+        )));
+    }
+    Ok(loaded)
+}
+
+/// Parsed plans by checksum, the oldest dropped first beyond [`PLAN_CACHE_CAPACITY`].
+#[derive(Default)]
+pub(crate) struct PlanCache {
+    plans: HashMap<String, Arc<Plan>>,
+    order: VecDeque<String>,
+}
+
+impl PlanCache {
+    pub(crate) fn get(&self, checksum: &str) -> Option<Arc<Plan>> {
+        self.plans.get(checksum).cloned()
+    }
+
+    pub(crate) fn insert(&mut self, plan: Arc<Plan>) {
+        if self.plans.contains_key(&plan.checksum) {
+            return;
+        }
+        while self.order.len() >= PLAN_CACHE_CAPACITY {
+            if let Some(oldest) = self.order.pop_front() {
+                self.plans.remove(&oldest);
+            }
+        }
+        self.order.push_back(plan.checksum.clone());
+        self.plans.insert(plan.checksum.clone(), plan);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{MAX_STORED_DEPTH, decode, encode, nesting_beyond};
+    use crate::state::StepState;
+
+    #[test]
+    fn nesting_is_measured_outside_strings() {
+        assert!(!nesting_beyond(br#"{"a": [[1]]}"#, 3));
+        assert!(nesting_beyond(br#"{"a": [[[1]]]}"#, 3));
+        assert!(!nesting_beyond(br#"{"a": "[[[[\"[[[["}"#, 1));
+    }
+
+    #[test]
+    fn a_null_output_reads_back_as_a_null_output() {
+        for output in [None, Some(json!(null)), Some(json!({"n": 1}))] {
+            let state = StepState {
+                output: output.clone(),
+                attempts: 1,
+                ..StepState::default()
+            };
+            let text = encode(&state).expect("encodes");
+            let back: StepState = decode(&text, || "a step".to_owned()).expect("decodes");
+            assert_eq!(back, state, "{text}");
+        }
+    }
+
+    #[test]
+    fn what_could_not_be_read_back_is_not_written() {
+        let mut deep = json!(1);
+        for _ in 0..=MAX_STORED_DEPTH {
+            deep = json!([deep]);
+        }
+        assert!(encode(&deep).is_err());
+        let text = format!(
+            "{}1{}",
+            "[".repeat(MAX_STORED_DEPTH + 1),
+            "]".repeat(MAX_STORED_DEPTH + 1)
+        );
+        assert!(decode::<serde_json::Value>(&text, || "a value".to_owned()).is_err());
+    }
+}
