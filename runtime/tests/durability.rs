@@ -1,4 +1,5 @@
-//! What the SQLite store promises under crashes and races, tested with real processes.
+//! What the SQLite and PostgreSQL stores promise under crashes and races, tested with real
+//! processes: every test runs once on each.
 //!
 //! - `kill -9`: a child process drives a long flow and prints `ack <step>` after each
 //!   `step_done` returned; the parent kills it at a random moment, reopens the database and
@@ -17,14 +18,13 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
 use std::process::{Command as Process, Stdio};
 use std::sync::{Arc, Barrier, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
-use stratum_runtime::store::Snapshot;
-use stratum_runtime::{Command, Config, FlowId, Runtime, SqliteStore, Store};
+use stratum_runtime::store::{Location, Snapshot};
+use stratum_runtime::{Command, Config, FlowId, Runtime, SqliteOptions, Store};
 use support::Scenario;
 
 const KILL_DRIVER: &str = "STRATUM_DURABILITY_DRIVER";
@@ -82,9 +82,38 @@ impl Rng {
     }
 }
 
+/// A new, empty database of each kind: a SQLite file in `dir`, or a PostgreSQL schema.
+fn sqlite_in(dir: &tempfile::TempDir) -> Location {
+    Location::Sqlite(dir.path().join("stratum.db"))
+}
+
+fn postgres() -> Location {
+    Location::Postgres(support::postgres::database_url())
+}
+
+fn open(location: &Location) -> Arc<dyn Store> {
+    location
+        .open(SqliteOptions::default())
+        .unwrap_or_else(|error| panic!("the store at {location} opens: {error}"))
+}
+
+/// The location a child was given.
+fn given(variable: &str) -> Option<Location> {
+    let text = std::env::var(variable).ok()?;
+    Some(Location::parse(&text).expect("a location"))
+}
+
+/// The location as a child reads it back.
+fn passed(location: &Location) -> String {
+    match location {
+        Location::Sqlite(path) => format!("sqlite:{}", path.display()),
+        Location::Postgres(url) => url.clone(),
+    }
+}
+
 /// Starts a linear flow of `steps` steps in a new database; its id.
-fn start_flow(path: &Path, steps: usize) -> String {
-    let store = Arc::new(SqliteStore::open(path).expect("the store opens"));
+fn start_flow(location: &Location, steps: usize) -> String {
+    let store = open(location);
     let mut s = Scenario::with(&linear::linear_spec(steps), store, Config::default());
     let first = s.start(None, linear::inputs());
     assert_eq!(first.get("step_id"), Some(&json!("s0")), "{first:#}");
@@ -107,12 +136,11 @@ fn child(test: &str) -> Process {
 /// `ack <step>` once each `step_done` has returned (and so committed).
 #[test]
 fn kill_driver() {
-    let Some(path) = std::env::var_os(KILL_DRIVER) else {
+    let Some(location) = given(KILL_DRIVER) else {
         return;
     };
     let flow = std::env::var("STRATUM_DURABILITY_FLOW").expect("the flow to drive");
-    let store = Arc::new(SqliteStore::open(&path).expect("the store opens"));
-    let runtime = Runtime::new(store, Config::default());
+    let runtime = Runtime::new(open(&location), Config::default());
     let mut out = std::io::stdout().lock();
     let mut response = runtime
         .call(&Command::Resume {
@@ -148,8 +176,8 @@ fn kill_driver() {
 
 /// What the database says of the flow: its current step (None when finished) and every
 /// step's output.
-fn stored(path: &Path, flow: &str) -> (Option<usize>, BTreeMap<usize, Value>) {
-    let store = SqliteStore::open(path).expect("the store reopens");
+fn stored(location: &Location, flow: &str) -> (Option<usize>, BTreeMap<usize, Value>) {
+    let store = open(location);
     let id = FlowId::parse(flow).expect("a flow id");
     let mut current = None;
     let mut outputs = BTreeMap::new();
@@ -174,9 +202,8 @@ fn stored(path: &Path, flow: &str) -> (Option<usize>, BTreeMap<usize, Value>) {
 }
 
 /// The step records of the flow's audit, in order.
-fn traced_steps(path: &Path, flow: &str) -> Vec<String> {
-    let store = Arc::new(SqliteStore::open(path).expect("the store reopens"));
-    let runtime = Runtime::new(store, Config::default());
+fn traced_steps(location: &Location, flow: &str) -> Vec<String> {
+    let runtime = Runtime::new(open(location), Config::default());
     let audit = runtime
         .call(&Command::Audit {
             flow_id: flow.to_owned(),
@@ -192,19 +219,30 @@ fn traced_steps(path: &Path, flow: &str) -> Vec<String> {
 }
 
 #[test]
-fn kill_9_loses_no_acknowledged_step() {
+fn kill_9_loses_no_acknowledged_step_on_sqlite() {
     if std::env::var_os(KILL_DRIVER).is_some() {
         return;
     }
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let path = dir.path().join("stratum.db");
-    let flow = start_flow(&path, KILL_STEPS);
+    kill_9_loses_no_acknowledged_step(&sqlite_in(&dir));
+}
+
+#[test]
+fn kill_9_loses_no_acknowledged_step_on_postgres() {
+    if std::env::var_os(KILL_DRIVER).is_some() {
+        return;
+    }
+    kill_9_loses_no_acknowledged_step(&postgres());
+}
+
+fn kill_9_loses_no_acknowledged_step(at: &Location) {
+    let flow = start_flow(at, KILL_STEPS);
     let mut rng = Rng::new();
     let mut acked: Vec<usize> = Vec::new();
     let mut finished = false;
     for round in 0..KILL_ROUNDS {
         let mut process = child("kill_driver")
-            .env(KILL_DRIVER, &path)
+            .env(KILL_DRIVER, passed(at))
             .env("STRATUM_DURABILITY_FLOW", &flow)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -243,7 +281,7 @@ fn kill_9_loses_no_acknowledged_step() {
                 None => finished = true,
             }
         }
-        let (current, outputs) = stored(&path, &flow);
+        let (current, outputs) = stored(at, &flow);
         eprintln!(
             "round {round}: killed after {delay} us, {round_acks} steps acknowledged, now at {current:?}"
         );
@@ -276,8 +314,7 @@ fn kill_9_loses_no_acknowledged_step() {
     );
 
     // Resume in-process where the last child stopped, and finish.
-    let store = Arc::new(SqliteStore::open(&path).expect("the store reopens"));
-    let runtime = Runtime::new(store, Config::default());
+    let runtime = Runtime::new(open(at), Config::default());
     let mut response = runtime
         .call(&Command::Resume {
             flow_id: flow.clone(),
@@ -299,18 +336,18 @@ fn kill_9_loses_no_acknowledged_step() {
     assert_eq!(status(&response), "complete", "{response:#}");
     let expected: Vec<String> = (0..KILL_STEPS).map(linear::step_id).collect();
     assert_eq!(
-        traced_steps(&path, &flow),
+        traced_steps(at, &flow),
         expected,
         "every step once, in order"
     );
-    let (_, outputs) = stored(&path, &flow);
+    let (_, outputs) = stored(at, &flow);
     assert_eq!(outputs.len(), KILL_STEPS);
 }
 
 /// A child of the race test: at each agreed instant, submits the agreed step.
 #[test]
 fn race_driver() {
-    let Some(path) = std::env::var_os(RACE_DRIVER) else {
+    let Some(location) = given(RACE_DRIVER) else {
         return;
     };
     let flow = std::env::var("STRATUM_RACE_FLOW").expect("the flow");
@@ -322,8 +359,7 @@ fn race_driver() {
         .expect("the interval")
         .parse()
         .expect("ms");
-    let store = Arc::new(SqliteStore::open(&path).expect("the store opens"));
-    let runtime = Runtime::new(store, Config::default());
+    let runtime = Runtime::new(open(&location), Config::default());
     let mut out = std::io::stdout().lock();
     for index in 0..RACE_STEPS {
         let at = start + index as u64 * interval;
@@ -368,18 +404,29 @@ fn exactly_one_winner(index: usize, answers: &[Value]) {
 }
 
 #[test]
-fn two_processes_racing_for_a_step_one_wins() {
+fn two_processes_racing_for_a_step_one_wins_on_sqlite() {
     if std::env::var_os(RACE_DRIVER).is_some() {
         return;
     }
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let path = dir.path().join("stratum.db");
-    let flow = start_flow(&path, RACE_STEPS + 1);
+    two_processes_racing_for_a_step_one_wins(&sqlite_in(&dir));
+}
+
+#[test]
+fn two_processes_racing_for_a_step_one_wins_on_postgres() {
+    if std::env::var_os(RACE_DRIVER).is_some() {
+        return;
+    }
+    two_processes_racing_for_a_step_one_wins(&postgres());
+}
+
+fn two_processes_racing_for_a_step_one_wins(at: &Location) {
+    let flow = start_flow(at, RACE_STEPS + 1);
     let start = now_ms() + 1_500;
     let children: Vec<_> = (0..2)
         .map(|_| {
             child("race_driver")
-                .env(RACE_DRIVER, &path)
+                .env(RACE_DRIVER, passed(at))
                 .env("STRATUM_RACE_FLOW", &flow)
                 .env("STRATUM_RACE_AT", start.to_string())
                 .env("STRATUM_RACE_INTERVAL", "50")
@@ -428,23 +475,26 @@ fn two_processes_racing_for_a_step_one_wins() {
         waited[waited.len() - 1]
     );
     let expected: Vec<String> = (0..RACE_STEPS).map(linear::step_id).collect();
-    assert_eq!(traced_steps(&path, &flow), expected, "every step once");
+    assert_eq!(traced_steps(at, &flow), expected, "every step once");
 }
 
 #[test]
-fn threads_racing_for_a_step_one_wins() {
+fn threads_racing_for_a_step_one_wins_on_sqlite() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let path = dir.path().join("stratum.db");
-    let flow = start_flow(&path, RACE_STEPS + 1);
-    // Two threads share one handle (its mutex serialises them), two have their own (SQLite's
-    // lock serialises them).
-    let shared = Arc::new(SqliteStore::open(&path).expect("the store opens"));
-    let stores: Vec<Arc<SqliteStore>> = vec![
-        shared.clone(),
-        shared,
-        Arc::new(SqliteStore::open(&path).expect("the store opens")),
-        Arc::new(SqliteStore::open(&path).expect("the store opens")),
-    ];
+    threads_racing_for_a_step_one_wins(&sqlite_in(&dir));
+}
+
+#[test]
+fn threads_racing_for_a_step_one_wins_on_postgres() {
+    threads_racing_for_a_step_one_wins(&postgres());
+}
+
+fn threads_racing_for_a_step_one_wins(at: &Location) {
+    let flow = start_flow(at, RACE_STEPS + 1);
+    // Two threads share one handle, two have their own (as other processes would): the
+    // store's transaction serialises them.
+    let shared = open(at);
+    let stores: Vec<Arc<dyn Store>> = vec![shared.clone(), shared, open(at), open(at)];
     let barrier = Arc::new(Barrier::new(stores.len()));
     let threads: Vec<_> = stores
         .into_iter()
@@ -482,5 +532,5 @@ fn threads_racing_for_a_step_one_wins() {
         exactly_one_winner(index, &round);
     }
     let expected: Vec<String> = (0..RACE_STEPS).map(linear::step_id).collect();
-    assert_eq!(traced_steps(&path, &flow), expected, "every step once");
+    assert_eq!(traced_steps(at, &flow), expected, "every step once");
 }

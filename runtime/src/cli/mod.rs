@@ -8,6 +8,7 @@
 //! JSON, published in `runtime/schemas/`).
 
 pub mod gate;
+pub mod migrate;
 pub mod prune;
 pub mod query;
 pub mod schemas;

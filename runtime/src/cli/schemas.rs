@@ -8,6 +8,7 @@ use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Value, json};
 
 use super::gate::{Conflict, GateMutation, NotFound};
+use super::migrate::MigrateReport;
 use super::prune::PruneReport;
 use super::query::{FlowState, FlowSummary, PendingGate};
 use super::watch::Happening;
@@ -52,6 +53,14 @@ pub fn all() -> Vec<(&'static str, Value)> {
                     |generator| generator.subschema_for::<NotFound>().to_value(),
                     |generator| generator.subschema_for::<Conflict>().to_value(),
                 ]),
+            ),
+        ),
+        (
+            "migrate-store.schema.json",
+            schema(
+                "stratum-mcp migrate-store --from URL --to URL --json",
+                "What a copy moved, and whether the target, read back, matched the source.",
+                |generator| generator.subschema_for::<MigrateReport>().to_value(),
             ),
         ),
         (

@@ -24,7 +24,7 @@ use super::outputs::{SpecRejected, ToolError, Validation};
 use super::tools::{self, ToolName, ToolSpec};
 use crate::command::Command;
 use crate::compile::{self, CompileError};
-use crate::store::{SqliteOptions, SqliteStore, Store, StoreError};
+use crate::store::{PostgresStore, SqliteOptions, SqliteStore, Store, StoreError};
 use crate::{Config, Runtime};
 
 /// How many compiled plans the server keeps, by the checksum of their spec text.
@@ -39,6 +39,8 @@ pub enum StoreChoice {
     Default(SqliteOptions),
     /// A database file, opened on first use.
     Sqlite(PathBuf, SqliteOptions),
+    /// A PostgreSQL database (a `postgres://` URL), connected on first use.
+    Postgres(String),
     /// A store already open (tests, embedding).
     Open(Arc<dyn Store>),
 }
@@ -317,6 +319,7 @@ impl Shared {
                 *options,
             )?),
             StoreChoice::Sqlite(path, options) => Arc::new(SqliteStore::open_with(path, *options)?),
+            StoreChoice::Postgres(url) => Arc::new(PostgresStore::connect(url)?),
             StoreChoice::Open(store) => store.clone(),
         };
         let runtime = Runtime::new(store, self.config.clone());

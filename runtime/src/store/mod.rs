@@ -9,6 +9,7 @@
 //! checksum, so they alone may be cached across transactions.
 
 pub mod dump;
+mod location;
 pub mod memory;
 pub mod postgres;
 mod rows;
@@ -26,6 +27,7 @@ use crate::ids::FlowId;
 use crate::state::{Checkpoint, Event, FlowHeader, StepState};
 
 pub use dump::{Counts, Dump};
+pub use location::{Location, redact};
 pub use memory::MemoryStore;
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use stratum_runtime::cli::gate::{Decision, ResolvedBy};
 use stratum_runtime::mcp::{StoreChoice, StratumServer};
+use stratum_runtime::store::Location;
 use stratum_runtime::{Config, SqliteOptions, Synchronous};
 
 const AFTER_HELP: &str = "\
@@ -31,7 +32,10 @@ Examples:
   stratum-mcp compile tasks/ --output build.stratum.yaml
 
 State is kept in $STRATUM_HOME/stratum.db (default ~/.stratum/stratum.db), created on first use;
-every server and command on one machine may share it, at the same time.
+every server and command on one machine may share it, at the same time. A team shares one
+PostgreSQL database instead: STRATUM_DATABASE_URL=postgres://USER@HOST:PORT/DATABASE (or
+--database-url) for every server and command; copy a machine's state into it with
+migrate-store.
 
 Exit status: 0 on success; 1 for an unknown flow, or a spec with errors; 2 for a gate that is not
 waiting (a conflict), or a usage error; 3 when the state database cannot be used. The server
@@ -44,6 +48,16 @@ struct Cli {
     /// The state database (default: $STRATUM_HOME/stratum.db, or ~/.stratum/stratum.db).
     #[arg(long, value_name = "PATH", env = "STRATUM_DB", global = true)]
     db: Option<PathBuf>,
+    /// The state database as a URL: postgres://USER@HOST:PORT/DATABASE for a team's shared
+    /// PostgreSQL, or sqlite:PATH (instead of --db).
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "STRATUM_DATABASE_URL",
+        global = true,
+        hide_env_values = true
+    )]
+    database_url: Option<String>,
     /// `normal` survives any crash of the process; `full` also a power loss, at about three
     /// times the cost of each call.
     #[arg(long, value_enum, default_value_t = Durability::Normal, global = true)]
@@ -131,6 +145,21 @@ enum Command {
         /// Remove flows that finished longer ago than this (`7d`, `12h`, `30m`, `0s`)
         #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = stratum_runtime::cli::prune::parse_duration)]
         older_than: u64,
+        /// Print JSON even on a terminal
+        #[arg(long)]
+        json: bool,
+    },
+    /// Copy every flow, plan and audit record from one state database into another, empty one
+    #[command(
+        after_help = "Examples:\n  stratum-mcp migrate-store --from sqlite:$HOME/.stratum/stratum.db --to postgres://stratum@db.internal/stratum\n  stratum-mcp migrate-store --from postgres://stratum@db.internal/stratum --to sqlite:backup.db\n\nThe target must hold no flow and no plan. The copy is one transaction of the target; then the target is read back and verified: as many rows in every table as the source, and the same SHA-256 over all of them. Stop the servers that write to the source first: a flow that moves during the copy is copied as it stood when the copy began.\n\nExit status: 0 when the copy is verified, 1 when the target read back differs from the source, 2 on a usage error or a target that is not empty, 3 when either database cannot be used."
+    )]
+    MigrateStore {
+        /// The state to copy: sqlite:PATH or postgres://USER@HOST:PORT/DATABASE
+        #[arg(long, value_name = "URL")]
+        from: String,
+        /// Where to copy it (empty): sqlite:PATH or postgres://USER@HOST:PORT/DATABASE
+        #[arg(long, value_name = "URL")]
+        to: String,
         /// Print JSON even on a terminal
         #[arg(long)]
         json: bool,
@@ -223,10 +252,25 @@ fn main() -> ExitCode {
         },
         ..SqliteOptions::default()
     };
-    let store = operator::StoreAt {
-        path: cli.db.clone(),
-        options,
+    let location = match (&cli.db, cli.database_url.as_deref()) {
+        (Some(_), Some(_)) => {
+            eprintln!(
+                "stratum-mcp: give the state database once: --db (STRATUM_DB) or \
+                 --database-url (STRATUM_DATABASE_URL), not both"
+            );
+            return ExitCode::from(2);
+        }
+        (Some(path), None) => Some(Location::Sqlite(path.clone())),
+        (None, Some(url)) => match Location::parse(url) {
+            Ok(location) => Some(location),
+            Err(message) => {
+                eprintln!("stratum-mcp: --database-url: {message}");
+                return ExitCode::from(2);
+            }
+        },
+        (None, None) => None,
     };
+    let store = operator::StoreAt { location, options };
     match cli.command {
         None => serve(cli.root, store),
         Some(Command::Query { what, json }) => match what {
@@ -248,6 +292,9 @@ fn main() -> ExitCode {
             json,
         }) => operator::watch(&store, flow.as_deref(), interval, json),
         Some(Command::Prune { older_than, json }) => operator::prune(&store, older_than, json),
+        Some(Command::MigrateStore { from, to, json }) => {
+            operator::migrate_store(&from, &to, options, json)
+        }
         Some(Command::Validate(args)) => stratum_compiler::cli::check(&args),
         Some(Command::Compile {
             tasks_dir,
@@ -277,8 +324,9 @@ fn serve(root: Option<PathBuf>, store: operator::StoreAt) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let choice = match store.path {
-        Some(path) => StoreChoice::Sqlite(path, store.options),
+    let choice = match store.location {
+        Some(Location::Sqlite(path)) => StoreChoice::Sqlite(path, store.options),
+        Some(Location::Postgres(url)) => StoreChoice::Postgres(url),
         None => StoreChoice::Default(store.options),
     };
     let server = StratumServer::new(choice, Config::default().with_root(root));

@@ -3,7 +3,7 @@
 //! program.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +12,8 @@ use serde::Serialize;
 use serde_json::Value;
 use stratum_compiler::source::SourceMap;
 use stratum_runtime::cli::gate::{self, Decision, ResolvedBy};
-use stratum_runtime::cli::{prune as pruning, query, table, watch as watching};
+use stratum_runtime::cli::{migrate, prune as pruning, query, table, watch as watching};
+use stratum_runtime::store::Location;
 use stratum_runtime::{
     Config, FlowId, MemoryStore, Runtime, SqliteOptions, SqliteStore, Store, StoreError,
 };
@@ -21,35 +22,43 @@ use crate::print;
 
 /// An unknown flow, or a spec with errors.
 const NOT_FOUND: u8 = 1;
+/// A usage error, or a target store that is not empty.
+const USAGE: u8 = 2;
 /// The state database cannot be used.
 const STORE_UNAVAILABLE: u8 = 3;
+/// A copied store, read back, differs from its source. (1, as "not what was asked".)
+const MISMATCH: u8 = 1;
 
 /// Where the state database is.
 pub struct StoreAt {
-    pub path: Option<PathBuf>,
+    /// `None`: the default SQLite file ($STRATUM_HOME/stratum.db).
+    pub location: Option<Location>,
     pub options: SqliteOptions,
 }
 
 impl StoreAt {
-    /// The database, opened; an empty store when none exists yet, since an operator's look
-    /// should not create the state an agent's server will.
-    fn open(&self) -> Result<Arc<dyn Store>, StoreError> {
-        let path = self.path()?;
-        if !path.exists() {
-            return Ok(Arc::new(MemoryStore::new()));
+    /// The store, opened; for SQLite, an empty store when the file does not exist yet, since
+    /// an operator's look should not create the state an agent's server will.
+    pub fn open(&self) -> Result<Arc<dyn Store>, StoreError> {
+        match self.location()? {
+            Location::Sqlite(path) if !path.exists() => Ok(Arc::new(MemoryStore::new())),
+            location => location.open(self.options),
         }
-        Ok(Arc::new(SqliteStore::open_with(path, self.options)?))
     }
 
-    fn path(&self) -> Result<PathBuf, StoreError> {
-        match &self.path {
-            Some(path) => Ok(path.clone()),
-            None => SqliteStore::default_path(),
+    fn location(&self) -> Result<Location, StoreError> {
+        match &self.location {
+            Some(location) => Ok(location.clone()),
+            None => SqliteStore::default_path().map(Location::Sqlite),
         }
     }
 
     fn exists(&self) -> bool {
-        self.path().is_ok_and(|path| path.exists())
+        match self.location() {
+            Ok(Location::Sqlite(path)) => path.exists(),
+            Ok(Location::Postgres(_)) => true,
+            Err(_) => false,
+        }
     }
 }
 
@@ -172,7 +181,8 @@ pub fn watch(at: &StoreAt, flow: Option<&str>, interval_ms: u64, json: bool) -> 
             if only.is_some() && watcher.all_finished() {
                 return Ok(ExitCode::SUCCESS);
             }
-            std::thread::sleep(interval);
+            // PostgreSQL wakes the watch at every commit; the interval is the fallback.
+            store.wait_for_change(interval)?;
             // A server may create the database after the watch began.
             if !existed && at.exists() {
                 store = at.open()?;
@@ -180,6 +190,83 @@ pub fn watch(at: &StoreAt, flow: Option<&str>, interval_ms: u64, json: bool) -> 
             }
         }
     })
+}
+
+pub fn migrate_store(from: &str, to: &str, options: SqliteOptions, json: bool) -> ExitCode {
+    let parse = |flag: &str, text: &str| {
+        Location::parse(text).map_err(|message| {
+            eprintln!("stratum-mcp: {flag}: {message}");
+            ExitCode::from(USAGE)
+        })
+    };
+    let (from, to) = match (parse("--from", from), parse("--to", to)) {
+        (Ok(from), Ok(to)) => (from, to),
+        (Err(code), _) | (_, Err(code)) => return code,
+    };
+    if from == to {
+        eprintln!("stratum-mcp: --from and --to name the same database ({from})");
+        return ExitCode::from(USAGE);
+    }
+    // Copying from a file that is not there would copy nothing, silently.
+    if let Location::Sqlite(path) = &from
+        && !path.exists()
+    {
+        eprintln!(
+            "stratum-mcp: --from: there is no database at {}",
+            path.display()
+        );
+        return ExitCode::from(USAGE);
+    }
+    let copied = from.open(options).and_then(|source| {
+        let target = to.open(options)?;
+        migrate::migrate(
+            source.as_ref(),
+            from.to_string(),
+            target.as_ref(),
+            to.to_string(),
+        )
+    });
+    let report = match copied {
+        Ok(report) => report,
+        Err(error @ StoreError::NotEmpty { .. }) => {
+            eprintln!("stratum-mcp: {to}: {error}");
+            return ExitCode::from(USAGE);
+        }
+        Err(error) => {
+            eprintln!("stratum-mcp: {error}");
+            return ExitCode::from(STORE_UNAVAILABLE);
+        }
+    };
+    let code = if report.verified { 0 } else { MISMATCH };
+    if wants_json(json) {
+        return print::json_with(&to_json(&report), code);
+    }
+    let counts = &report.source;
+    let mut text = format!(
+        "copied {} flow(s), {} plan(s), {} step record(s), {} audit record(s), {} checkpoint(s) \
+         and {} cached result(s)\nfrom {}\nto   {}\n",
+        counts.flows,
+        counts.plans,
+        counts.steps,
+        counts.events,
+        counts.checkpoints,
+        counts.cache,
+        report.from,
+        report.to
+    );
+    if report.verified {
+        text.push_str(&format!(
+            "verified: the same rows, SHA-256 {}\n",
+            report.source_checksum
+        ));
+    } else {
+        text.push_str(&format!(
+            "NOT verified: the target read back differs (source SHA-256 {}, target {}; target \
+             rows {:?})\n",
+            report.source_checksum, report.target_checksum, report.target
+        ));
+    }
+    print::text_with(&text, code)
 }
 
 fn unknown_flow(id: &str) -> ExitCode {
