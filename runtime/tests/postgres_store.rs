@@ -240,8 +240,45 @@ flows:
     let gates: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(gates[0]["flow_id"], json!(flow), "{gates:#}");
 
+    // A watch of the flow, running while the gate is approved, follows it to its end.
+    let watch = Process::new(binary())
+        .args(["watch", &flow, "--json", "--interval", "60000"])
+        .env("STRATUM_DATABASE_URL", &url)
+        .env_remove("STRATUM_DB")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Its first look shows the gate waiting; give it time to take it and start listening.
+    std::thread::sleep(Duration::from_millis(1_000));
+
     let (code, out, err) = run(&["gate", "approve", &flow, "review", "--note", "ok", "--json"]);
     assert_eq!(code, Some(0), "{out}{err}");
+    let began = Instant::now();
+    let watched = watch.wait_with_output().unwrap();
+    // With a 60 s interval, only a notification can have woken it this soon.
+    assert!(
+        began.elapsed() < Duration::from_secs(30),
+        "watch was not woken"
+    );
+    assert_eq!(
+        watched.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&watched.stderr)
+    );
+    let kinds: Vec<String> = String::from_utf8_lossy(&watched.stdout)
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["kind"].to_string())
+        .collect();
+    assert!(
+        kinds.iter().any(|kind| kind.contains("gate_resolved")),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.iter().any(|kind| kind.contains("finished")),
+        "{kinds:?}"
+    );
     // Resolved once: a second approval is a conflict.
     let (code, _, _) = run(&["gate", "approve", &flow, "review", "--json"]);
     assert_eq!(code, Some(2));
