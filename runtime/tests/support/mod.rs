@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod postgres;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
