@@ -12,6 +12,7 @@
 
 mod support;
 
+use std::ffi::OsStr;
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -50,11 +51,7 @@ fn owner() -> Child {
 }
 
 fn refuses(url: &str) -> bool {
-    TcpStream::connect_timeout(
-        &([127, 0, 0, 1], port(url)).into(),
-        Duration::from_secs(2),
-    )
-    .is_err()
+    TcpStream::connect_timeout(&([127, 0, 0, 1], port(url)).into(), Duration::from_secs(2)).is_err()
 }
 
 /// Waits until `done` holds, for at most `seconds`.
@@ -73,7 +70,7 @@ fn eventually(seconds: u64, done: impl Fn() -> bool) -> bool {
 fn a_server_serves_its_owner_and_is_gone_once_the_owner_dies() {
     let root = instances_root();
     let mut owner = owner();
-    let envs = [("THROWAWAY_POSTGRES_ROOT", root.path())];
+    let envs = [("THROWAWAY_POSTGRES_ROOT", root.path().as_os_str())];
     let url = start_server(owner.id(), &envs).unwrap();
     assert!(
         url.starts_with("postgres://postgres@127.0.0.1:") && url.ends_with("/postgres"),
@@ -145,9 +142,9 @@ fn without_postgresql_and_no_way_to_install_it_the_message_names_the_package() {
     let message = start_server(
         owner,
         &[
-            ("THROWAWAY_POSTGRES_ROOT", root.path()),
-            ("THROWAWAY_POSTGRES_BIN", Path::new("/nonexistent")),
-            ("THROWAWAY_POSTGRES_NO_INSTALL", Path::new("1")),
+            ("THROWAWAY_POSTGRES_ROOT", root.path().as_os_str()),
+            ("THROWAWAY_POSTGRES_BIN", OsStr::new("/nonexistent")),
+            ("THROWAWAY_POSTGRES_NO_INSTALL", OsStr::new("1")),
         ],
     )
     .unwrap_err();

@@ -9,6 +9,9 @@
 //! The admin connection uses the synchronous `postgres` client on a thread of its own, since
 //! that client runs a tokio runtime of its own and may not be called from inside one.
 
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -51,7 +54,7 @@ pub fn script() -> PathBuf {
 
 /// Runs `scripts/throwaway-postgres start --owner OWNER` with `envs` added: the server's URL,
 /// or the script's message.
-pub fn start_server(owner: u32, envs: &[(&str, &Path)]) -> Result<String, String> {
+pub fn start_server(owner: u32, envs: &[(&str, &OsStr)]) -> Result<String, String> {
     let output = Command::new("bash")
         .arg(script())
         .args(["start", "--owner", &owner.to_string()])
