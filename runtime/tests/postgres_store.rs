@@ -158,9 +158,7 @@ fn a_flow_held_by_another_process_ends_in_a_clear_error_after_the_lock_timeout()
     )
     .unwrap();
     let runtime = Runtime::new(store.clone(), Config::default());
-    let error = step_done(&runtime, &flow, 0)
-        .err()
-        .expect("the lock wait ends");
+    let error = step_done(&runtime, &flow, 0).expect_err("the lock wait ends");
     let message = error.to_string();
     assert!(
         message.contains("stayed locked by another process"),
