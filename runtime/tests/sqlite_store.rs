@@ -627,6 +627,7 @@ impl Agent {
                         outcome: outcome.to_owned(),
                         rationale: "because".to_owned(),
                         resolved_by: self.rng.pick(&["human", "agent"]).to_string(),
+                        actor: None,
                     }
                 }
                 Pending::Step {

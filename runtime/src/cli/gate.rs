@@ -170,6 +170,7 @@ pub fn resolve(
         outcome: decision.outcome().to_owned(),
         rationale: note.to_owned(),
         resolved_by: resolved_by.as_str().to_owned(),
+        actor: None,
     })?;
     Ok(match &response {
         Response::Error(error) if error.error_type == "flow_not_found" => {
