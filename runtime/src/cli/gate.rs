@@ -79,7 +79,8 @@ pub struct NotFound {
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct ErrorBody {
-    /// `NOT_FOUND`, or `STORE_UNAVAILABLE` when the state database cannot be used.
+    /// `NOT_FOUND`, or `STORE_UNAVAILABLE` when the state database cannot be used; for
+    /// `token create`, `INVALID_NAME` or `ALREADY_EXISTS`.
     pub code: String,
     pub message: String,
 }

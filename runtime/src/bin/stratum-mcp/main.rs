@@ -37,9 +37,9 @@ PostgreSQL database instead: STRATUM_DATABASE_URL=postgres://USER@HOST:PORT/DATA
 --database-url) for every server and command; copy a machine's state into it with
 migrate-store.
 
-Exit status: 0 on success; 1 for an unknown flow, or a spec with errors; 2 for a gate that is not
-waiting (a conflict), or a usage error; 3 when the state database cannot be used. The server
-exits 0 when its client closes the connection.";
+Exit status: 0 on success; 1 for an unknown flow or token, or a spec with errors; 2 for a gate
+that is not waiting (a conflict), a duplicate token, or a usage error; 3 when the state database
+cannot be used. The server exits 0 when its client closes the connection.";
 
 /// Runs Stratum flows for coding agents over MCP (stdio), and lets operators see and steer them.
 #[derive(Parser)]
@@ -121,6 +121,17 @@ enum Command {
         resolved_by: ResolvedBy,
         /// Print JSON even on a terminal
         #[arg(long)]
+        json: bool,
+    },
+    /// Create, list and revoke the access tokens of `serve`
+    #[command(
+        after_help = "Examples:\n  stratum-mcp token create --name ci-agent\n  stratum-mcp token create --name dashboard --read-only\n  stratum-mcp token list\n  stratum-mcp token revoke ci-agent\n\nThe secret is printed once, by create, and stored only as its SHA-256. A read-only token can call the read-only MCP tools and see pages, and change nothing. A revoked token, and every browser session opened with it, is refused from its next request on. JSON with --json or when piped (schemas: runtime/schemas/token-*.schema.json).\n\nExit status: 0 on success, 1 for an unknown name (revoke), 2 for an invalid or duplicate name, 3 when the state database cannot be used."
+    )]
+    Token {
+        #[command(subcommand)]
+        what: TokenCommand,
+        /// Print JSON even on a terminal
+        #[arg(long, global = true)]
         json: bool,
     },
     /// Follow flows as they move, one line per event, until interrupted
@@ -221,6 +232,26 @@ enum Command {
 }
 
 #[derive(Subcommand)]
+enum TokenCommand {
+    /// Make a token and print its secret (once)
+    Create {
+        /// Its name: what the audit records as who acted (letters, digits, `.`, `_`, `-`, `@`)
+        #[arg(long, value_name = "NAME")]
+        name: String,
+        /// It may look, and change nothing
+        #[arg(long)]
+        read_only: bool,
+    },
+    /// Every token: name, access, created, last used (never a secret)
+    List,
+    /// Delete a token: requests carrying it, and its sessions, are refused
+    Revoke {
+        /// The token's name
+        name: String,
+    },
+}
+
+#[derive(Subcommand)]
 enum Hook {
     /// Claude Code's PostToolUse: check the spec the agent just wrote (the hook's JSON on standard input)
     PostToolUse,
@@ -291,6 +322,13 @@ fn main() -> ExitCode {
             interval,
             json,
         }) => operator::watch(&store, flow.as_deref(), interval, json),
+        Some(Command::Token { what, json }) => match what {
+            TokenCommand::Create { name, read_only } => {
+                operator::token_create(&store, &name, read_only, json)
+            }
+            TokenCommand::List => operator::token_list(&store, json),
+            TokenCommand::Revoke { name } => operator::token_revoke(&store, &name, json),
+        },
         Some(Command::Prune { older_than, json }) => operator::prune(&store, older_than, json),
         Some(Command::MigrateStore { from, to, json }) => {
             operator::migrate_store(&from, &to, options, json)

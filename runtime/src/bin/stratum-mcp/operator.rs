@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 use stratum_compiler::source::SourceMap;
 use stratum_runtime::cli::gate::{self, Decision, ResolvedBy};
-use stratum_runtime::cli::{migrate, prune as pruning, query, table, watch as watching};
+use stratum_runtime::cli::{migrate, prune as pruning, query, table, token, watch as watching};
 use stratum_runtime::store::Location;
 use stratum_runtime::{
     Config, FlowId, MemoryStore, Runtime, SqliteOptions, SqliteStore, Store, StoreError,
@@ -44,6 +44,11 @@ impl StoreAt {
             Location::Sqlite(path) if !path.exists() => Ok(Arc::new(MemoryStore::new())),
             location => location.open(self.options),
         }
+    }
+
+    /// The store, opened and created if need be: for what must be kept (a token) or served.
+    pub fn open_or_create(&self) -> Result<Arc<dyn Store>, StoreError> {
+        self.location()?.open(self.options)
     }
 
     fn location(&self) -> Result<Location, StoreError> {
@@ -363,4 +368,49 @@ pub fn explain(topic: Option<&str>) -> ExitCode {
             ExitCode::from(stratum_compiler::cli::USAGE_OR_IO_ERROR)
         }
     }
+}
+
+/// Runs `command` on the store opened (and created) for writing.
+fn with_store_created(
+    at: &StoreAt,
+    command: impl FnOnce(Arc<dyn Store>) -> Result<ExitCode, StoreError>,
+) -> ExitCode {
+    match at.open_or_create().and_then(command) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("stratum-mcp: {error}");
+            ExitCode::from(STORE_UNAVAILABLE)
+        }
+    }
+}
+
+fn print_token(answer: &token::TokenAnswer, json: bool) -> ExitCode {
+    let code = answer.exit_code();
+    if wants_json(json) {
+        print::json_with(&answer.to_json(), code)
+    } else if code == 0 {
+        print::text_with(&answer.to_text(), code)
+    } else {
+        eprint!("{}", answer.to_text());
+        ExitCode::from(code)
+    }
+}
+
+pub fn token_create(at: &StoreAt, name: &str, read_only: bool, json: bool) -> ExitCode {
+    with_store_created(at, |store| {
+        let answer = token::create(store.as_ref(), name, read_only, stratum_runtime::now_ms())?;
+        Ok(print_token(&answer, json))
+    })
+}
+
+pub fn token_list(at: &StoreAt, json: bool) -> ExitCode {
+    with_store(at, |store| {
+        Ok(print_token(&token::list(store.as_ref())?, json))
+    })
+}
+
+pub fn token_revoke(at: &StoreAt, name: &str, json: bool) -> ExitCode {
+    with_store(at, |store| {
+        Ok(print_token(&token::revoke(store.as_ref(), name)?, json))
+    })
 }
