@@ -414,3 +414,100 @@ pub fn token_revoke(at: &StoreAt, name: &str, json: bool) -> ExitCode {
         Ok(print_token(&token::revoke(store.as_ref(), name)?, json))
     })
 }
+
+/// `serve`: the MCP tools over HTTP and the browser sign-in, until SIGTERM or Ctrl-C.
+pub fn serve(
+    at: &StoreAt,
+    root: Option<std::path::PathBuf>,
+    options: stratum_runtime::http::ServeOptions,
+) -> ExitCode {
+    use stratum_runtime::http::{self, App, ServeError};
+    let root = match root.map_or_else(std::env::current_dir, Ok) {
+        Ok(root) => root,
+        Err(error) => {
+            eprintln!("stratum-mcp: cannot read the current directory: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let store = match at.open_or_create() {
+        Ok(store) => store,
+        Err(error) => {
+            eprintln!("stratum-mcp: {error}");
+            return ExitCode::from(STORE_UNAVAILABLE);
+        }
+    };
+    let no_token = match store.tokens() {
+        Ok(tokens) => tokens.is_empty(),
+        Err(error) => {
+            eprintln!("stratum-mcp: {error}");
+            return ExitCode::from(STORE_UNAVAILABLE);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("stratum-mcp: cannot start: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let app = App::new(store, Config::default().with_root(root), options);
+    let served = runtime.block_on(http::serve(app, shutdown_signal(), |address| {
+        eprintln!(
+            "stratum-mcp serve: listening on http://{address} (MCP at /mcp, sign-in at /signin)"
+        );
+        if no_token {
+            eprintln!(
+                "stratum-mcp serve: no access token exists yet, so every request is refused; \
+                 make one with `stratum-mcp token create --name NAME` (it works at once, \
+                 without a restart)"
+            );
+        }
+    }));
+    // Calls whose client went away still run on the blocking pool: let them commit.
+    runtime.shutdown_timeout(Duration::from_secs(10));
+    match served {
+        Ok(()) => {
+            eprintln!("stratum-mcp serve: stopped");
+            ExitCode::SUCCESS
+        }
+        Err(error @ ServeError::NoToken(_)) => {
+            eprintln!("stratum-mcp: {error}");
+            ExitCode::from(USAGE)
+        }
+        Err(ServeError::Store(error)) => {
+            eprintln!("stratum-mcp: {error}");
+            ExitCode::from(STORE_UNAVAILABLE)
+        }
+        Err(error) => {
+            eprintln!("stratum-mcp: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// SIGTERM or Ctrl-C (SIGINT).
+async fn shutdown_signal() {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+}
