@@ -649,6 +649,11 @@ async fn a_revoked_token_stops_working_with_its_sessions() {
         .await
         .unwrap();
     assert_eq!(ok.status(), StatusCode::OK);
+    let (_, tokens) = state.cli(&["token", "list", "--json"]);
+    assert!(
+        tokens[0]["last_used_ms"].is_u64(),
+        "its use is recorded: {tokens}"
+    );
     let (code, _) = state.cli(&["token", "revoke", "temp", "--json"]);
     assert_eq!(code, 0);
     let bearer = client
@@ -665,7 +670,6 @@ async fn a_revoked_token_stops_working_with_its_sessions() {
         .await
         .unwrap();
     assert_eq!(session.status(), StatusCode::UNAUTHORIZED);
-    // The list shows when it was used before, never a secret.
     let (_, tokens) = state.cli(&["token", "list", "--json"]);
     assert_eq!(tokens, json!([]));
 }

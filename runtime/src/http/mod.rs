@@ -164,28 +164,33 @@ impl App {
     /// The token whose secret has this hash, recording its use (at most once a minute).
     pub(crate) async fn token(&self, hash: String) -> Result<Option<Token>, StoreError> {
         let now = crate::now_ms();
-        let touch = {
-            let mut used = self
+        let due = {
+            let used = self
                 .inner
                 .used
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            let last = used.get(&hash).copied().unwrap_or(0);
-            if now.saturating_sub(last) >= 60_000 {
-                used.insert(hash.clone(), now);
-                true
-            } else {
-                false
-            }
+            now.saturating_sub(used.get(&hash).copied().unwrap_or(0)) >= 60_000
         };
-        self.blocking(move |store| {
-            let token = store.token_by_hash(&hash)?;
-            if touch && token.is_some() {
-                store.token_used(&hash, now)?;
-            }
-            Ok(token)
-        })
-        .await
+        let looked_up = hash.clone();
+        let token = self
+            .blocking(move |store| {
+                let token = store.token_by_hash(&looked_up)?;
+                if due && token.is_some() {
+                    store.token_used(&looked_up, now)?;
+                }
+                Ok(token)
+            })
+            .await?;
+        // Only real tokens are remembered: guessed secrets must not grow the map.
+        if due && token.is_some() {
+            self.inner
+                .used
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(hash, now);
+        }
+        Ok(token)
     }
 }
 
