@@ -87,7 +87,7 @@ impl Serve {
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
             .env_remove("STRATUM_DATABASE_URL")
-            .env("STRATUM_LOG", "info")
+            .env("STRATUM_LOG", "info,stratum_runtime::http=debug")
             .current_dir(state.dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -843,6 +843,8 @@ async fn sigterm_lets_the_call_in_flight_finish_and_exits_0() {
     // Hold SQLite's write lock: the step's commit waits for it.
     let lock = rusqlite::Connection::open(state.db()).unwrap();
     lock.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let posts = || serve.stderr.lock().unwrap().matches("path=/mcp").count();
+    let before = posts();
     let call = {
         let flow = flow.clone();
         tokio::spawn(async move {
@@ -856,7 +858,13 @@ async fn sigterm_lets_the_call_in_flight_finish_and_exits_0() {
             (server, answer)
         })
     };
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // The server logs each request it has taken, before its handler runs.
+    let until = Instant::now() + Duration::from_secs(20);
+    while posts() == before {
+        assert!(Instant::now() < until, "the call never reached the server");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
     serve.signal("TERM");
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(

@@ -187,6 +187,12 @@ pub async fn guard(State(app): State<App>, mut request: Request, next: Next) -> 
             Err(refused) => return refused,
         };
     }
+    tracing::debug!(
+        method = %request.method(),
+        path = %request.uri().path(),
+        caller = %identity.name,
+        "request"
+    );
     request.extensions_mut().insert(identity);
     next.run(request).await
 }
