@@ -543,6 +543,7 @@ async fn a_read_only_token_cannot_post_a_form_that_changes_state() {
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
+    let store_for_gate = store.clone();
     let app = App::new(
         store,
         Default::default(),
@@ -552,6 +553,30 @@ async fn a_read_only_token_cannot_post_a_form_that_changes_state() {
             secure_cookies: false,
         },
     );
+    /// What a console's gate form does: the CLI's resolution, as the signed-in token.
+    async fn approve(
+        Axum(app): Axum<App>,
+        identity: Identity,
+        axum::extract::Path(flow): axum::extract::Path<String>,
+    ) -> String {
+        use stratum_runtime::cli::gate::{Decision, ResolvedBy, resolve_as};
+        let runtime = app.runtime();
+        let answer = tokio::task::spawn_blocking(move || {
+            resolve_as(
+                &runtime,
+                &flow,
+                "review",
+                Decision::Approve,
+                "from the console",
+                ResolvedBy::Human,
+                Some(&identity.name),
+            )
+        })
+        .await
+        .unwrap()
+        .unwrap();
+        answer.to_json().to_string()
+    }
     async fn act(_: Axum<App>, identity: Identity) -> String {
         format!("acted as {}", identity.name)
     }
@@ -564,7 +589,8 @@ async fn a_read_only_token_cannot_post_a_form_that_changes_state() {
     }
     let routes = stratum_runtime::http::routes::table(&app)
         .page("/page", page)
-        .action("/act", act);
+        .action("/act", act)
+        .action("/approve/{flow}", approve);
     assert!(
         routes
             .list()
@@ -633,6 +659,62 @@ async fn a_read_only_token_cannot_post_a_form_that_changes_state() {
         .await
         .unwrap();
     assert_eq!(header.status(), StatusCode::OK);
+
+    // A gate resolved through an action records the token, and a second try is a conflict.
+    let plan = stratum_runtime::compile::plan_from_spec(
+        "reviewed-work.stratum.yaml",
+        &example("reviewed-work.stratum.yaml"),
+    )
+    .unwrap();
+    let runtime = stratum_runtime::Runtime::new(store_for_gate.clone(), Default::default());
+    let started = runtime
+        .call(&stratum_runtime::Command::Start {
+            plan: Arc::new(plan),
+            flow: None,
+            inputs: json!({"text": "t"}),
+        })
+        .unwrap()
+        .to_json();
+    let flow = started["flow_id"].as_str().unwrap().to_owned();
+    let at_gate = runtime
+        .call(&stratum_runtime::Command::StepDone {
+            flow_id: flow.clone(),
+            step_id: "work".to_owned(),
+            result: json!({"result": "r", "quality_score": 0.9}),
+            usage: None,
+        })
+        .unwrap()
+        .to_json();
+    assert_eq!(status(&at_gate), "await_gate");
+    let approve = |secret: &'static str| {
+        client
+            .post(url(&format!("/approve/{flow}")))
+            .bearer_auth(secret)
+            .send()
+    };
+    let refused = approve(reader).await.unwrap();
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let done: Value =
+        serde_json::from_str(&approve(writer).await.unwrap().text().await.unwrap()).unwrap();
+    assert_eq!(done["ok"], true, "{done}");
+    let again: Value =
+        serde_json::from_str(&approve(writer).await.unwrap().text().await.unwrap()).unwrap();
+    assert_eq!(again["conflict"], true, "{again}");
+    let audit = runtime
+        .call(&stratum_runtime::Command::Audit { flow_id: flow })
+        .unwrap()
+        .to_json();
+    let gate = audit["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|record| record["type"] == "gate")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (&gate["actor"], &gate["resolved_by"]),
+        (&json!("w"), &json!("human"))
+    );
 }
 
 #[tokio::test]

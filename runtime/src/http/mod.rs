@@ -127,8 +127,9 @@ impl App {
         &self.inner.store
     }
 
-    /// The runtime over the store, for pages that act on flows (a gate resolved from the
-    /// console: `Command::GateResolve` with `actor: Some(identity.name)`).
+    /// The runtime over the store, for pages that act on flows: a gate resolved from the
+    /// console goes through [`crate::cli::gate::resolve_as`] with `Some(&identity.name)` (the
+    /// CLI's transaction and conflict answers, the token in the audit), on a blocking thread.
     pub fn runtime(&self) -> Runtime {
         Runtime::new(self.inner.store.clone(), self.inner.config.clone())
     }
