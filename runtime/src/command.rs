@@ -36,7 +36,12 @@ pub enum Command {
         step_id: String,
         outcome: String,
         rationale: String,
+        /// Who the caller says decided: `human`, `agent` or `system`.
         resolved_by: String,
+        /// Who the server knows sent the call: the name of the access token of an HTTP
+        /// request (`stratum-mcp serve`), recorded beside `resolved_by` in the gate's audit
+        /// record. `None` on stdio and from the operator CLI.
+        actor: Option<String>,
     },
     CheckTimeouts {
         flow_id: String,

@@ -112,6 +112,17 @@ pub static DIFFERENCES: &[Difference] = &[
         why: "bounded memory and time, and a client always hears back.",
     },
     Difference {
+        topic: "gate-actor",
+        summary: "a gate resolved over HTTP records the access token that resolved it",
+        reference: "a gate's audit record keeps only `resolved_by`, which the caller chooses: an \
+                    agent may write `human`.",
+        ours: "`stratum-mcp serve` takes every call with an access token; a gate resolved \
+               through it keeps the caller's `resolved_by` and adds `actor`, the token's name, \
+               which no argument sets (absent over stdio and from the CLI). A read-only token \
+               cannot resolve a gate at all.",
+        why: "the audit must say who decided, and an agent's own claim cannot be that record.",
+    },
+    Difference {
         topic: "compact-text",
         summary: "the text copy of an answer is compact JSON",
         reference: "the text block is JSON indented by two spaces.",

@@ -21,6 +21,7 @@ pub mod compile;
 pub mod differences;
 pub mod draft;
 pub mod exec;
+pub mod http;
 pub mod ids;
 pub mod mcp;
 pub mod response;

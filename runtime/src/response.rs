@@ -387,6 +387,12 @@ pub struct GateRecord {
     pub outcome: String,
     pub rationale: String,
     pub resolved_by: String,
+    /// The name of the access token that resolved the gate over HTTP (`stratum-mcp serve`):
+    /// who the server knows sent the call, which `resolved_by` (the caller's own claim)
+    /// cannot fake. Absent when the gate was resolved over stdio, by the operator CLI, by a
+    /// policy or by a timeout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
     pub duration_ms: u64,
     pub round: u32,
     pub round_start_step_id: Option<String>,

@@ -1039,6 +1039,7 @@ impl Driver {
                     outcome: "approve".to_owned(),
                     rationale: "looks good".to_owned(),
                     resolved_by: "human".to_owned(),
+                    actor: None,
                 },
                 Some(PlanAction::Flow { .. }) => {
                     let child = current
@@ -1106,6 +1107,7 @@ impl Driver {
                 outcome: pick(&OUTCOMES, *outcome).unwrap_or_default().to_owned(),
                 rationale: "because".to_owned(),
                 resolved_by: pick(&RESOLVERS, *by).unwrap_or_default().to_owned(),
+                actor: None,
             },
             Act::Iterate { high, .. } => {
                 let active =
@@ -1326,6 +1328,7 @@ fn garbage(flow_id: String, command: u8) -> Command {
             outcome: "approve".to_owned(),
             rationale: "x".to_owned(),
             resolved_by: "human".to_owned(),
+            actor: None,
         },
         3 => Command::CheckTimeouts { flow_id },
         4 => Command::Commit {

@@ -183,14 +183,14 @@ fn a_database_from_a_newer_program_is_refused_and_left_alone() {
             error,
             StoreError::NewerSchema {
                 found: 99,
-                supported: 1
+                supported: 2
             }
         ),
         "{error:?}"
     );
     assert_eq!(
         error.to_string(),
-        "the state database has schema version 99, newer than this program's 1; upgrade \
+        "the state database has schema version 99, newer than this program's 2; upgrade \
          stratum-mcp, or use another state database"
     );
     let conn = rusqlite::Connection::open(&path).expect("sqlite opens");
@@ -237,7 +237,7 @@ fn reopening_an_up_to_date_database_migrates_nothing() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("user_version");
-    assert_eq!(version, 1);
+    assert_eq!(version, 2);
     let journal: String = conn
         .query_row("PRAGMA journal_mode", [], |row| row.get(0))
         .expect("journal_mode");
@@ -627,6 +627,7 @@ impl Agent {
                         outcome: outcome.to_owned(),
                         rationale: "because".to_owned(),
                         resolved_by: self.rng.pick(&["human", "agent"]).to_string(),
+                        actor: None,
                     }
                 }
                 Pending::Step {

@@ -79,7 +79,8 @@ pub struct NotFound {
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct ErrorBody {
-    /// `NOT_FOUND`, or `STORE_UNAVAILABLE` when the state database cannot be used.
+    /// `NOT_FOUND`, or `STORE_UNAVAILABLE` when the state database cannot be used; for
+    /// `token create`, `INVALID_NAME` or `ALREADY_EXISTS`.
     pub code: String,
     pub message: String,
 }
@@ -164,12 +165,28 @@ pub fn resolve(
     note: &str,
     resolved_by: ResolvedBy,
 ) -> Result<GateAnswer, StoreError> {
+    resolve_as(runtime, flow_id, step_id, decision, note, resolved_by, None)
+}
+
+/// [`resolve`], recording `actor` (the access token's name, for a gate resolved from the
+/// `serve` console) in the gate's audit record: the same transaction and conflict answers as
+/// the terminal's. Blocking: call it from a blocking thread.
+pub fn resolve_as(
+    runtime: &Runtime,
+    flow_id: &str,
+    step_id: &str,
+    decision: Decision,
+    note: &str,
+    resolved_by: ResolvedBy,
+    actor: Option<&str>,
+) -> Result<GateAnswer, StoreError> {
     let response = runtime.call(&Command::GateResolve {
         flow_id: flow_id.to_owned(),
         step_id: step_id.to_owned(),
         outcome: decision.outcome().to_owned(),
         rationale: note.to_owned(),
         resolved_by: resolved_by.as_str().to_owned(),
+        actor: actor.map(str::to_owned),
     })?;
     Ok(match &response {
         Response::Error(error) if error.error_type == "flow_not_found" => {

@@ -3,7 +3,8 @@
 //! tested on a store directly.
 //!
 //! In reading order: [`query`] (flows, one flow, waiting gates), [`gate`] (resolve a gate),
-//! [`watch`] (follow flows), [`prune`] (delete finished flows), [`table`] (the terminal
+//! [`watch`] (follow flows), [`prune`] (delete finished flows), [`token`] (the access tokens
+//! of `stratum-mcp serve`), [`table`] (the terminal
 //! rendering of query results) and [`schemas`] (the JSON Schemas of everything printed as
 //! JSON, published in `runtime/schemas/`).
 
@@ -13,6 +14,7 @@ pub mod prune;
 pub mod query;
 pub mod schemas;
 pub mod table;
+pub mod token;
 pub mod watch;
 
 use std::collections::HashMap;

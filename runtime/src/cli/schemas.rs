@@ -11,6 +11,7 @@ use super::gate::{Conflict, GateMutation, NotFound};
 use super::migrate::MigrateReport;
 use super::prune::PruneReport;
 use super::query::{FlowState, FlowSummary, PendingGate};
+use super::token::{CreatedToken, Refused, RevokedToken, TokenSummary};
 use super::watch::Happening;
 
 /// Every published schema: its file name in `runtime/schemas/` and its content.
@@ -69,6 +70,36 @@ pub fn all() -> Vec<(&'static str, Value)> {
                 "stratum-mcp prune --json",
                 "What a prune removed.",
                 |generator| generator.subschema_for::<PruneReport>().to_value(),
+            ),
+        ),
+        (
+            "token-create.schema.json",
+            schema(
+                "stratum-mcp token create --name NAME [--read-only] --json",
+                "The new token with its secret, shown once (exit 0), or its name refused (exit 2).",
+                any_of(&[
+                    |generator| generator.subschema_for::<CreatedToken>().to_value(),
+                    |generator| generator.subschema_for::<Refused>().to_value(),
+                ]),
+            ),
+        ),
+        (
+            "token-list.schema.json",
+            schema(
+                "stratum-mcp token list --json",
+                "Every access token, by name; never a secret.",
+                |generator| json!({"type": "array", "items": generator.subschema_for::<TokenSummary>()}),
+            ),
+        ),
+        (
+            "token-revoke.schema.json",
+            schema(
+                "stratum-mcp token revoke NAME --json",
+                "The token revoked (exit 0), or no token of that name (exit 1).",
+                any_of(&[
+                    |generator| generator.subschema_for::<RevokedToken>().to_value(),
+                    |generator| generator.subschema_for::<NotFound>().to_value(),
+                ]),
             ),
         ),
         (

@@ -117,7 +117,7 @@ fn status(status: SummaryStatus) -> &'static str {
 }
 
 /// Columns padded to their widest cell (counted in characters), two spaces apart.
-fn render(header: &[&str], rows: &[Vec<String>]) -> String {
+pub(crate) fn render(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|cell| cell.chars().count()).collect();
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {

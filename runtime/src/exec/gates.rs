@@ -15,14 +15,27 @@ use super::work::Work;
 const OUTCOMES: [&str; 3] = ["approve", "kill", "revise"];
 const RESOLVERS: [&str; 3] = ["agent", "human", "system"];
 
+/// What a resolution of a gate says, and who sent it.
+pub(crate) struct Decision<'a> {
+    pub outcome: &'a str,
+    pub rationale: &'a str,
+    /// The caller's claim: `human`, `agent` or `system`.
+    pub resolved_by: &'a str,
+    /// The server's knowledge: the access token's name over HTTP.
+    pub actor: Option<&'a str>,
+}
+
 pub(crate) fn resolve(
     work: &mut Work<'_>,
     run: &Run<'_>,
     step_id: &str,
-    outcome: &str,
-    rationale: &str,
-    resolved_by: &str,
+    decision: Decision<'_>,
 ) -> Result<Response, StoreError> {
+    let Decision {
+        outcome,
+        resolved_by,
+        ..
+    } = decision;
     let (header, index, step) = match running_step(work, run)? {
         Ok(current) => current,
         Err(finished) => return Ok(finished),
@@ -78,15 +91,7 @@ pub(crate) fn resolve(
     {
         return Ok(refused);
     }
-    record_gate(
-        work,
-        run,
-        index,
-        outcome,
-        rationale,
-        resolved_by,
-        run.ctx.now_ms,
-    )?;
+    record_gate(work, run, index, &decision, run.ctx.now_ms)?;
     match outcome {
         "approve" => {
             if let Some(stopped) = dispatch::move_to(work, run, index, on_approve, Move::Forward)? {
@@ -104,9 +109,7 @@ fn record_gate(
     work: &mut Work<'_>,
     run: &Run<'_>,
     index: u32,
-    outcome: &str,
-    rationale: &str,
-    resolved_by: &str,
+    decision: &Decision<'_>,
     at_ms: u64,
 ) -> Result<(), StoreError> {
     let header = work.get(&run.id)?;
@@ -114,9 +117,10 @@ fn record_gate(
         &run.id,
         EventBody::Record(Record::Gate(GateRecord {
             step_id: run.step(index)?.id.clone(),
-            outcome: outcome.to_owned(),
-            rationale: rationale.to_owned(),
-            resolved_by: resolved_by.to_owned(),
+            outcome: decision.outcome.to_owned(),
+            rationale: decision.rationale.to_owned(),
+            resolved_by: decision.resolved_by.to_owned(),
+            actor: decision.actor.map(str::to_owned),
             duration_ms: header
                 .dispatched_ms
                 .map_or(0, |at| at_ms.saturating_sub(at)),
@@ -237,7 +241,13 @@ pub(crate) fn expire(work: &mut Work<'_>, run: &Run<'_>) -> Result<Option<Respon
     let Action::Gate { on_kill, .. } = run.step(index)?.action else {
         return Ok(None);
     };
-    record_gate(work, run, index, "kill", "timeout", "system", deadline)?;
+    let timeout = Decision {
+        outcome: "kill",
+        rationale: "timeout",
+        resolved_by: "system",
+        actor: None,
+    };
+    record_gate(work, run, index, &timeout, deadline)?;
     kill(work, run, index, on_kill, Some("timeout"), deadline).map(Some)
 }
 

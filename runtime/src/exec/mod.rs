@@ -92,8 +92,19 @@ pub fn run(work: &mut Work<'_>, command: &Command, ctx: &Context) -> Result<Resp
             outcome,
             rationale,
             resolved_by,
+            actor,
             ..
-        } => gates::resolve(work, &run, step_id, outcome, rationale, resolved_by),
+        } => gates::resolve(
+            work,
+            &run,
+            step_id,
+            gates::Decision {
+                outcome,
+                rationale,
+                resolved_by,
+                actor: actor.as_deref(),
+            },
+        ),
         Command::CheckTimeouts { .. } => gates::check_timeouts(work, &run),
         Command::Commit { label, .. } => checkpoints::commit(work, &run, label),
         Command::Revert { label, .. } => checkpoints::revert(work, &run, label),

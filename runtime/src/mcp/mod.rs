@@ -14,7 +14,7 @@ pub mod server;
 pub mod tools;
 pub mod transport;
 
-pub use server::{StoreChoice, StratumServer, validate};
+pub use server::{Caller, StoreChoice, StratumServer, validate};
 
 use rmcp::ServiceExt;
 

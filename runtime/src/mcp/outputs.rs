@@ -38,7 +38,9 @@ pub struct SpecRejected {
 pub struct ToolError {
     #[schemars(extend("const" = "error"))]
     pub status: &'static str,
-    /// `invalid_argument`, `store_unavailable`, `internal_error`, or a tool's own type.
+    /// `invalid_argument`, `store_unavailable`, `internal_error`, `forbidden` (a read-only
+    /// access token of `stratum-mcp serve` called a tool that changes state), or a tool's own
+    /// type.
     pub error_type: String,
     pub message: String,
     /// The argument at fault, when one is.

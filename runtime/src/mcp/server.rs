@@ -59,6 +59,15 @@ struct Shared {
     compilations: AtomicU64,
 }
 
+/// Who sends a call, as its transport knows: on stdio, whoever started the process (all tools,
+/// no actor); over HTTP, an access token (its name is the actor a gate's audit records, and a
+/// read-only token may call only the tools annotated read-only).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Caller {
+    pub actor: Option<String>,
+    pub read_only: bool,
+}
+
 /// What one call answers: a value of the tool's output schema, or a refusal of the call as
 /// sent (`isError`).
 enum Outcome {
@@ -93,10 +102,54 @@ impl StratumServer {
                 unknown_tool_message(name),
             )));
         };
-        match self.shared.call(spec, arguments) {
+        match self.shared.call(spec, arguments, &Caller::default()) {
             Outcome::Answer(value) => Ok(value),
             Outcome::Refused(error) => Err(to_value(&error)),
         }
+    }
+
+    /// Runs one `tools/call` for `caller` on tokio's blocking pool. A tool that is not
+    /// read-only is refused to a read-only caller (`isError`, `error_type: forbidden`) before
+    /// its arguments are read.
+    pub async fn call_tool_as(
+        &self,
+        request: CallToolRequestParams,
+        caller: Caller,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(spec) = tools::find(&request.name) else {
+            return Err(ErrorData::invalid_params(
+                unknown_tool_message(&request.name),
+                None,
+            ));
+        };
+        if caller.read_only && !spec.read_only {
+            let error = ToolError::new(
+                "forbidden",
+                format!(
+                    "the access token `{}` is read-only, and {} changes state; call it with a \
+                     token made without --read-only",
+                    caller.actor.as_deref().unwrap_or_default(),
+                    spec.name
+                ),
+            );
+            return Ok(CallToolResponse::Complete(
+                CallToolResult::structured_error(to_value(&error)),
+            ));
+        }
+        let shared = self.shared.clone();
+        let arguments = request.arguments.unwrap_or_default();
+        let outcome = tokio::task::spawn_blocking(move || shared.call(spec, arguments, &caller))
+            .await
+            .unwrap_or_else(|panic| {
+                Outcome::Refused(ToolError::new(
+                    "internal_error",
+                    format!("the server failed while running {}: {panic}", spec.name),
+                ))
+            });
+        Ok(CallToolResponse::Complete(match outcome {
+            Outcome::Answer(value) => CallToolResult::structured(value),
+            Outcome::Refused(error) => CallToolResult::structured_error(to_value(&error)),
+        }))
     }
 }
 
@@ -129,26 +182,7 @@ impl ServerHandler for StratumServer {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let Some(spec) = tools::find(&request.name) else {
-            return Err(ErrorData::invalid_params(
-                unknown_tool_message(&request.name),
-                None,
-            ));
-        };
-        let shared = self.shared.clone();
-        let arguments = request.arguments.unwrap_or_default();
-        let outcome = tokio::task::spawn_blocking(move || shared.call(spec, arguments))
-            .await
-            .unwrap_or_else(|panic| {
-                Outcome::Refused(ToolError::new(
-                    "internal_error",
-                    format!("the server failed while running {}: {panic}", spec.name),
-                ))
-            });
-        Ok(CallToolResponse::Complete(match outcome {
-            Outcome::Answer(value) => CallToolResult::structured(value),
-            Outcome::Refused(error) => CallToolResult::structured_error(to_value(&error)),
-        }))
+        self.call_tool_as(request, Caller::default()).await
     }
 }
 
@@ -172,8 +206,8 @@ fn to_value(value: &impl Serialize) -> Value {
 }
 
 impl Shared {
-    fn call(&self, spec: &ToolSpec, arguments: JsonObject) -> Outcome {
-        match self.run(spec, arguments) {
+    fn call(&self, spec: &ToolSpec, arguments: JsonObject, caller: &Caller) -> Outcome {
+        match self.run(spec, arguments, caller.actor.as_ref()) {
             Ok(value) => Outcome::Answer(value),
             Err(Refusal::Argument(error)) => Outcome::Refused(ToolError {
                 argument: error.argument,
@@ -185,7 +219,12 @@ impl Shared {
         }
     }
 
-    fn run(&self, spec: &ToolSpec, arguments: JsonObject) -> Result<Value, Refusal> {
+    fn run(
+        &self,
+        spec: &ToolSpec,
+        arguments: JsonObject,
+        actor: Option<&String>,
+    ) -> Result<Value, Refusal> {
         let name = spec.name;
         let command = match spec.tool {
             ToolName::Validate => {
@@ -230,6 +269,7 @@ impl Shared {
                     outcome: args.outcome,
                     rationale: args.rationale,
                     resolved_by: args.resolved_by,
+                    actor: actor.cloned(),
                 }
             }
             ToolName::SkipStep => {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use stratum_compiler::plan::Plan;
 
-use super::{Changes, Pruned, Snapshot, Store, StoreError};
+use super::{Changes, Pruned, Snapshot, Store, StoreError, Token};
 use crate::ids::FlowId;
 use crate::state::{Checkpoint, Event, FlowHeader, StepState};
 
@@ -23,6 +23,8 @@ struct Data {
     /// Flow ids in creation order.
     order: Vec<FlowId>,
     cache: HashMap<String, Value>,
+    /// Access tokens by name.
+    tokens: BTreeMap<String, Token>,
 }
 
 #[derive(Default, Clone)]
@@ -224,5 +226,39 @@ impl Store for MemoryStore {
             flows: doomed,
             plans: before - plans.len(),
         })
+    }
+
+    fn add_token(&self, token: &Token) -> Result<(), StoreError> {
+        let mut data = self.lock()?;
+        if data.tokens.contains_key(&token.name) {
+            return Err(StoreError::TokenExists(token.name.clone()));
+        }
+        data.tokens.insert(token.name.clone(), token.clone());
+        Ok(())
+    }
+
+    fn tokens(&self) -> Result<Vec<Token>, StoreError> {
+        Ok(self.lock()?.tokens.values().cloned().collect())
+    }
+
+    fn token_by_hash(&self, hash: &str) -> Result<Option<Token>, StoreError> {
+        Ok(self
+            .lock()?
+            .tokens
+            .values()
+            .find(|token| token.hash == hash)
+            .cloned())
+    }
+
+    fn revoke_token(&self, name: &str) -> Result<bool, StoreError> {
+        Ok(self.lock()?.tokens.remove(name).is_some())
+    }
+
+    fn token_used(&self, hash: &str, at_ms: u64) -> Result<(), StoreError> {
+        let mut data = self.lock()?;
+        if let Some(token) = data.tokens.values_mut().find(|token| token.hash == hash) {
+            token.last_used_ms = Some(at_ms);
+        }
+        Ok(())
     }
 }

@@ -57,6 +57,10 @@ pub enum StoreError {
     NotEmpty { flows: i64, plans: i64 },
     #[error("{0} cannot be copied from or into")]
     NotCopyable(&'static str),
+    #[error(
+        "there is already an access token named `{0}`; revoke it first, or choose another name"
+    )]
+    TokenExists(String),
 }
 
 /// Reads inside the current transaction. Absent rows are `None` (or empty).
@@ -151,6 +155,39 @@ pub trait Store: Send + Sync {
     fn import(&self, _dump: &Dump) -> Result<(), StoreError> {
         Err(StoreError::NotCopyable("this store"))
     }
+
+    /// Stores a new access token of `stratum-mcp serve`; [`StoreError::TokenExists`] when one
+    /// of that name exists.
+    fn add_token(&self, token: &Token) -> Result<(), StoreError>;
+
+    /// Every access token, by name.
+    fn tokens(&self) -> Result<Vec<Token>, StoreError>;
+
+    /// The token whose secret has this SHA-256 (lower-case hex), if it exists.
+    fn token_by_hash(&self, hash: &str) -> Result<Option<Token>, StoreError>;
+
+    /// Deletes the token of that name; whether there was one.
+    fn revoke_token(&self, name: &str) -> Result<bool, StoreError>;
+
+    /// Records that the token with this hash was used at `at_ms` (nothing when it is gone).
+    fn token_used(&self, hash: &str, at_ms: u64) -> Result<(), StoreError>;
+}
+
+/// An access token of `stratum-mcp serve`, as stored: never its secret, only the secret's
+/// SHA-256, which is all a request is checked against. (The secret is 256 random bits, so a
+/// fast hash without salt is enough: there is nothing to guess.)
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Token {
+    /// Unique; what the audit records as the actor of what the token did.
+    pub name: String,
+    /// The secret's SHA-256, 64 lower-case hex digits.
+    pub hash: String,
+    /// May read but change nothing: read-only MCP tools, console pages, no form that acts.
+    pub read_only: bool,
+    /// Wall-clock milliseconds.
+    pub created_ms: u64,
+    /// When a request last carried it (recorded at most once a minute per token).
+    pub last_used_ms: Option<u64>,
 }
 
 /// What [`Store::prune`] deleted.

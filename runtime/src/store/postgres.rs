@@ -43,7 +43,7 @@ use super::dump::{
     header_of,
 };
 use super::rows::{PlanCache, decode, encode, load_plan, to_i64};
-use super::{Changes, FlowChange, Pruned, Snapshot, Store, StoreError};
+use super::{Changes, FlowChange, Pruned, Snapshot, Store, StoreError, Token};
 use crate::ids::FlowId;
 use crate::state::{Checkpoint, Event, EventBody, FlowHeader, StepState};
 
@@ -91,6 +91,14 @@ const MIGRATIONS: &[&str] = &[
     CREATE TABLE stratum_cache (
         key TEXT PRIMARY KEY,
         value TEXT NOT NULL
+    );",
+    // 2: the access tokens of `serve`: the SHA-256 of each secret, never the secret.
+    "CREATE TABLE stratum_tokens (
+        name TEXT PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        read_only BOOLEAN NOT NULL,
+        created_ms BIGINT NOT NULL,
+        last_used_ms BIGINT
     );",
 ];
 
@@ -713,6 +721,96 @@ impl Store for PostgresStore {
             tx.commit().await.map_err(failed("commit the copy"))
         })
     }
+
+    fn add_token(&self, token: &Token) -> Result<(), StoreError> {
+        let created_ms = to_i64(token.created_ms, "a time")?;
+        self.block(async {
+            let client = self.client().await?;
+            let inserted = client
+                .execute(
+                    "INSERT INTO stratum_tokens (name, hash, read_only, created_ms) \
+                     VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING",
+                    &[&token.name, &token.hash, &token.read_only, &created_ms],
+                )
+                .await
+                .map_err(failed("store an access token"))?;
+            if inserted == 0 {
+                return Err(StoreError::TokenExists(token.name.clone()));
+            }
+            Ok(())
+        })
+    }
+
+    fn tokens(&self) -> Result<Vec<Token>, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            let rows = client
+                .query(
+                    "SELECT name, hash, read_only, created_ms, last_used_ms FROM stratum_tokens \
+                     ORDER BY name COLLATE \"C\"",
+                    &[],
+                )
+                .await
+                .map_err(failed("list the access tokens"))?;
+            rows.iter().map(token_of).collect()
+        })
+    }
+
+    fn token_by_hash(&self, hash: &str) -> Result<Option<Token>, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            let row = client
+                .query_opt(
+                    "SELECT name, hash, read_only, created_ms, last_used_ms FROM stratum_tokens \
+                     WHERE hash = $1",
+                    &[&hash],
+                )
+                .await
+                .map_err(failed("read an access token"))?;
+            row.as_ref().map(token_of).transpose()
+        })
+    }
+
+    fn revoke_token(&self, name: &str) -> Result<bool, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            let deleted = client
+                .execute("DELETE FROM stratum_tokens WHERE name = $1", &[&name])
+                .await
+                .map_err(failed("revoke an access token"))?;
+            Ok(deleted > 0)
+        })
+    }
+
+    fn token_used(&self, hash: &str, at_ms: u64) -> Result<(), StoreError> {
+        let at_ms = to_i64(at_ms, "a time")?;
+        self.block(async {
+            let client = self.client().await?;
+            client
+                .execute(
+                    "UPDATE stratum_tokens SET last_used_ms = $1 WHERE hash = $2",
+                    &[&at_ms, &hash],
+                )
+                .await
+                .map_err(failed("record an access token's use"))?;
+            Ok(())
+        })
+    }
+}
+
+/// A row of `stratum_tokens` (name, hash, read_only, created_ms, last_used_ms).
+fn token_of(row: &Row) -> Result<Token, StoreError> {
+    let time = |value: i64| {
+        u64::try_from(value)
+            .map_err(|_| StoreError::Corrupt(format!("an access token has the time {value}")))
+    };
+    Ok(Token {
+        name: get(row, 0)?,
+        hash: get(row, 1)?,
+        read_only: get(row, 2)?,
+        created_ms: time(get(row, 3)?)?,
+        last_used_ms: get::<Option<i64>>(row, 4)?.map(time).transpose()?,
+    })
 }
 
 /// The headers of `SELECT id, header` rows.

@@ -43,7 +43,7 @@ use super::dump::{
     header_of,
 };
 use super::rows::{self, PlanCache, decode, load_plan, to_i64};
-use super::{Changes, FlowChange, Pruned, Snapshot, Store, StoreError};
+use super::{Changes, FlowChange, Pruned, Snapshot, Store, StoreError, Token};
 use crate::ids::FlowId;
 use crate::state::{Checkpoint, Event, EventBody, FlowHeader, StepState};
 
@@ -94,6 +94,14 @@ const MIGRATIONS: &[&str] = &[
     CREATE TABLE cache (
         key TEXT PRIMARY KEY,
         value TEXT NOT NULL
+    );",
+    // 2: the access tokens of `serve`: the SHA-256 of each secret, never the secret.
+    "CREATE TABLE tokens (
+        name TEXT PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        read_only INTEGER NOT NULL,
+        created_ms INTEGER NOT NULL,
+        last_used_ms INTEGER
     );",
 ];
 
@@ -417,6 +425,69 @@ impl Store for SqliteStore {
         import(&tx, dump)?;
         tx.commit().map_err(failed("commit the copy"))
     }
+
+    fn add_token(&self, token: &Token) -> Result<(), StoreError> {
+        let created_ms = to_i64(token.created_ms, "a time")?;
+        let conn = self.writer();
+        let inserted = conn
+            .prepare_cached(
+                "INSERT INTO tokens (name, hash, read_only, created_ms, last_used_ms) \
+                 VALUES (?1, ?2, ?3, ?4, NULL) ON CONFLICT (name) DO NOTHING",
+            )
+            .and_then(|mut statement| {
+                statement.execute(params![token.name, token.hash, token.read_only, created_ms])
+            })
+            .map_err(failed("store an access token"))?;
+        if inserted == 0 {
+            return Err(StoreError::TokenExists(token.name.clone()));
+        }
+        Ok(())
+    }
+
+    fn tokens(&self) -> Result<Vec<Token>, StoreError> {
+        self.reading(|conn| {
+            let mut statement = conn
+                .prepare_cached(
+                    "SELECT name, hash, read_only, created_ms, last_used_ms FROM tokens \
+                     ORDER BY name",
+                )
+                .map_err(failed("list the access tokens"))?;
+            let rows = statement
+                .query_map([], token_row)
+                .map_err(failed("list the access tokens"))?;
+            rows.collect::<Result<Vec<_>, _>>()
+                .map_err(failed("list the access tokens"))
+        })
+    }
+
+    fn token_by_hash(&self, hash: &str) -> Result<Option<Token>, StoreError> {
+        self.reading(|conn| {
+            conn.prepare_cached(
+                "SELECT name, hash, read_only, created_ms, last_used_ms FROM tokens \
+                 WHERE hash = ?1",
+            )
+            .and_then(|mut statement| statement.query_row([hash], token_row).optional())
+            .map_err(failed("read an access token"))
+        })
+    }
+
+    fn revoke_token(&self, name: &str) -> Result<bool, StoreError> {
+        let conn = self.writer();
+        let deleted = conn
+            .prepare_cached("DELETE FROM tokens WHERE name = ?1")
+            .and_then(|mut statement| statement.execute([name]))
+            .map_err(failed("revoke an access token"))?;
+        Ok(deleted > 0)
+    }
+
+    fn token_used(&self, hash: &str, at_ms: u64) -> Result<(), StoreError> {
+        let at_ms = to_i64(at_ms, "a time")?;
+        let conn = self.writer();
+        conn.prepare_cached("UPDATE tokens SET last_used_ms = ?1 WHERE hash = ?2")
+            .and_then(|mut statement| statement.execute(params![at_ms, hash]))
+            .map_err(failed("record an access token's use"))?;
+        Ok(())
+    }
 }
 
 /// Every row, in one read transaction.
@@ -543,6 +614,30 @@ fn import(conn: &Connection, dump: &Dump) -> Result<(), StoreError> {
         )?;
     }
     Ok(())
+}
+
+/// A row of `tokens` (name, hash, read_only, created_ms, last_used_ms).
+fn token_row(row: &rusqlite::Row) -> rusqlite::Result<Token> {
+    let time = |index: usize| -> rusqlite::Result<u64> {
+        let value: i64 = row.get(index)?;
+        u64::try_from(value).map_err(|error| {
+            rusqlite::Error::FromSqlConversionFailure(
+                index,
+                rusqlite::types::Type::Integer,
+                Box::new(error),
+            )
+        })
+    };
+    Ok(Token {
+        name: row.get(0)?,
+        hash: row.get(1)?,
+        read_only: row.get(2)?,
+        created_ms: time(3)?,
+        last_used_ms: match row.get::<_, Option<i64>>(4)? {
+            Some(_) => Some(time(4)?),
+            None => None,
+        },
+    })
 }
 
 /// Every flow's header, oldest first.

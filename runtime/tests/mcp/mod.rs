@@ -6,12 +6,15 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::process::Stdio;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ProtocolVersion, Tool};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
@@ -49,6 +52,22 @@ impl McpServer {
             .current_dir(cwd)
             .stderr(Stdio::inherit());
         let transport = TokioChildProcess::new(command).expect("stratum-mcp starts");
+        McpServer::connect(transport, protocol, home).await
+    }
+
+    /// Connects to `stratum-mcp serve` at `url` (its `/mcp`), sending `token` as the bearer.
+    pub async fn start_http(url: &str, token: &str, protocol: Protocol, home: &Path) -> McpServer {
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token);
+        let transport = StreamableHttpClientTransport::from_config(config);
+        McpServer::connect(transport, protocol, home).await
+    }
+
+    async fn connect<T, E, A>(transport: T, protocol: Protocol, home: &Path) -> McpServer
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
         let client = match protocol {
             Protocol::Handshake => ().serve(transport).await.expect("initialize"),
             Protocol::Stateless => ()
@@ -270,4 +289,147 @@ pub fn example(name: &str) -> String {
         .join("../examples")
         .join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
+/// Results an agent gives, by step id; a step whose entry is an array gets them in turn.
+pub type Script = Value;
+
+/// Plays an agent that answers every dispatch from `script` until the flow finishes, and
+/// returns the final answer.
+pub fn drive<'a>(
+    server: &'a mut McpServer,
+    first: Value,
+    script: &'a Script,
+) -> Pin<Box<dyn Future<Output = Value> + 'a>> {
+    Box::pin(async move {
+        let mut answer = first;
+        let mut turns = 0;
+        loop {
+            turns += 1;
+            assert!(turns < 100, "the flow does not finish: {answer:#}");
+            match status(&answer) {
+                "execute_step" => {
+                    let flow = answer["flow_id"].as_str().unwrap_or_default().to_owned();
+                    let step = answer["step_id"].as_str().unwrap_or_default().to_owned();
+                    let result = script
+                        .get(&step)
+                        .unwrap_or_else(|| panic!("no result scripted for {step}"))
+                        .clone();
+                    let result = if answer.get("max_iterations").is_some() {
+                        iterate(server, &flow, &step, result).await
+                    } else {
+                        result
+                    };
+                    answer = server
+                        .call(
+                            "stratum_step_done",
+                            json!({"flow_id": flow, "step_id": step, "result": result}),
+                        )
+                        .await;
+                }
+                "execute_flow" => {
+                    let child = drive(server, answer["child_step"].clone(), script).await;
+                    assert_eq!(status(&child), "complete", "{child:#}");
+                    answer = server
+                        .call(
+                            "stratum_step_done",
+                            json!({
+                                "flow_id": answer["parent_flow_id"],
+                                "step_id": answer["parent_step_id"],
+                                "result": child,
+                            }),
+                        )
+                        .await;
+                }
+                "await_gate" => {
+                    answer = server
+                        .call(
+                            "stratum_gate_resolve",
+                            json!({
+                                "flow_id": answer["flow_id"],
+                                "step_id": answer["step_id"],
+                                "outcome": "approve",
+                                "rationale": "looks right",
+                                "resolved_by": "human",
+                            }),
+                        )
+                        .await;
+                }
+                _ => return answer,
+            }
+        }
+    })
+}
+
+/// Runs an iteration loop that reports `result` once, and returns the loop's final result.
+pub async fn iterate(server: &mut McpServer, flow: &str, step: &str, result: Value) -> Value {
+    let started = server
+        .call(
+            "stratum_iteration_start",
+            json!({"flow_id": flow, "step_id": step}),
+        )
+        .await;
+    assert_eq!(status(&started), "iteration_started", "{started:#}");
+    let report = server
+        .call(
+            "stratum_iteration_report",
+            json!({"flow_id": flow, "step_id": step, "result": result}),
+        )
+        .await;
+    assert_eq!(status(&report), "iteration_exit", "{report:#}");
+    report["final_result"].clone()
+}
+
+pub fn examples() -> Vec<(&'static str, &'static str, Value, Script)> {
+    let sha = "a".repeat(64);
+    vec![
+        (
+            "sentiment.stratum.yaml",
+            "run",
+            json!({"text": "I love it"}),
+            json!({"s1": {"label": "positive", "confidence": 0.95}}),
+        ),
+        (
+            "reviewed-work.stratum.yaml",
+            "reviewed_work",
+            json!({"text": "t"}),
+            json!({"work": {"result": "r", "quality_score": 0.9}}),
+        ),
+        (
+            "code-review.stratum.yaml",
+            "review",
+            json!({"files": ["src/a.rs"]}),
+            json!({
+                "summarize": {"summary": "adds a", "files_changed": ["src/a.rs"], "risk": "low"},
+                "security": {"findings": [], "files_reviewed": 1},
+                "logic": {"findings": [], "files_reviewed": 1},
+                "performance": {"findings": [], "files_reviewed": 1},
+                "report": {"verdict": "approve", "summary": "fine", "findings": [], "blocking_count": 0},
+            }),
+        ),
+        (
+            "deploy.stratum.yaml",
+            "deploy",
+            json!({"project": "shop", "git_sha": "abc123"}),
+            json!({
+                "current": {"version": "1.0"},
+                "build": {"artifact": "shop.tar.gz", "version": "1.1", "sha256": sha},
+                "provision": {"url": "https://ephemeral.test"},
+                "run": {"all_passed": true, "passed": 12, "failed": 0},
+                "release": {"status": "deployed", "version": "1.1", "url": "https://shop.test", "healthy": true},
+            }),
+        ),
+        (
+            "test-fix-loop.stratum.yaml",
+            "test_fix_loop",
+            json!({"repo": ".", "command": "make test"}),
+            json!({
+                "baseline": {"passing": 5, "failing": 1, "findings": [{"id": "t1"}]},
+                "fix": {"failing": 0, "findings": [], "files_changed": []},
+                "add_regression_tests": {"tests_added": ["t1_regression"], "files_changed": []},
+                "review_tests": {"approved": true, "comments": []},
+                "verify": {"passing": 6, "failing": 0, "findings": []},
+            }),
+        ),
+    ]
 }

@@ -228,6 +228,7 @@ impl Scenario {
                 outcome: outcome.to_owned(),
                 rationale: rationale.to_owned(),
                 resolved_by: by.to_owned(),
+                actor: None,
             },
         )
     }

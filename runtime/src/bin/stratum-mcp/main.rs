@@ -37,9 +37,12 @@ PostgreSQL database instead: STRATUM_DATABASE_URL=postgres://USER@HOST:PORT/DATA
 --database-url) for every server and command; copy a machine's state into it with
 migrate-store.
 
-Exit status: 0 on success; 1 for an unknown flow, or a spec with errors; 2 for a gate that is not
-waiting (a conflict), or a usage error; 3 when the state database cannot be used. The server
-exits 0 when its client closes the connection.";
+Over HTTP, for agents on other machines and people in a browser: stratum-mcp token create --name
+NAME, then stratum-mcp serve (MCP at http://127.0.0.1:7777/mcp, sign-in at /signin).
+
+Exit status: 0 on success; 1 for an unknown flow or token, or a spec with errors; 2 for a gate
+that is not waiting (a conflict), a duplicate token, or a usage error; 3 when the state database
+cannot be used. The server exits 0 when its client closes the connection.";
 
 /// Runs Stratum flows for coding agents over MCP (stdio), and lets operators see and steer them.
 #[derive(Parser)]
@@ -64,7 +67,7 @@ struct Cli {
     synchronous: Durability,
     /// The directory `file_exists` and `file_contains` in `ensure` expressions are confined
     /// to (default: the current directory).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", global = true)]
     root: Option<PathBuf>,
     /// Append logs to this file instead of standard error.
     #[arg(long, value_name = "PATH", global = true)]
@@ -121,6 +124,33 @@ enum Command {
         resolved_by: ResolvedBy,
         /// Print JSON even on a terminal
         #[arg(long)]
+        json: bool,
+    },
+    /// Serve the MCP tools over HTTP (Streamable HTTP at /mcp) and the browser sign-in, to holders of an access token
+    #[command(
+        after_help = "Examples:\n  stratum-mcp token create --name alice && stratum-mcp serve\n  stratum-mcp serve --listen 0.0.0.0:7777 --allowed-host stratum.example.com --secure-cookies\n\nEvery request needs `Authorization: Bearer <token>` or a browser session opened at /signin with a token (`stratum-mcp token create`); a read-only token can call only the read-only tools. On a loopback address serve starts without any token (and says how to make one); on any other address it refuses to start until one exists. TLS is left to a reverse proxy (see the README). SIGTERM or Ctrl-C: stop accepting, finish the calls in flight, exit.\n\nExit status: 0 after a shutdown signal, 1 when the address cannot be listened on, 2 on a usage error or a non-loopback address without any token, 3 when the state database cannot be used."
+    )]
+    Serve {
+        /// The address to listen on (port 0: any free port, printed at start)
+        #[arg(long, value_name = "ADDR", default_value = stratum_runtime::http::DEFAULT_LISTEN)]
+        listen: std::net::SocketAddr,
+        /// A `Host` clients reach the server by (a name, or name:port), besides the loopback
+        /// names and the address listened on; repeatable; `*` accepts any
+        #[arg(long, value_name = "HOST")]
+        allowed_host: Vec<String>,
+        /// Mark the session cookie Secure (sent over HTTPS only): behind a TLS reverse proxy
+        #[arg(long)]
+        secure_cookies: bool,
+    },
+    /// Create, list and revoke the access tokens of `serve`
+    #[command(
+        after_help = "Examples:\n  stratum-mcp token create --name ci-agent\n  stratum-mcp token create --name dashboard --read-only\n  stratum-mcp token list\n  stratum-mcp token revoke ci-agent\n\nThe secret is printed once, by create, and stored only as its SHA-256. A read-only token can call the read-only MCP tools and see pages, and change nothing. A revoked token, and every browser session opened with it, is refused from its next request on. JSON with --json or when piped (schemas: runtime/schemas/token-*.schema.json).\n\nExit status: 0 on success, 1 for an unknown name (revoke), 2 for an invalid or duplicate name, 3 when the state database cannot be used."
+    )]
+    Token {
+        #[command(subcommand)]
+        what: TokenCommand,
+        /// Print JSON even on a terminal
+        #[arg(long, global = true)]
         json: bool,
     },
     /// Follow flows as they move, one line per event, until interrupted
@@ -221,6 +251,26 @@ enum Command {
 }
 
 #[derive(Subcommand)]
+enum TokenCommand {
+    /// Make a token and print its secret (once)
+    Create {
+        /// Its name: what the audit records as who acted (letters, digits, `.`, `_`, `-`, `@`)
+        #[arg(long, value_name = "NAME")]
+        name: String,
+        /// It may look, and change nothing
+        #[arg(long)]
+        read_only: bool,
+    },
+    /// Every token: name, access, created, last used (never a secret)
+    List,
+    /// Delete a token: requests carrying it, and its sessions, are refused
+    Revoke {
+        /// The token's name
+        name: String,
+    },
+}
+
+#[derive(Subcommand)]
 enum Hook {
     /// Claude Code's PostToolUse: check the spec the agent just wrote (the hook's JSON on standard input)
     PostToolUse,
@@ -291,6 +341,26 @@ fn main() -> ExitCode {
             interval,
             json,
         }) => operator::watch(&store, flow.as_deref(), interval, json),
+        Some(Command::Serve {
+            listen,
+            allowed_host,
+            secure_cookies,
+        }) => operator::serve(
+            &store,
+            cli.root,
+            stratum_runtime::http::ServeOptions {
+                listen,
+                allowed_hosts: allowed_host,
+                secure_cookies,
+            },
+        ),
+        Some(Command::Token { what, json }) => match what {
+            TokenCommand::Create { name, read_only } => {
+                operator::token_create(&store, &name, read_only, json)
+            }
+            TokenCommand::List => operator::token_list(&store, json),
+            TokenCommand::Revoke { name } => operator::token_revoke(&store, &name, json),
+        },
         Some(Command::Prune { older_than, json }) => operator::prune(&store, older_than, json),
         Some(Command::MigrateStore { from, to, json }) => {
             operator::migrate_store(&from, &to, options, json)

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 use stratum_compiler::source::SourceMap;
 use stratum_runtime::cli::gate::{self, Decision, ResolvedBy};
-use stratum_runtime::cli::{migrate, prune as pruning, query, table, watch as watching};
+use stratum_runtime::cli::{migrate, prune as pruning, query, table, token, watch as watching};
 use stratum_runtime::store::Location;
 use stratum_runtime::{
     Config, FlowId, MemoryStore, Runtime, SqliteOptions, SqliteStore, Store, StoreError,
@@ -44,6 +44,11 @@ impl StoreAt {
             Location::Sqlite(path) if !path.exists() => Ok(Arc::new(MemoryStore::new())),
             location => location.open(self.options),
         }
+    }
+
+    /// The store, opened and created if need be: for what must be kept (a token) or served.
+    pub fn open_or_create(&self) -> Result<Arc<dyn Store>, StoreError> {
+        self.location()?.open(self.options)
     }
 
     fn location(&self) -> Result<Location, StoreError> {
@@ -362,5 +367,147 @@ pub fn explain(topic: Option<&str>) -> ExitCode {
             eprintln!("error: {message}");
             ExitCode::from(stratum_compiler::cli::USAGE_OR_IO_ERROR)
         }
+    }
+}
+
+/// Runs `command` on the store opened (and created) for writing.
+fn with_store_created(
+    at: &StoreAt,
+    command: impl FnOnce(Arc<dyn Store>) -> Result<ExitCode, StoreError>,
+) -> ExitCode {
+    match at.open_or_create().and_then(command) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("stratum-mcp: {error}");
+            ExitCode::from(STORE_UNAVAILABLE)
+        }
+    }
+}
+
+fn print_token(answer: &token::TokenAnswer, json: bool) -> ExitCode {
+    let code = answer.exit_code();
+    if wants_json(json) {
+        print::json_with(&answer.to_json(), code)
+    } else if code == 0 {
+        print::text_with(&answer.to_text(), code)
+    } else {
+        eprint!("{}", answer.to_text());
+        ExitCode::from(code)
+    }
+}
+
+pub fn token_create(at: &StoreAt, name: &str, read_only: bool, json: bool) -> ExitCode {
+    with_store_created(at, |store| {
+        let answer = token::create(store.as_ref(), name, read_only, stratum_runtime::now_ms())?;
+        Ok(print_token(&answer, json))
+    })
+}
+
+pub fn token_list(at: &StoreAt, json: bool) -> ExitCode {
+    with_store(at, |store| {
+        Ok(print_token(&token::list(store.as_ref())?, json))
+    })
+}
+
+pub fn token_revoke(at: &StoreAt, name: &str, json: bool) -> ExitCode {
+    with_store(at, |store| {
+        Ok(print_token(&token::revoke(store.as_ref(), name)?, json))
+    })
+}
+
+/// `serve`: the MCP tools over HTTP and the browser sign-in, until SIGTERM or Ctrl-C.
+pub fn serve(
+    at: &StoreAt,
+    root: Option<std::path::PathBuf>,
+    options: stratum_runtime::http::ServeOptions,
+) -> ExitCode {
+    use stratum_runtime::http::{self, App, ServeError};
+    let root = match root.map_or_else(std::env::current_dir, Ok) {
+        Ok(root) => root,
+        Err(error) => {
+            eprintln!("stratum-mcp: cannot read the current directory: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let store = match at.open_or_create() {
+        Ok(store) => store,
+        Err(error) => {
+            eprintln!("stratum-mcp: {error}");
+            return ExitCode::from(STORE_UNAVAILABLE);
+        }
+    };
+    let no_token = match store.tokens() {
+        Ok(tokens) => tokens.is_empty(),
+        Err(error) => {
+            eprintln!("stratum-mcp: {error}");
+            return ExitCode::from(STORE_UNAVAILABLE);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("stratum-mcp: cannot start: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let app = App::new(store, Config::default().with_root(root), options);
+    let served = runtime.block_on(http::serve(app, shutdown_signal(), |address| {
+        eprintln!(
+            "stratum-mcp serve: listening on http://{address} (MCP at /mcp, sign-in at /signin)"
+        );
+        if no_token {
+            eprintln!(
+                "stratum-mcp serve: no access token exists yet, so every request is refused; \
+                 make one with `stratum-mcp token create --name NAME` (it works at once, \
+                 without a restart)"
+            );
+        }
+    }));
+    // Calls whose client went away still run on the blocking pool: let them commit.
+    runtime.shutdown_timeout(Duration::from_secs(10));
+    match served {
+        Ok(()) => {
+            eprintln!("stratum-mcp serve: stopped");
+            ExitCode::SUCCESS
+        }
+        Err(error @ ServeError::NoToken(_)) => {
+            eprintln!("stratum-mcp: {error}");
+            ExitCode::from(USAGE)
+        }
+        Err(ServeError::Store(error)) => {
+            eprintln!("stratum-mcp: {error}");
+            ExitCode::from(STORE_UNAVAILABLE)
+        }
+        Err(error) => {
+            eprintln!("stratum-mcp: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// SIGTERM or Ctrl-C (SIGINT).
+async fn shutdown_signal() {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
     }
 }

@@ -1,0 +1,345 @@
+//! Who calls, checked in one place for every route: [`check_host`] (the `Host` header, before
+//! anything), [`guard`] (a token, from `Authorization: Bearer` or a session cookie, looked up
+//! in the store; the body's declared size; the CSRF token of a state-changing request that
+//! came with a cookie) and [`require_write`] (no read-only token on a route that changes
+//! state). Handlers get the caller as an [`Identity`] extractor.
+//!
+//! Why a bearer request needs no CSRF token: a browser attaches cookies to a forged
+//! cross-site request, never an `Authorization` header (that would need a CORS preflight,
+//! which this server never grants). A cookie-borne request must prove it comes from one of
+//! this server's own pages, whose forms carry the session's token.
+
+use axum::body::Body;
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, HOST};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, Method, StatusCode, uri::Authority};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::{App, MAX_FORM_BODY_BYTES, MAX_MCP_BODY_BYTES, pages};
+use crate::cli::token::hash;
+
+/// The cookie that names a browser session.
+pub const SESSION_COOKIE: &str = "stratum_session";
+
+/// The form field, and the header, that carry a session's CSRF token.
+pub const CSRF_FIELD: &str = "csrf";
+pub const CSRF_HEADER: &str = "x-csrf-token";
+
+/// The caller of a request that passed [`guard`]: the access token it carried or signed in
+/// with. Take it as an argument of a handler; a request without one is refused (401).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    /// The token's name: who the audit records.
+    pub name: String,
+    pub read_only: bool,
+    /// The session's CSRF token, for a browser signed in with a cookie; `None` for a bearer
+    /// request. Forms put it in a hidden field ([`Identity::csrf_field`]).
+    pub csrf: Option<String>,
+}
+
+impl Identity {
+    /// The hidden form field that carries the CSRF token (empty for a bearer request).
+    pub fn csrf_field(&self) -> String {
+        match &self.csrf {
+            Some(token) => format!(
+                r#"<input type="hidden" name="{CSRF_FIELD}" value="{}">"#,
+                pages::escape(token)
+            ),
+            None => String::new(),
+        }
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Identity {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Identity, Response> {
+        parts
+            .extensions
+            .get::<Identity>()
+            .cloned()
+            .ok_or_else(|| unauthorized("this page needs an access token"))
+    }
+}
+
+/// 401, saying how to authenticate; HTML for a browser, which is pointed at the sign-in form.
+pub fn unauthorized(why: &str) -> Response {
+    let body = format!(
+        "401 Unauthorized: {why}. Send `Authorization: Bearer <token>` (make one with \
+         `stratum-mcp token create --name NAME`), or sign in at /signin.\n"
+    );
+    (
+        StatusCode::UNAUTHORIZED,
+        [
+            ("www-authenticate", r#"Bearer realm="stratum""#),
+            ("content-type", "text/plain; charset=utf-8"),
+            ("cache-control", "no-store"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+fn refuse(status: StatusCode, message: String) -> Response {
+    (
+        status,
+        [
+            ("content-type", "text/plain; charset=utf-8"),
+            ("cache-control", "no-store"),
+        ],
+        format!(
+            "{} {}: {message}\n",
+            status.as_u16(),
+            status.canonical_reason().unwrap_or("")
+        ),
+    )
+        .into_response()
+}
+
+/// Refuses a request whose `Host` the server does not answer to: the loopback names, the
+/// address it listens on, and `--allowed-host`s. A page of another site that rebinds its name
+/// to this machine's address would otherwise reach it with the browser's credentials.
+pub async fn check_host(State(app): State<App>, request: Request, next: Next) -> Response {
+    let host = request
+        .headers()
+        .get(HOST)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| request.uri().authority().map(|a| a.as_str().to_owned()));
+    let Some(host) = host else {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            "the request has no Host header".to_owned(),
+        );
+    };
+    let Ok(authority) = host.parse::<Authority>() else {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            format!("the Host header `{host}` is not a host name"),
+        );
+    };
+    if !host_allowed(&app, &authority) {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            format!(
+                "this server does not answer to the host `{host}`; if that is its name, start \
+                 it with --allowed-host {}",
+                authority.host()
+            ),
+        );
+    }
+    next.run(request).await
+}
+
+fn host_allowed(app: &App, authority: &Authority) -> bool {
+    let name = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let port = authority.port_u16();
+    let listen = app.options().listen;
+    let matches = |allowed: &str| -> bool {
+        if allowed == "*" {
+            return true;
+        }
+        match allowed.parse::<Authority>() {
+            Ok(entry) => {
+                let entry_name = entry.host().trim_start_matches('[').trim_end_matches(']');
+                entry_name.eq_ignore_ascii_case(name)
+                    && entry.port_u16().is_none_or(|wanted| Some(wanted) == port)
+            }
+            Err(_) => false,
+        }
+    };
+    ["localhost", "127.0.0.1", "::1"]
+        .iter()
+        .any(|loopback| matches(loopback))
+        || (!listen.ip().is_unspecified() && matches(&listen.ip().to_string()))
+        || app
+            .options()
+            .allowed_hosts
+            .iter()
+            .any(|allowed| matches(allowed))
+}
+
+/// Every route but sign-in: who calls (401 without a valid token), the body's declared size
+/// (413), the CSRF token of a state-changing request that came with a session cookie (403).
+/// The caller goes on as an [`Identity`] in the request's extensions.
+pub async fn guard(State(app): State<App>, mut request: Request, next: Next) -> Response {
+    let identity = match identify(&app, request.headers()).await {
+        Ok(identity) => identity,
+        Err(refused) => return refused,
+    };
+    if let Some(length) = declared_length(request.headers())
+        && length > MAX_MCP_BODY_BYTES as u64
+    {
+        return too_large(MAX_MCP_BODY_BYTES);
+    }
+    let changes_state = !matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    );
+    if changes_state && let Some(expected) = &identity.csrf {
+        request = match check_csrf(request, expected).await {
+            Ok(request) => request,
+            Err(refused) => return refused,
+        };
+    }
+    tracing::debug!(
+        method = %request.method(),
+        path = %request.uri().path(),
+        caller = %identity.name,
+        "request"
+    );
+    request.extensions_mut().insert(identity);
+    next.run(request).await
+}
+
+/// A route that changes state: refused (403) to a read-only token.
+pub async fn require_write(identity: Identity, request: Request, next: Next) -> Response {
+    if identity.read_only {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            format!(
+                "the access token `{}` is read-only: it can look, not change anything",
+                identity.name
+            ),
+        );
+    }
+    next.run(request).await
+}
+
+/// The caller: a bearer token if the request has an `Authorization` header (and only then:
+/// a wrong one is not overlooked for a cookie), else a session cookie.
+async fn identify(app: &App, headers: &HeaderMap) -> Result<Identity, Response> {
+    if let Some(value) = headers.get(AUTHORIZATION) {
+        let secret = value
+            .to_str()
+            .ok()
+            .and_then(|text| {
+                let (scheme, rest) = text.split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+            })
+            .filter(|secret| !secret.is_empty())
+            .ok_or_else(|| unauthorized("the Authorization header is not `Bearer <token>`"))?;
+        let token = app
+            .token(hash(secret))
+            .await
+            .map_err(store_unavailable)?
+            .ok_or_else(|| unauthorized("that token is not valid (unknown, or revoked)"))?;
+        return Ok(Identity {
+            name: token.name,
+            read_only: token.read_only,
+            csrf: None,
+        });
+    }
+    let Some(id) = cookie(headers, SESSION_COOKIE) else {
+        return Err(unauthorized("no access token"));
+    };
+    let Some(session) = app.sessions().find(&id, crate::now_ms()) else {
+        return Err(unauthorized("the session has ended; sign in again"));
+    };
+    let Some(token) = app
+        .token(session.token_hash.clone())
+        .await
+        .map_err(store_unavailable)?
+    else {
+        app.sessions().close(&id);
+        return Err(unauthorized(
+            "the token this session signed in with was revoked; sign in again",
+        ));
+    };
+    Ok(Identity {
+        name: token.name,
+        read_only: token.read_only,
+        csrf: Some(session.csrf),
+    })
+}
+
+fn store_unavailable(error: crate::store::StoreError) -> Response {
+    refuse(StatusCode::SERVICE_UNAVAILABLE, error.to_string())
+}
+
+/// The value of the cookie `name`, if the request has it.
+pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.trim_matches('"').to_owned())
+}
+
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|text| text.parse().ok())
+}
+
+pub(crate) fn too_large(limit: usize) -> Response {
+    refuse(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!(
+            "the request body is larger than this endpoint's limit of {limit} bytes ({} KiB)",
+            limit / 1024
+        ),
+    )
+}
+
+/// The request again if it carries `expected` in the `x-csrf-token` header or in the `csrf`
+/// field of its URL-encoded form; else 403. The form is read (at most
+/// [`MAX_FORM_BODY_BYTES`]) and put back for the handler.
+async fn check_csrf(request: Request, expected: &str) -> Result<Request, Response> {
+    let forbidden = || {
+        refuse(
+            StatusCode::FORBIDDEN,
+            "this request changes state but does not carry the session's CSRF token (form \
+             field `csrf` or header `x-csrf-token`); reload the page and submit it again"
+                .to_owned(),
+        )
+    };
+    if let Some(sent) = request.headers().get(CSRF_HEADER) {
+        return if equal(sent.as_bytes(), expected.as_bytes()) {
+            Ok(request)
+        } else {
+            Err(forbidden())
+        };
+    }
+    let is_form = request
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/x-www-form-urlencoded"));
+    if !is_form {
+        return Err(forbidden());
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_FORM_BODY_BYTES)
+        .await
+        .map_err(|_| too_large(MAX_FORM_BODY_BYTES))?;
+    // The token is hex, so it is the same encoded or not: no decoding is needed to compare.
+    let sent = bytes
+        .split(|byte| *byte == b'&')
+        .filter_map(|pair| {
+            let at = pair.iter().position(|byte| *byte == b'=')?;
+            Some(pair.split_at(at))
+        })
+        .find(|(key, _)| *key == CSRF_FIELD.as_bytes())
+        .map(|(_, value)| value.get(1..).unwrap_or_default());
+    match sent {
+        Some(sent) if equal(sent, expected.as_bytes()) => {
+            Ok(Request::from_parts(parts, Body::from(bytes)))
+        }
+        _ => Err(forbidden()),
+    }
+}
+
+/// Compares in time independent of where the first difference is.
+fn equal(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

@@ -1,0 +1,99 @@
+//! `/mcp`: the stdio server's tools ([`StratumServer`], the same table, arguments and answers)
+//! over rmcp's Streamable HTTP transport, each call made as the request's [`Identity`]: its
+//! name is the actor a gate's audit records, and a read-only token may call only the tools
+//! annotated read-only.
+//!
+//! The transport runs stateless (no `Mcp-Session-Id`; each POST is answered on its own, as
+//! JSON), since the server keeps no state between calls anyway: any `serve` process on the same
+//! store can answer any request, and shutdown has no idle stream to wait for. Clients of both
+//! protocols work (2025-11-25's `initialize` is answered, 2026-07-28 is stateless by design).
+//! rmcp's own `Host` check is off: [`super::auth::check_host`] applies the same rule to every
+//! route.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ErrorData, ListToolsResult, PaginatedRequestParams,
+    ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{RoleServer, ServerHandler};
+
+use super::auth::Identity;
+use super::{App, MAX_MCP_BODY_BYTES};
+use crate::mcp::{Caller, StratumServer};
+
+/// The MCP endpoint as axum mounts it.
+pub type Service = StreamableHttpService<HttpTools, NeverSessionManager>;
+
+/// rmcp's Streamable HTTP service over the app's tools.
+pub fn service(app: App) -> Service {
+    let tools = HttpTools {
+        server: app.tools().clone(),
+    };
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .disable_allowed_hosts()
+        .with_max_request_body_bytes(MAX_MCP_BODY_BYTES);
+    StreamableHttpService::new(
+        move || Ok(tools.clone()),
+        Arc::new(NeverSessionManager::default()),
+        config,
+    )
+}
+
+/// The tools, for callers known by their token.
+#[derive(Clone)]
+pub struct HttpTools {
+    server: StratumServer,
+}
+
+/// The caller of an MCP request: the [`Identity`] that [`super::auth::guard`] put in the HTTP
+/// request, which rmcp hands on in the request's extensions.
+fn identity(context: &RequestContext<RoleServer>) -> Option<Identity> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Identity>())
+        .cloned()
+}
+
+impl ServerHandler for HttpTools {
+    fn get_info(&self) -> ServerConfig {
+        self.server.get_info()
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.server.list_tools(request, context).await
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.server.get_tool(name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // Fails closed: a call that somehow arrived without a caller runs nothing.
+        let Some(identity) = identity(&context) else {
+            return Err(ErrorData::invalid_request(
+                "the request carries no access token",
+                None,
+            ));
+        };
+        let caller = Caller {
+            actor: Some(identity.name),
+            read_only: identity.read_only,
+        };
+        self.server.call_tool_as(request, caller).await
+    }
+}

@@ -1,0 +1,177 @@
+//! The pages of the foundation: the sign-in form and its post, sign-out, a placeholder home
+//! page that shows who is signed in (the console replaces it), the 404 page; and what every
+//! page uses: [`escape`] for text in HTML, [`layout`] for a whole page, [`form`] for a form
+//! that carries its CSRF token.
+//!
+//! Pages are server-rendered HTML strings with no script and no asset from elsewhere. Every
+//! page answers `Cache-Control: no-store` (they show a signed-in person's state), and
+//! `Content-Security-Policy` forbids everything but this server's own resources.
+
+use axum::Form;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, SET_COOKIE};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+use super::App;
+use super::auth::{Identity, SESSION_COOKIE, cookie};
+use crate::cli::token::hash;
+
+/// What every page sends besides its body.
+const NO_STORE: &str = "no-store";
+const POLICY: &str = "default-src 'self'; frame-ancestors 'none'; form-action 'self'";
+
+/// `text` safe inside HTML text and attribute values.
+pub fn escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+/// A whole page: `title` (text, escaped here) and `body` (HTML, escaped by the caller), with
+/// the headers every page sends.
+pub fn layout(status: StatusCode, title: &str, body: &str) -> Response {
+    let html = format!(
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{} · Stratum</title>\n</head>\n<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n",
+        escape(title)
+    );
+    (
+        status,
+        [(CACHE_CONTROL, NO_STORE), (CONTENT_SECURITY_POLICY, POLICY)],
+        Html(html),
+    )
+        .into_response()
+}
+
+/// A `POST` form to `action` with the caller's CSRF field and `fields` (HTML) inside.
+pub fn form(identity: &Identity, action: &str, fields: &str) -> String {
+    format!(
+        "<form method=\"post\" action=\"{}\">{}{fields}</form>",
+        escape(action),
+        identity.csrf_field()
+    )
+}
+
+/// `GET /signin`.
+pub async fn signin_form() -> Response {
+    signin_page(StatusCode::OK, "")
+}
+
+fn signin_page(status: StatusCode, problem: &str) -> Response {
+    let problem = if problem.is_empty() {
+        String::new()
+    } else {
+        format!("<p role=\"alert\">{}</p>\n", escape(problem))
+    };
+    layout(
+        status,
+        "Sign in",
+        &format!(
+            "<h1>Sign in to Stratum</h1>\n{problem}<form method=\"post\" action=\"/signin\">\n\
+             <label for=\"token\">Access token</label>\n\
+             <input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"current-password\" required autofocus>\n\
+             <button type=\"submit\">Sign in</button>\n</form>\n\
+             <p>An operator makes a token with <code>stratum-mcp token create --name NAME</code>.</p>"
+        ),
+    )
+}
+
+#[derive(Deserialize)]
+pub struct SignIn {
+    token: String,
+}
+
+/// `POST /signin` with `token`: a session cookie and the home page, or the form again (401).
+pub async fn signin(State(app): State<App>, Form(signin): Form<SignIn>) -> Response {
+    let token_hash = hash(signin.token.trim());
+    match app.token(token_hash.clone()).await {
+        Ok(Some(_)) => {}
+        Ok(None) => {
+            return signin_page(
+                StatusCode::UNAUTHORIZED,
+                "That token is not valid (unknown, or revoked).",
+            );
+        }
+        Err(error) => return signin_page(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
+    }
+    let (id, _) = match app.sessions().open(&token_hash, crate::now_ms()) {
+        Ok(opened) => opened,
+        Err(error) => return signin_page(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
+    };
+    let secure = if app.options().secure_cookies {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cookie = format!(
+        "{SESSION_COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}{secure}",
+        super::SESSION_LIFETIME.as_secs()
+    );
+    ([(SET_COOKIE, cookie)], Redirect::to("/")).into_response()
+}
+
+/// `POST /signout`: the session closed and its cookie cleared.
+pub async fn signout(State(app): State<App>, request: axum::extract::Request) -> Response {
+    if let Some(id) = cookie(request.headers(), SESSION_COOKIE) {
+        app.sessions().close(&id);
+    }
+    let cleared = format!("{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+    ([(SET_COOKIE, cleared)], Redirect::to("/signin")).into_response()
+}
+
+/// `GET /`: who is signed in (a placeholder for the console's flow list).
+pub async fn home(identity: Identity) -> Response {
+    let access = if identity.read_only {
+        "read-only"
+    } else {
+        "read-write"
+    };
+    let signout = form(
+        &identity,
+        "/signout",
+        "<button type=\"submit\">Sign out</button>",
+    );
+    layout(
+        StatusCode::OK,
+        "Stratum",
+        &format!(
+            "<h1>Stratum</h1>\n<p>Signed in with the {access} token <strong>{}</strong>.</p>\n\
+             <p>Agents reach the MCP tools at <code>/mcp</code>.</p>\n{signout}",
+            escape(&identity.name)
+        ),
+    )
+}
+
+/// Any path not routed (behind the guard, so only a caller with a token learns it is absent).
+pub async fn not_found() -> Response {
+    layout(
+        StatusCode::NOT_FOUND,
+        "Not found",
+        "<h1>Not found</h1>\n<p>There is no page here. <a href=\"/\">Home</a></p>",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_for_html() {
+        assert_eq!(
+            escape(r#"<a href="x">'&'</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+    }
+}

@@ -1,0 +1,972 @@
+//! `stratum-mcp serve` as agents, browsers and attackers meet it: the real binary on a free
+//! port of 127.0.0.1, driven by rmcp's Streamable HTTP client (both protocols, every answer
+//! checked against its tool's output schema, as on stdio) and by plain HTTP requests.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+mod mcp;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command as Process, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcp::{BOTH, McpServer, Protocol, drive, example, examples, status};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use stratum_runtime::http::{Access, App, ServeOptions};
+
+fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_stratum-mcp")
+}
+
+/// A state directory with its database.
+struct State {
+    dir: tempfile::TempDir,
+}
+
+impl State {
+    fn new() -> State {
+        State {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("state.db")
+    }
+
+    /// Runs an operator command on the database; its exit status and JSON answer.
+    fn cli(&self, args: &[&str]) -> (i32, Value) {
+        let output = Process::new(binary())
+            .arg("--db")
+            .arg(self.db())
+            .args(args)
+            .env_remove("STRATUM_DATABASE_URL")
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            serde_json::from_slice(&output.stdout).unwrap_or(Value::Null),
+        )
+    }
+
+    /// A new token's secret.
+    fn token(&self, name: &str, read_only: bool) -> String {
+        let mut args = vec!["token", "create", "--name", name, "--json"];
+        if read_only {
+            args.push("--read-only");
+        }
+        let (code, created) = self.cli(&args);
+        assert_eq!(code, 0, "{created}");
+        created["secret"].as_str().unwrap().to_owned()
+    }
+}
+
+/// A running `stratum-mcp serve`.
+struct Serve {
+    child: Child,
+    address: SocketAddr,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Serve {
+    fn start(state: &State, args: &[&str]) -> Serve {
+        Serve::try_start(state, args).unwrap_or_else(|(code, stderr)| {
+            panic!("serve exited {code:?} before listening: {stderr}")
+        })
+    }
+
+    /// The server once it listens, or its exit status and standard error.
+    fn try_start(state: &State, args: &[&str]) -> Result<Serve, (Option<i32>, String)> {
+        let mut child = Process::new(binary())
+            .arg("--db")
+            .arg(state.db())
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("STRATUM_DATABASE_URL")
+            .env("STRATUM_LOG", "info,stratum_runtime::http=debug")
+            .current_dir(state.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut seen = String::new();
+        let address = loop {
+            let Some(Ok(line)) = lines.next() else {
+                let code = child.wait().ok().and_then(|status| status.code());
+                return Err((code, seen));
+            };
+            seen.push_str(&line);
+            seen.push('\n');
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                break rest.split(' ').next().unwrap().parse().unwrap();
+            }
+        };
+        let stderr = Arc::new(Mutex::new(seen));
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let mut sink = sink.lock().unwrap();
+                sink.push_str(&line);
+                sink.push('\n');
+            }
+        });
+        Ok(Serve {
+            child,
+            address,
+            stderr,
+        })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Process::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// The exit status once the process ends (within `timeout`).
+    fn wait(&mut self, timeout: Duration) -> Option<i32> {
+        let until = Instant::now() + timeout;
+        while Instant::now() < until {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "serve still runs after {timeout:?}: {}",
+            self.stderr.lock().unwrap()
+        );
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An HTTP client that shows redirects instead of following them and keeps no cookies.
+fn http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// The routes the server registers, from its own router.
+fn registered_routes() -> Vec<stratum_runtime::http::RouteInfo> {
+    let app = App::new(
+        Arc::new(stratum_runtime::MemoryStore::new()),
+        Default::default(),
+        ServeOptions {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            allowed_hosts: vec![],
+            secure_cookies: false,
+        },
+    );
+    stratum_runtime::http::router(app).1
+}
+
+fn concrete(path: &str) -> String {
+    // A path parameter (`{id}`) is given a value.
+    path.split('/')
+        .map(|part| if part.starts_with('{') { "x" } else { part })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[tokio::test]
+async fn every_route_refuses_a_request_without_a_valid_token() {
+    let state = State::new();
+    let secret = state.token("alice", false);
+    let serve = Serve::start(&state, &[]);
+    let client = http();
+    let routes = registered_routes();
+    let public: Vec<(&str, &str)> = routes
+        .iter()
+        .filter(|route| route.access == Access::Public)
+        .map(|route| (route.method, route.path))
+        .collect();
+    assert_eq!(public, [("GET", "/signin"), ("POST", "/signin")]);
+    assert!(routes.iter().any(|route| route.path == "/mcp"));
+    let wrong = format!("{}0", &secret[..secret.len() - 1]);
+    let headers: [Option<String>; 4] = [
+        None,
+        Some(format!("Bearer {wrong}")),
+        Some("Basic YWxpY2U6c2VjcmV0".to_owned()),
+        Some("Bearer".to_owned()),
+    ];
+    let mut asked = 0;
+    for route in routes.iter().filter(|route| route.access != Access::Public) {
+        for header in &headers {
+            let method = reqwest::Method::from_bytes(route.method.as_bytes()).unwrap();
+            let mut request = client
+                .request(method, serve.url(&concrete(route.path)))
+                .header("content-type", "application/json")
+                .body("{}");
+            if let Some(header) = header {
+                request = request.header("authorization", header);
+            }
+            let answer = request.send().await.unwrap();
+            assert_eq!(
+                answer.status(),
+                StatusCode::UNAUTHORIZED,
+                "{} {} with {header:?}",
+                route.method,
+                route.path
+            );
+            assert!(answer.headers().contains_key("www-authenticate"));
+            asked += 1;
+        }
+    }
+    assert!(asked >= 20, "{asked}");
+    // A path no route serves says nothing either, without a token.
+    let answer = client.get(serve.url("/no/such/page")).send().await.unwrap();
+    assert_eq!(answer.status(), StatusCode::UNAUTHORIZED);
+    let answer = client
+        .get(serve.url("/no/such/page"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn agents_drive_every_example_over_http_with_the_stdio_answers() {
+    let state = State::new();
+    let secret = state.token("ci-agent", false);
+    let serve = Serve::start(&state, &[]);
+    let work = tempfile::tempdir().unwrap();
+    let stdio = McpServer::start(state.dir.path(), work.path(), Protocol::Handshake).await;
+    for protocol in BOTH {
+        let mut server =
+            McpServer::start_http(&serve.url("/mcp"), &secret, protocol, state.dir.path()).await;
+        assert_eq!(
+            serde_json::to_value(&server.tools).unwrap(),
+            serde_json::to_value(&stdio.tools).unwrap(),
+            "the same tools, descriptions, annotations and schemas as on stdio"
+        );
+        for (file, flow, inputs, script) in examples() {
+            let spec = example(file);
+            let validation = server.call("stratum_validate", json!({"spec": spec})).await;
+            assert_eq!(validation["valid"], json!(true), "{file}");
+            let first = server
+                .call(
+                    "stratum_plan",
+                    json!({"spec": spec, "flow": flow, "inputs": inputs}),
+                )
+                .await;
+            let last = drive(&mut server, first, &script).await;
+            assert_eq!(status(&last), "complete", "{file}: {last:#}");
+            let audit = server
+                .call("stratum_audit", json!({"flow_id": last["flow_id"]}))
+                .await;
+            assert_eq!(status(&audit), "complete", "{file}");
+        }
+        // A refusal has the stdio shape too.
+        let refused = server.refused("stratum_audit", json!({"flow_id": 7})).await;
+        assert_eq!(refused["error_type"], "invalid_argument");
+        server.stop().await;
+    }
+    stdio.stop().await;
+}
+
+/// A `reviewed_work` flow at its `review` gate, started over HTTP; its id.
+async fn flow_at_gate(server: &mut McpServer) -> String {
+    let planned = server
+        .call(
+            "stratum_plan",
+            json!({"spec": example("reviewed-work.stratum.yaml"), "flow": "reviewed_work",
+                   "inputs": {"text": "t"}}),
+        )
+        .await;
+    let flow = planned["flow_id"].as_str().unwrap().to_owned();
+    let gate = server
+        .call(
+            "stratum_step_done",
+            json!({"flow_id": flow, "step_id": "work",
+                   "result": {"result": "r1", "quality_score": 0.9}}),
+        )
+        .await;
+    assert_eq!(status(&gate), "await_gate");
+    flow
+}
+
+#[tokio::test]
+async fn a_gate_resolved_over_http_records_the_token_not_the_claim() {
+    let state = State::new();
+    let secret = state.token("alice", false);
+    let serve = Serve::start(&state, &[]);
+    let mut server = McpServer::start_http(
+        &serve.url("/mcp"),
+        &secret,
+        Protocol::Handshake,
+        state.dir.path(),
+    )
+    .await;
+    let flow = flow_at_gate(&mut server).await;
+    let approved = server
+        .call(
+            "stratum_gate_resolve",
+            json!({"flow_id": flow, "step_id": "review", "outcome": "approve",
+                   "rationale": "fine", "resolved_by": "human"}),
+        )
+        .await;
+    assert_eq!(status(&approved), "complete");
+    let audit = server.call("stratum_audit", json!({"flow_id": flow})).await;
+    let gate = audit["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|record| record["type"] == "gate")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (&gate["resolved_by"], &gate["actor"]),
+        (&json!("human"), &json!("alice")),
+        "the claim is kept, and beside it who the server knows resolved: {gate:#}"
+    );
+    // The operator's view shows it too, in its published schema.
+    let (code, state_json) = state.cli(&["query", "flow", &flow, "--json"]);
+    assert_eq!(code, 0);
+    let record = state_json["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|record| record["type"] == "gate")
+        .unwrap();
+    assert_eq!(record["actor"], "alice");
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/query-flow.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(jsonschema::is_valid(&schema, &state_json));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_read_only_token_can_look_but_not_change() {
+    let state = State::new();
+    let writer = state.token("agent", false);
+    let reader = state.token("dashboard", true);
+    let serve = Serve::start(&state, &[]);
+    let mut agent = McpServer::start_http(
+        &serve.url("/mcp"),
+        &writer,
+        Protocol::Handshake,
+        state.dir.path(),
+    )
+    .await;
+    let flow = flow_at_gate(&mut agent).await;
+    let mut viewer = McpServer::start_http(
+        &serve.url("/mcp"),
+        &reader,
+        Protocol::Stateless,
+        state.dir.path(),
+    )
+    .await;
+    assert_eq!(viewer.tools.len(), agent.tools.len(), "the same list");
+    let audit = viewer.call("stratum_audit", json!({"flow_id": flow})).await;
+    assert_eq!(status(&audit), "in_progress");
+    let valid = viewer
+        .call(
+            "stratum_validate",
+            json!({"spec": example("sentiment.stratum.yaml")}),
+        )
+        .await;
+    assert_eq!(valid["valid"], true);
+    let refused = viewer
+        .refused(
+            "stratum_gate_resolve",
+            json!({"flow_id": flow, "step_id": "review", "outcome": "approve",
+                   "rationale": "", "resolved_by": "human"}),
+        )
+        .await;
+    assert_eq!(refused["error_type"], "forbidden", "{refused:#}");
+    assert!(refused["message"].as_str().unwrap().contains("dashboard"));
+    for (tool, arguments) in [
+        (
+            "stratum_plan",
+            json!({"spec": example("sentiment.stratum.yaml"), "flow": "run", "inputs": {"text": "t"}}),
+        ),
+        ("stratum_resume", json!({"flow_id": flow})),
+        ("stratum_commit", json!({"flow_id": flow, "label": "x"})),
+    ] {
+        let refused = viewer.refused(tool, arguments).await;
+        assert_eq!(refused["error_type"], "forbidden", "{tool}");
+    }
+    let (_, flows) = state.cli(&["query", "flows", "--json"]);
+    assert_eq!(flows.as_array().unwrap().len(), 1, "no flow was started");
+    let (_, gates) = state.cli(&["query", "gates", "--json"]);
+    assert_eq!(gates[0]["flow_id"], json!(flow), "the gate still waits");
+    agent.stop().await;
+    viewer.stop().await;
+}
+
+/// Signs in with `secret`: the session cookie (`name=value`).
+async fn sign_in(serve: &Serve, secret: &str) -> String {
+    let answer = http()
+        .post(serve.url("/signin"))
+        .form(&[("token", secret)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::SEE_OTHER);
+    let cookie = answer.headers()["set-cookie"].to_str().unwrap().to_owned();
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(cookie.contains(attribute), "{cookie}");
+    }
+    cookie.split(';').next().unwrap().to_owned()
+}
+
+/// The CSRF token in a page's forms.
+fn csrf_of(page: &str) -> String {
+    let at = page.find("name=\"csrf\" value=\"").unwrap() + "name=\"csrf\" value=\"".len();
+    page[at..].split('"').next().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_browser_signs_in_and_its_posts_need_the_csrf_token() {
+    let state = State::new();
+    let secret = state.token("alice", false);
+    let serve = Serve::start(&state, &[]);
+    let client = http();
+
+    let form = client.get(serve.url("/signin")).send().await.unwrap();
+    assert_eq!(form.status(), StatusCode::OK);
+    assert!(form.text().await.unwrap().contains("name=\"token\""));
+    let wrong = client
+        .post(serve.url("/signin"))
+        .form(&[("token", "stratum_nope")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+
+    let cookie = sign_in(&serve, &secret).await;
+    let home = client
+        .get(serve.url("/"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(home.status(), StatusCode::OK);
+    let page = home.text().await.unwrap();
+    assert!(page.contains("<strong>alice</strong>"), "{page}");
+    let csrf = csrf_of(&page);
+
+    // A post without the session's CSRF token, or with another, is refused.
+    for form in [vec![], vec![("csrf", "0".repeat(64))]] {
+        let refused = client
+            .post(serve.url("/signout"))
+            .header("cookie", &cookie)
+            .form(&form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), StatusCode::FORBIDDEN, "{form:?}");
+    }
+    let refused = client
+        .post(serve.url("/mcp"))
+        .header("cookie", &cookie)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN, "MCP with a cookie");
+
+    let out = client
+        .post(serve.url("/signout"))
+        .header("cookie", &cookie)
+        .form(&[("csrf", csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.status(), StatusCode::SEE_OTHER);
+    assert!(
+        out.headers()["set-cookie"]
+            .to_str()
+            .unwrap()
+            .contains("Max-Age=0")
+    );
+    let after = client
+        .get(serve.url("/"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        after.status(),
+        StatusCode::UNAUTHORIZED,
+        "the session ended"
+    );
+}
+
+/// An action route of the console (a state-changing form) served in-process on `store`,
+/// through the same `Routes` the server's table uses: what a read-only token and a missing
+/// CSRF token meet.
+#[tokio::test]
+async fn a_read_only_token_cannot_post_a_form_that_changes_state() {
+    use axum::extract::State as Axum;
+    use stratum_runtime::http::{Identity, pages};
+
+    let store: Arc<dyn stratum_runtime::Store> = Arc::new(stratum_runtime::MemoryStore::new());
+    let (writer, reader) = ("stratum_writer", "stratum_reader");
+    for (name, secret, read_only) in [("w", writer, false), ("r", reader, true)] {
+        store
+            .add_token(&stratum_runtime::store::Token {
+                name: name.to_owned(),
+                hash: stratum_runtime::cli::token::hash(secret),
+                read_only,
+                created_ms: 0,
+                last_used_ms: None,
+            })
+            .unwrap();
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let store_for_gate = store.clone();
+    let app = App::new(
+        store,
+        Default::default(),
+        ServeOptions {
+            listen: address,
+            allowed_hosts: vec![],
+            secure_cookies: false,
+        },
+    );
+    /// What a console's gate form does: the CLI's resolution, as the signed-in token.
+    async fn approve(
+        Axum(app): Axum<App>,
+        identity: Identity,
+        axum::extract::Path(flow): axum::extract::Path<String>,
+    ) -> String {
+        use stratum_runtime::cli::gate::{Decision, ResolvedBy, resolve_as};
+        let runtime = app.runtime();
+        let answer = tokio::task::spawn_blocking(move || {
+            resolve_as(
+                &runtime,
+                &flow,
+                "review",
+                Decision::Approve,
+                "from the console",
+                ResolvedBy::Human,
+                Some(&identity.name),
+            )
+        })
+        .await
+        .unwrap()
+        .unwrap();
+        answer.to_json().to_string()
+    }
+    async fn act(_: Axum<App>, identity: Identity) -> String {
+        format!("acted as {}", identity.name)
+    }
+    async fn page(identity: Identity) -> axum::response::Response {
+        pages::layout(
+            axum::http::StatusCode::OK,
+            "t",
+            &pages::form(&identity, "/act", "<button>go</button>"),
+        )
+    }
+    let routes = stratum_runtime::http::routes::table(&app)
+        .page("/page", page)
+        .action("/act", act)
+        .action("/approve/{flow}", approve);
+    assert!(
+        routes
+            .list()
+            .iter()
+            .any(|route| route.path == "/act" && route.access == Access::Write)
+    );
+    let router = routes.into_router(app);
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let url = |path: &str| format!("http://{address}{path}");
+    let client = http();
+
+    let post = |secret: &'static str| {
+        client
+            .post(url("/act"))
+            .bearer_auth(secret)
+            .form(&[("x", "1")])
+            .send()
+    };
+    let done = post(writer).await.unwrap();
+    assert_eq!(done.status(), StatusCode::OK);
+    assert_eq!(done.text().await.unwrap(), "acted as w");
+    let refused = post(reader).await.unwrap();
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    assert!(refused.text().await.unwrap().contains("read-only"));
+
+    // A browser: the form carries the CSRF token; without it the post is refused.
+    let signed = client
+        .post(url("/signin"))
+        .form(&[("token", writer)])
+        .send()
+        .await
+        .unwrap();
+    let cookie = signed.headers()["set-cookie"].to_str().unwrap();
+    let cookie = cookie.split(';').next().unwrap().to_owned();
+    let page = client
+        .get(url("/page"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let csrf = csrf_of(&page);
+    let without = client
+        .post(url("/act"))
+        .header("cookie", &cookie)
+        .form(&[("x", "1")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(without.status(), StatusCode::FORBIDDEN);
+    let with = client
+        .post(url("/act"))
+        .header("cookie", &cookie)
+        .form(&[("x", "1"), ("csrf", csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(with.status(), StatusCode::OK);
+    let header = client
+        .post(url("/act"))
+        .header("cookie", &cookie)
+        .header("x-csrf-token", &csrf)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(header.status(), StatusCode::OK);
+
+    // A gate resolved through an action records the token, and a second try is a conflict.
+    let plan = stratum_runtime::compile::plan_from_spec(
+        "reviewed-work.stratum.yaml",
+        &example("reviewed-work.stratum.yaml"),
+    )
+    .unwrap();
+    let runtime = stratum_runtime::Runtime::new(store_for_gate.clone(), Default::default());
+    let started = runtime
+        .call(&stratum_runtime::Command::Start {
+            plan: Arc::new(plan),
+            flow: None,
+            inputs: json!({"text": "t"}),
+        })
+        .unwrap()
+        .to_json();
+    let flow = started["flow_id"].as_str().unwrap().to_owned();
+    let at_gate = runtime
+        .call(&stratum_runtime::Command::StepDone {
+            flow_id: flow.clone(),
+            step_id: "work".to_owned(),
+            result: json!({"result": "r", "quality_score": 0.9}),
+            usage: None,
+        })
+        .unwrap()
+        .to_json();
+    assert_eq!(status(&at_gate), "await_gate");
+    let approve = |secret: &'static str| {
+        client
+            .post(url(&format!("/approve/{flow}")))
+            .bearer_auth(secret)
+            .send()
+    };
+    let refused = approve(reader).await.unwrap();
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let done: Value =
+        serde_json::from_str(&approve(writer).await.unwrap().text().await.unwrap()).unwrap();
+    assert_eq!(done["ok"], true, "{done}");
+    let again: Value =
+        serde_json::from_str(&approve(writer).await.unwrap().text().await.unwrap()).unwrap();
+    assert_eq!(again["conflict"], true, "{again}");
+    let audit = runtime
+        .call(&stratum_runtime::Command::Audit { flow_id: flow })
+        .unwrap()
+        .to_json();
+    let gate = audit["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|record| record["type"] == "gate")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (&gate["actor"], &gate["resolved_by"]),
+        (&json!("w"), &json!("human"))
+    );
+}
+
+#[tokio::test]
+async fn a_revoked_token_stops_working_with_its_sessions() {
+    let state = State::new();
+    let secret = state.token("temp", false);
+    let serve = Serve::start(&state, &[]);
+    let client = http();
+    let cookie = sign_in(&serve, &secret).await;
+    let ok = client
+        .get(serve.url("/"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), StatusCode::OK);
+    let (_, tokens) = state.cli(&["token", "list", "--json"]);
+    assert!(
+        tokens[0]["last_used_ms"].is_u64(),
+        "its use is recorded: {tokens}"
+    );
+    let (code, _) = state.cli(&["token", "revoke", "temp", "--json"]);
+    assert_eq!(code, 0);
+    let bearer = client
+        .get(serve.url("/"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bearer.status(), StatusCode::UNAUTHORIZED);
+    let session = client
+        .get(serve.url("/"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(session.status(), StatusCode::UNAUTHORIZED);
+    let (_, tokens) = state.cli(&["token", "list", "--json"]);
+    assert_eq!(tokens, json!([]));
+}
+
+/// Sends `request` as written and returns what comes back before the server closes (or 5 s).
+fn raw(address: SocketAddr, request: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut reply = Vec::new();
+    let _ = stream.read_to_end(&mut reply);
+    String::from_utf8_lossy(&reply).into_owned()
+}
+
+#[tokio::test]
+async fn oversized_and_malformed_requests_get_a_clear_4xx() {
+    let state = State::new();
+    let secret = state.token("alice", false);
+    let serve = Serve::start(&state, &[]);
+    let client = http();
+
+    // A body declared over the limit is refused before it is read (sending it all would race
+    // the refusal: the server answers and closes while the client still writes).
+    let reply = raw(
+        serve.address,
+        &format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {secret}\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{{",
+            stratum_runtime::http::MAX_MCP_BODY_BYTES + 1
+        ),
+    );
+    assert!(reply.starts_with("HTTP/1.1 413"), "{reply}");
+    assert!(reply.contains("limit of 8388608 bytes"), "{reply}");
+
+    let form = "x".repeat(stratum_runtime::http::MAX_FORM_BODY_BYTES + 1);
+    let answer = client
+        .post(serve.url("/signin"))
+        .form(&[("token", form.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::PAYLOAD_TOO_LARGE);
+
+    let answer = client
+        .post(serve.url("/mcp"))
+        .bearer_auth(&secret)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert!(answer.status().is_client_error(), "{}", answer.status());
+
+    let answer = client
+        .post(serve.url("/signin"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("nothing=here")
+        .send()
+        .await
+        .unwrap();
+    assert!(answer.status().is_client_error(), "{}", answer.status());
+
+    let answer = client
+        .get(serve.url("/"))
+        .bearer_auth(&secret)
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::FORBIDDEN);
+    assert!(answer.text().await.unwrap().contains("--allowed-host"));
+
+    // Not HTTP at all.
+    let reply = raw(serve.address, "\x00\x01garbage\r\n\r\n");
+    assert!(
+        reply.is_empty() || reply.starts_with("HTTP/1.1 400"),
+        "{reply}"
+    );
+
+    // Still serving.
+    let answer = client
+        .get(serve.url("/"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+}
+
+#[test]
+fn a_non_loopback_address_needs_a_token_first() {
+    let state = State::new();
+    let refused = Process::new(binary())
+        .arg("--db")
+        .arg(state.db())
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .env_remove("STRATUM_DATABASE_URL")
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("stratum-mcp token create --name NAME"),
+        "{stderr}"
+    );
+
+    // On loopback it starts, and says how to make a token.
+    let serve = Serve::start(&state, &[]);
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let stderr = serve.stderr.lock().unwrap().clone();
+        if stderr.contains("no access token exists yet") {
+            break;
+        }
+        assert!(Instant::now() < until, "{stderr}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test]
+async fn other_host_names_are_answered_only_when_allowed() {
+    let state = State::new();
+    let secret = state.token("alice", false);
+    let serve = Serve::start(&state, &["--allowed-host", "stratum.example.com"]);
+    let client = http();
+    for (host, expected) in [
+        ("stratum.example.com", StatusCode::OK),
+        ("stratum.example.com:443", StatusCode::OK),
+        ("localhost:7777", StatusCode::OK),
+        ("other.example.com", StatusCode::FORBIDDEN),
+    ] {
+        let answer = client
+            .get(serve.url("/"))
+            .bearer_auth(&secret)
+            .header("host", host)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), expected, "{host}");
+    }
+}
+
+/// SIGTERM while a call waits for the database: the server stops accepting connections,
+/// answers the call once it commits, then exits 0; the step it acknowledged is stored.
+#[tokio::test]
+async fn sigterm_lets_the_call_in_flight_finish_and_exits_0() {
+    let state = State::new();
+    let secret = state.token("alice", false);
+    let mut serve = Serve::start(&state, &[]);
+    let server = McpServer::start_http(
+        &serve.url("/mcp"),
+        &secret,
+        Protocol::Handshake,
+        state.dir.path(),
+    )
+    .await;
+    let mut server = server;
+    let planned = server
+        .call(
+            "stratum_plan",
+            json!({"spec": example("sentiment.stratum.yaml"), "flow": "run",
+                   "inputs": {"text": "I love it"}}),
+        )
+        .await;
+    let flow = planned["flow_id"].as_str().unwrap().to_owned();
+
+    // Hold SQLite's write lock: the step's commit waits for it.
+    let lock = rusqlite::Connection::open(state.db()).unwrap();
+    lock.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let posts = || serve.stderr.lock().unwrap().matches("path=/mcp").count();
+    let before = posts();
+    let call = {
+        let flow = flow.clone();
+        tokio::spawn(async move {
+            let answer = server
+                .call(
+                    "stratum_step_done",
+                    json!({"flow_id": flow, "step_id": "s1",
+                           "result": {"label": "positive", "confidence": 0.9}}),
+                )
+                .await;
+            (server, answer)
+        })
+    };
+    // The server logs each request it has taken, before its handler runs.
+    let until = Instant::now() + Duration::from_secs(20);
+    while posts() == before {
+        assert!(Instant::now() < until, "the call never reached the server");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    serve.signal("TERM");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        serve.child.try_wait().unwrap().is_none(),
+        "it waits for the call in flight"
+    );
+    assert!(
+        std::net::TcpStream::connect(serve.address).is_err(),
+        "no new connection is accepted"
+    );
+    assert!(!call.is_finished());
+    lock.execute_batch("COMMIT").unwrap();
+    let (server, answer) = tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status(&answer), "complete", "{answer:#}");
+    assert_eq!(serve.wait(Duration::from_secs(20)), Some(0));
+    assert!(serve.stderr.lock().unwrap().contains("stopped"));
+    drop(server);
+    let (_, stored) = state.cli(&["query", "flow", &flow, "--json"]);
+    assert_eq!(stored["status"], "complete", "{stored:#}");
+}
