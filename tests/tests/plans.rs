@@ -139,7 +139,7 @@ functions:
   approval: {mode: gate, timeout: 60}
 flows:
   child:
-    input: {text: {type: string}}
+    input: {text: {type: string}, prior: {type: Out}}
     output: Out
     steps:
       - id: inner
@@ -161,7 +161,7 @@ flows:
         on_kill: ~
       - id: publish
         flow: child
-        inputs: {text: "$.steps.first.output"}
+        inputs: {prior: "$.steps.first.output", text: "$.input.text"}
         depends_on: [review]
         ensure: ["result.n > 0", "1 < 2"]
         next: fix
