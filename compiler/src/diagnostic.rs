@@ -145,7 +145,7 @@ codes! {
     E0073 Error "recursive-contract" "a contract contains itself through its fields";
     E0074 Error "values-items-mismatch" "`values` or `items` that do not fit the field's type";
     E0075 Error "contract-too-large" "a contract's schema, nested contracts inlined, is larger or deeper than accepted";
-    E0076 Error "input-type-mismatch" "a function step passes an input of another type than its function declares";
+    E0076 Error "input-type-mismatch" "a function or flow step passes an input of another type than the function or flow declares";
 
     W0001 Warning "unknown-contract-field-key" "a key in a contract field definition that nothing reads";
     // Retired: reported as the error E0047 since the comparison cannot hold. Kept so that the

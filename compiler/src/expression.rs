@@ -52,6 +52,9 @@ pub fn diagnostic(
     }
     if let Some(replacement) = &problem.replacement {
         let message = match source.get(replacement.span.range()) {
+            Some(old) if !old.is_empty() && replacement.text.is_empty() => {
+                format!("remove `{}`", old.trim())
+            }
             Some(old) if !old.is_empty() => {
                 format!("replace `{old}` with `{}`", replacement.text)
             }

@@ -22,7 +22,11 @@ use stratum_grammar::Program;
 pub use load::{LoadError, load, nesting_beyond};
 
 /// The plan format this compiler writes and this runtime reads. It changes whenever a plan
-/// written by one could be misread by the other.
+/// written by one could be misread by the other. A new built-in (`NoFileConflicts`,
+/// `PlanCompletion`) or op does not change it: a runtime that predates it refuses a plan that
+/// uses it as damaged, naming the unknown variant and the compiler that wrote it, and reads
+/// every other plan as before; a new format would also refuse the plans stored for flows
+/// already running.
 pub const FORMAT: u32 = 1;
 
 /// The name this compiler writes into [`CompilerInfo`].

@@ -372,6 +372,37 @@ fn eval_ensure_exits_by_truthiness_and_explains_a_failure() {
 }
 
 #[test]
+fn eval_ensure_lists_the_violations_of_a_planning_built_in() {
+    let result = r#"{"items": [{"text": "Parse", "file": "parse.py"}, {"text": "Write", "file": "write.py"}], "files": ["parse.py"]}"#;
+    let failing = [
+        "eval",
+        "plan_completion(result.items, result.files)",
+        "--ensure",
+        "--result",
+        result,
+    ];
+    let output = stratumc(&failing);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout(&output), "");
+    assert_eq!(
+        stderr(&output),
+        "ensure `plan_completion(result.items, result.files)` failed with 2 violations:\n  \
+         Plan completion 50% is below threshold 90%\n  \
+         Missing item: Write (expected in write.py)\n"
+    );
+    let lowered = [
+        "eval",
+        "plan_completion(result.items, result.files, 50)",
+        "--ensure",
+        "--result",
+        result,
+    ];
+    let output = stratumc(&lowered);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "true\n");
+}
+
+#[test]
 fn eval_reports_syntax_type_and_evaluation_errors_on_the_expression() {
     let cases: &[&[&str]] = &[
         &["eval", "result.score >", "--result", "{}"],

@@ -6,13 +6,14 @@
 //! optional arguments, `iterable` for a list, string, record (its keys), generator or `any`,
 //! and `T` for the item type.
 //!
-//! The functions are `len bool int str any all min max file_exists file_contains`; the
-//! methods are, on strings, `lower upper strip lstrip rstrip startswith endswith split count
-//! find replace join isdigit isalpha isspace isupper islower`, on lists `count index`, and on
-//! records `get keys values`. A few Python built-ins that specs reach for are deliberately
-//! not provided ([`NOT_PROVIDED`]): the reference runtime did not provide them either. Three
-//! built-ins the reference's `ensure` has are not supported ([`NOT_SUPPORTED`]): they cannot
-//! be provided with the reference's meaning.
+//! The functions are `len bool int str any all min max file_exists file_contains
+//! no_file_conflicts plan_completion` (the last two are the reference's planning built-ins);
+//! the methods are, on strings, `lower upper strip lstrip rstrip startswith endswith split
+//! count find replace join isdigit isalpha isspace isupper islower`, on lists `count index`,
+//! and on records `get keys values`. A few Python built-ins that specs reach for are
+//! deliberately not provided ([`NOT_PROVIDED`]): the reference runtime did not provide them
+//! either. One built-in the reference's `ensure` has is not supported ([`NOT_SUPPORTED`]): it
+//! cannot be provided with the reference's meaning.
 
 /// A built-in function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,7 +102,7 @@ const fn method(
 }
 
 /// Every built-in function.
-pub static FUNCTIONS: [Function; 10] = [
+pub static FUNCTIONS: [Function; 12] = [
     function(
         "len",
         "len(value: string | list | record) -> int",
@@ -171,6 +172,20 @@ pub static FUNCTIONS: [Function; 10] = [
         2,
         Some(2),
         "Whether the file at `path` exists and its text contains `substring`.",
+    ),
+    function(
+        "no_file_conflicts",
+        "no_file_conflicts(tasks: list<record>) -> bool",
+        1,
+        Some(1),
+        "Whether no two tasks that are independent (neither reaches the other through `depends_on`, directly or not) own a file in common in `files_owned`; the first conflict fails the `ensure`, naming the two tasks and their files.",
+    ),
+    function(
+        "plan_completion",
+        "plan_completion(plan_items: list<record>, files_changed: list<string>[, threshold: float]) -> bool",
+        2,
+        Some(3),
+        "Whether the plan is done: an item whose `file` is not in `files_changed` is missing, no missing item may be `critical`, and at least `threshold` percent (default 90) of the items must be done; otherwise each missing item is a violation of its own.",
     ),
 ];
 
@@ -422,33 +437,15 @@ pub struct Unsupported {
 }
 
 /// The reference's extra `ensure` built-ins that cannot be provided faithfully. (Its `any`,
-/// `all`, `min` and `max` are in [`FUNCTIONS`].)
-pub static NOT_SUPPORTED: [Unsupported; 3] = [
-    Unsupported {
-        name: "no_file_conflicts",
-        reason: "in the reference it checks that no two tasks independent through their \
-                 `depends_on` own the same file in `files_owned`, and reports a conflict by \
-                 raising an error that becomes the step's violation",
-        instead: "check the file ownership in the step that plans the tasks, and test a field \
-                  of its result, as in `result.conflicts == []`",
-    },
-    Unsupported {
-        name: "plan_completion",
-        reason: "in the reference it compares a plan's items with the files a step changed and \
-                 reports each missing item as a violation of its own, which the runtime here \
-                 cannot pass on",
-        instead: "to require every planned file to be changed, write \
-                  `all(item.file in result.files_changed for item in result.plan_items if item.file)`",
-    },
-    Unsupported {
-        name: "vocabulary_compliance",
-        reason: "in the reference it reads a YAML vocabulary file and may run `git diff`; an \
-                 expression here reads files only through `file_exists` and `file_contains`, \
-                 and runs no command",
-        instead: "check the vocabulary in a step of its own and test its result, or look for \
-                  a rejected word with `file_contains(path, word)`",
-    },
-];
+/// `all`, `min`, `max`, `no_file_conflicts` and `plan_completion` are in [`FUNCTIONS`].)
+pub static NOT_SUPPORTED: [Unsupported; 1] = [Unsupported {
+    name: "vocabulary_compliance",
+    reason: "in the reference it reads a YAML vocabulary file and may run `git diff`; an \
+             expression here reads files only through `file_exists` and `file_contains`, \
+             and runs no command",
+    instead: "check the vocabulary in a step of its own and test its result, or look for \
+              a rejected word with `file_contains(path, word)`",
+}];
 
 /// The reference built-in `name`, if it is one of those not supported here.
 pub fn not_supported(name: &str) -> Option<&'static Unsupported> {

@@ -5,6 +5,7 @@ use std::rc::Rc;
 
 use crate::compile::{Builtin, Method};
 use crate::files;
+use crate::planning;
 use crate::value::{self, Fault, Meter, Res, SeqKind, Val, is_py_space};
 use crate::vm::{self, EvalErrorKind, Limits};
 
@@ -154,6 +155,14 @@ pub(crate) fn call<'a>(
             };
             meter.charge(100)?;
             files::file_contains(limits, path, needle, meter).map(Val::Bool)
+        }
+        Builtin::NoFileConflicts => {
+            arity(name, args.len(), 1, 1)?;
+            planning::no_file_conflicts(arg(args, 0)?, meter)
+        }
+        Builtin::PlanCompletion => {
+            arity(name, args.len(), 2, 3)?;
+            planning::plan_completion(arg(args, 0)?, arg(args, 1)?, args.get(2), meter)
         }
     }
 }

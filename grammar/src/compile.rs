@@ -127,6 +127,8 @@ pub enum Builtin {
     Max,
     FileExists,
     FileContains,
+    NoFileConflicts,
+    PlanCompletion,
 }
 
 /// The methods of strings, lists and objects.
@@ -156,7 +158,7 @@ pub enum Method {
 }
 
 impl Builtin {
-    pub const ALL: [Builtin; 10] = [
+    pub const ALL: [Builtin; 12] = [
         Builtin::Len,
         Builtin::Bool,
         Builtin::Int,
@@ -167,6 +169,8 @@ impl Builtin {
         Builtin::Max,
         Builtin::FileExists,
         Builtin::FileContains,
+        Builtin::NoFileConflicts,
+        Builtin::PlanCompletion,
     ];
 
     pub fn name(self) -> &'static str {
@@ -181,6 +185,8 @@ impl Builtin {
             Builtin::Max => "max",
             Builtin::FileExists => "file_exists",
             Builtin::FileContains => "file_contains",
+            Builtin::NoFileConflicts => "no_file_conflicts",
+            Builtin::PlanCompletion => "plan_completion",
         }
     }
 

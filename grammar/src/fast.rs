@@ -444,11 +444,16 @@ fn runs(op: &Op) -> bool {
         | Op::Unary(_)
         | Op::Binary(_) => true,
         // Not `str(…)`, which always builds a string (the work would be lost), nor the file
-        // built-ins.
+        // built-ins, nor the planning built-ins, whose failures are their point (the general
+        // VM would do the work again to report them).
         Op::Call(builtin, argc) => {
             !matches!(
                 builtin,
-                Builtin::Str | Builtin::FileExists | Builtin::FileContains
+                Builtin::Str
+                    | Builtin::FileExists
+                    | Builtin::FileContains
+                    | Builtin::NoFileConflicts
+                    | Builtin::PlanCompletion
             ) && (1..=2).contains(argc)
         }
         // The methods whose result is a number, a bool or borrowed; not those that build a

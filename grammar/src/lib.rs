@@ -22,6 +22,7 @@ mod fast;
 mod files;
 pub mod lexer;
 pub mod parser;
+mod planning;
 pub mod print;
 pub mod problem;
 pub mod span;

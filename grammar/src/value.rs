@@ -56,6 +56,8 @@ pub(crate) enum Failure {
     Overflow,
     /// "`{expr}` is not a finite number".
     NotFinite,
+    /// Several violations, each its own message (`plan_completion`).
+    Violations(Vec<String>),
 }
 
 impl Fault {
@@ -87,6 +89,11 @@ impl Fault {
     #[cold]
     pub(crate) fn not_finite() -> Fault {
         Fault(Box::new(Failure::NotFinite))
+    }
+
+    #[cold]
+    pub(crate) fn violations(violations: Vec<String>) -> Fault {
+        Fault(Box::new(Failure::Violations(violations)))
     }
 
     #[cold]

@@ -216,6 +216,9 @@ pub enum EvalErrorKind {
     File,
     /// What the checker rejects (an unknown function, a syntax error) or a malformed program.
     Invalid,
+    /// A built-in found several violations, each its own message (`plan_completion`, as the
+    /// reference's `ValueError` of a list of strings): they are in [`EvalError::violations`].
+    Violations,
 }
 
 /// A run-time error: what failed, and the span of the sub-expression that failed.
@@ -227,6 +230,11 @@ pub struct EvalError {
     pub message: String,
     /// The failing sub-expression, in the expression's text.
     pub span: Span,
+    /// With [`EvalErrorKind::Violations`], each violation the built-in found, as it words it
+    /// (the `message` joins them); empty otherwise. The runtime reports each as a violation
+    /// of its own, as the reference does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<String>,
 }
 
 impl Program {
@@ -276,6 +284,15 @@ impl Program {
                     kind,
                     message,
                     span: at,
+                    violations: Vec::new(),
+                };
+            }
+            Failure::Violations(violations) => {
+                return EvalError {
+                    kind: EvalErrorKind::Violations,
+                    message: violations.join("; "),
+                    span,
+                    violations,
                 };
             }
             Failure::ZeroDivision => (
@@ -299,6 +316,7 @@ impl Program {
             kind,
             message,
             span,
+            violations: Vec::new(),
         }
     }
 

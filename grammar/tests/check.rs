@@ -96,6 +96,8 @@ fn clean_expressions() {
         ("$.steps.review.output.approved >= False", "bool"),
         ("result.count == result.score", "bool"),
         ("result.items == []", "bool"),
+        ("no_file_conflicts(result.meta.tasks)", "bool"),
+        ("plan_completion(result.meta, None, 80.5)", "bool"),
     ] {
         let checked = run(text);
         assert!(
@@ -127,8 +129,14 @@ fn every_kind_has_cases() {
         ("lenn(result.items) > 0", UnknownFunction),
         ("abs(result.score) < 0.1", UnknownFunction),
         (
-            "plan_completion(result.items, result.files)",
+            "vocabulary_compliance('vocabulary.yaml', result.files)",
             UnsupportedBuiltin,
+        ),
+        ("no_file_conflicts(result.items)", CallArguments),
+        ("plan_completion(result.meta, result.label)", CallArguments),
+        (
+            "plan_completion(result.meta, result.files, 'high')",
+            CallArguments,
         ),
         ("len(result.score) > 0", CallArguments),
         ("len(result.items, 1)", CallArguments),
@@ -152,6 +160,66 @@ fn every_kind_has_cases() {
     ];
     for (text, kind) in cases {
         assert_eq!(kinds(text), vec![kind], "{text}");
+    }
+}
+
+#[test]
+fn planning_builtins_take_tasks_and_plan_items() {
+    let env = Env::new().with(
+        "result",
+        ty(
+            "{tasks: list<{id: string, files_owned: list<string>, depends_on: list<string>}>, \
+            plan: list<{text: string, file: string?, critical: bool}>, files: list<string>, \
+            notes: list<{text: string, path: string}>, graph: {tasks: list<{id: string, ...}>}}",
+        ),
+    );
+    for text in [
+        "no_file_conflicts(result.tasks)",
+        "no_file_conflicts(result.graph.tasks)",
+        "no_file_conflicts([t for t in result.tasks if t.id != 'x'])",
+        "plan_completion(result.plan, result.files)",
+        "plan_completion(result.plan, result.files, 80)",
+        "plan_completion(result.plan, [f.lower() for f in result.files], 75.5)",
+        "plan_completion(result.plan, None)",
+    ] {
+        let checked = check_in(text, &env);
+        assert!(
+            checked.problems.is_empty(),
+            "{text}: {:#?}",
+            checked.problems
+        );
+        assert_eq!(checked.ty, Type::Bool, "{text}");
+    }
+    for (text, message) in [
+        (
+            "no_file_conflicts(result.plan)",
+            "the items of `tasks` have no field `files_owned`, so no two tasks can conflict",
+        ),
+        (
+            "plan_completion(result.notes, result.files)",
+            "the items of `plan_items` have no field `file`, so every item counts as done",
+        ),
+        (
+            "plan_completion(result.plan, result.files[0])",
+            "`plan_completion` needs a list of strings for `files_changed`, found `string`",
+        ),
+        (
+            "plan_completion(result.plan, result.files, '80')",
+            "`plan_completion` needs a number for `threshold`, found `string`",
+        ),
+    ] {
+        let checked = check_in(text, &env);
+        let messages: Vec<&str> = checked
+            .problems
+            .iter()
+            .map(|p| p.message.as_str())
+            .collect();
+        assert_eq!(messages, [message], "{text}");
+        assert_eq!(
+            checked.problems[0].kind,
+            ProblemKind::CallArguments,
+            "{text}"
+        );
     }
 }
 
@@ -253,7 +321,14 @@ fn problem_snapshot() {
         "result.label == 3",
         "$.input",
         "$.input.depth in ['a', 'b']",
-        "no_file_conflicts(result.tests)",
+        "no_file_conflicts(result.items)",
+        "no_file_conflicts(result.count)",
+        "no_file_conflicts(t for t in result.tests)",
+        "plan_completion(result.meta, result.items[0])",
+        "plan_completion(result.meta, result.tests)",
+        "plan_completion(result.tests, result.files)",
+        "plan_completion(result.meta, result.files, '90')",
+        "vocabulary_compliance('vocabulary.yaml', result.files)",
     ];
     let mut out = String::new();
     for text in cases {

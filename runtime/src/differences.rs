@@ -171,6 +171,22 @@ pub static DIFFERENCES: &[Difference] = &[
         why: "the spec's types are promises; the runtime keeps them.",
     },
     Difference {
+        topic: "ensure-errors",
+        summary: "an ensure that raises fails in the words of every failed ensure",
+        reference: "an exception in an `ensure` is the violation `Ensure expression '<expr>' \
+                    raised: <Python's message>`, so a `no_file_conflicts` conflict reads `Ensure \
+                    expression 'no_file_conflicts(result.tasks)' raised: File ownership conflict \
+                    between independent tasks 't1' and 't2': ['shared.py']`; a built-in's \
+                    `ValueError` of a list of strings (`plan_completion`) is one violation per \
+                    string.",
+        ours: "`ensure '<expr>' failed: <message>`, then the operands it read: the message is \
+               the built-in's own for a `no_file_conflicts` conflict, word for word, and this \
+               runtime's for a type error. `plan_completion`'s lines are one violation each, \
+               word for word, as in the reference.",
+        why: "one shape for every failed `ensure`, with the values that decided it; the \
+              planning built-ins' own words are kept, since agents act on them.",
+    },
+    Difference {
         topic: "all-skipped",
         summary: "a flow whose steps are all skipped completes",
         reference: "`stratum_plan` returns None (an MCP error) and leaves a completed flow file \

@@ -1787,3 +1787,121 @@ fn a_dispatched_step_is_not_skipped_by_a_later_resume() {
         "a step that becomes current while the condition holds is skipped"
     );
 }
+
+const PLANNED: &str = r#"
+version: "0.2"
+contracts:
+  Task:
+    id: {type: string}
+    files_owned: {type: "string[]"}
+    depends_on: {type: "string[]"}
+  TaskGraph:
+    tasks: {type: "Task[]"}
+  PlanItem:
+    text: {type: string}
+    file: {type: string}
+    critical: {type: boolean, optional: true}
+  Implementation:
+    plan_items: {type: "PlanItem[]"}
+    files_changed: {type: "string[]"}
+flows:
+  build:
+    input: {}
+    steps:
+      - id: plan
+        intent: "Split the work into tasks"
+        output_contract: TaskGraph
+        ensure: ["no_file_conflicts(result.tasks)"]
+        retries: 2
+      - id: implement
+        intent: "Implement the tasks"
+        depends_on: [plan]
+        output_contract: Implementation
+        ensure: ["plan_completion(result.plan_items, result.files_changed)"]
+        retries: 3
+"#;
+
+/// The reference's planning built-ins fail a step with the reference's words: a file conflict
+/// as the `ensure`'s error, each missing plan item as a violation of its own.
+#[test]
+fn planning_builtins_fail_with_the_references_violations() {
+    let mut s = Scenario::new(PLANNED);
+    s.start(None, json!({}));
+    let flow = s.flow(1);
+    let conflicting = s.done(
+        &flow,
+        "plan",
+        json!({"tasks": [
+            {"id": "t1", "files_owned": ["shared.py", "a.py"], "depends_on": []},
+            {"id": "t2", "files_owned": ["shared.py", "b.py"], "depends_on": []},
+        ]}),
+    );
+    assert_eq!(at(&conflicting, "/status"), "ensure_failed");
+    let violations = strings_at(&conflicting, "/violations");
+    let [violation] = violations.as_slice() else {
+        panic!("one violation: {violations:?}");
+    };
+    assert!(
+        violation.starts_with(
+            "ensure 'no_file_conflicts(result.tasks)' failed: File ownership conflict between \
+             independent tasks 't1' and 't2': ['shared.py']"
+        ),
+        "{violation}"
+    );
+    let ordered = s.done(
+        &flow,
+        "plan",
+        json!({"tasks": [
+            {"id": "t1", "files_owned": ["shared.py", "a.py"], "depends_on": []},
+            {"id": "t2", "files_owned": ["shared.py", "b.py"], "depends_on": ["t1"]},
+        ]}),
+    );
+    assert_eq!(at(&ordered, "/step_id"), "implement");
+
+    let incomplete = s.done(
+        &flow,
+        "implement",
+        json!({
+            "plan_items": [
+                {"text": "Parse the input", "file": "parse.py"},
+                {"text": "Write the output", "file": "write.py"},
+                {"text": "Document it", "file": "README.md"},
+            ],
+            "files_changed": ["parse.py"],
+        }),
+    );
+    assert_eq!(at(&incomplete, "/status"), "ensure_failed");
+    assert_eq!(
+        at(&incomplete, "/violations"),
+        json!([
+            "Plan completion 33% is below threshold 90%",
+            "Missing item: Write the output (expected in write.py)",
+            "Missing item: Document it (expected in README.md)",
+        ]),
+        "one violation per line, as the reference passes its list through"
+    );
+    let critical = s.done(
+        &flow,
+        "implement",
+        json!({
+            "plan_items": [
+                {"text": "Parse the input", "file": "parse.py", "critical": true},
+                {"text": "Write the output", "file": "write.py", "critical": true},
+            ],
+            "files_changed": ["write.py"],
+        }),
+    );
+    assert_eq!(
+        at(&critical, "/violations"),
+        json!(["Missing critical item: Parse the input (expected in parse.py)"])
+    );
+    let complete = s.done(
+        &flow,
+        "implement",
+        json!({
+            "plan_items": [{"text": "Parse the input", "file": "parse.py", "critical": true}],
+            "files_changed": ["parse.py", "tests/test_parse.py"],
+        }),
+    );
+    assert_eq!(at(&complete, "/status"), "complete");
+}

@@ -89,6 +89,7 @@ fn every_op_of_the_vm_follows_the_schema() {
         "result['k'] in ['a', 'b'] and 'x' not in result.tags",
         "min(result.a, 1) + max(result.b, 2) + int(str(bool(result.c)))",
         "file_exists('README.md') and file_contains('README.md', 'x')",
+        "no_file_conflicts(result.tasks) and plan_completion(result.plan, result.files, 80)",
         "$.input.n + $.steps.s1.output.m > iteration",
         "(result.a, result.b)",
     ];
@@ -139,7 +140,7 @@ functions:
   approval: {mode: gate, timeout: 60}
 flows:
   child:
-    input: {text: {type: string}}
+    input: {text: {type: string}, prior: {type: Out}}
     output: Out
     steps:
       - id: inner
@@ -161,7 +162,7 @@ flows:
         on_kill: ~
       - id: publish
         flow: child
-        inputs: {text: "$.steps.first.output"}
+        inputs: {prior: "$.steps.first.output", text: "$.input.text"}
         depends_on: [review]
         ensure: ["result.n > 0", "1 < 2"]
         next: fix

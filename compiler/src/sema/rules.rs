@@ -59,13 +59,19 @@ fn is_written(keys: &[Name], key: &str, shape: &Shape) -> bool {
 /// or to the end of the value for the last entry. `None` when an alias or merge key put
 /// entries of the mapping elsewhere in the file, where an edit could change another mapping.
 fn removal(keys: &[Name], owner: Span, key: Span, value: Span) -> Option<Span> {
+    let spans: Vec<Span> = keys.iter().map(|k| k.span).collect();
+    removal_among(&spans, owner, key, value)
+}
+
+/// [`removal`] with the spans of the mapping's keys.
+fn removal_among(keys: &[Span], owner: Span, key: Span, value: Span) -> Option<Span> {
     let inside = |span: Span| span.start >= owner.start && span.end <= owner.end;
-    if !inside(key) || !inside(value) || !keys.iter().all(|k| inside(k.span)) {
+    if !inside(key) || !inside(value) || !keys.iter().all(|k| inside(*k)) {
         return None;
     }
     let end = keys
         .iter()
-        .map(|k| k.span.start)
+        .map(|k| k.start)
         .filter(|&start| start >= value.end)
         .min()
         .unwrap_or(value.end);
@@ -152,6 +158,65 @@ mod tests {
         let found = codes(text);
         for code in [Code::E0053, Code::E0056, Code::E0059, Code::E0060] {
             assert!(!found.contains(&code), "{found:?}");
+        }
+    }
+
+    /// The text with the fix of the first diagnostic of `code` applied.
+    fn fixed(text: &str, code: Code) -> String {
+        let file = SourceFile::new(FileId(0), "t.stratum.yaml", text);
+        let compilation = crate::check(&file);
+        let diagnostic = compilation
+            .diagnostics
+            .iter()
+            .find(|d| d.code == code)
+            .unwrap_or_else(|| panic!("no {code:?} in {:?}", compilation.diagnostics));
+        let mut edits = diagnostic.fix.as_ref().expect("a fix").edits.clone();
+        edits.sort_by_key(|edit| std::cmp::Reverse(edit.span.start));
+        let mut fixed = text.to_owned();
+        for edit in edits {
+            fixed.replace_range(edit.span.range(), &edit.replacement);
+        }
+        fixed
+    }
+
+    #[test]
+    fn the_fixes_of_the_new_rules_leave_a_clean_spec() {
+        let flow = "version: \"0.2\"\nflows:\n  f:\n    input: {}\n";
+        let cases = [
+            (
+                format!("{flow}    max_rounds: 3\n    steps:\n      - {{id: a, intent: \"do it\"}}\n"),
+                Code::W0020,
+                "    steps:\n",
+            ),
+            (
+                format!("{flow}    steps:\n      - id: a\n        intent: \"do it\"\n        ensure: [\"result.ok\"]\n        on_fail: a\n        retries: 2\n"),
+                Code::W0009,
+                "        ensure: [\"result.ok\"]\n        retries: 2\n",
+            ),
+            (
+                format!("{flow}    steps:\n      - {{id: a, intent: \"do it\", agent: 'cluade:reviewer'}}\n"),
+                Code::W0022,
+                "agent: 'claude:reviewer'}",
+            ),
+            (
+                format!("{flow}    steps:\n      - id: a\n        intent: \"do it\"\n        reasoning_template:\n          sections: [{{id: p, label: P, descripton: Facts}}]\n"),
+                Code::E0069,
+                "description: Facts}",
+            ),
+            (
+                "version: \"0.2\"\nflows:\n  child:\n    input: {channel: {type: string}}\n    steps:\n      - {id: a, intent: \"do it\"}\n  main:\n    input: {}\n    steps:\n      - {id: b, flow: child, inputs: {channel: yes}}\n".to_owned(),
+                Code::E0076,
+                "inputs: {channel: \"yes\"}",
+            ),
+        ];
+        for (text, code, expected) in cases {
+            let fixed = fixed(&text, code);
+            assert!(fixed.contains(expected), "{code:?}:\n{fixed}");
+            assert!(
+                codes(&fixed).is_empty(),
+                "{code:?}:\n{fixed}\n{:?}",
+                codes(&fixed)
+            );
         }
     }
 

@@ -13,8 +13,9 @@
 //!
 //! Inputs and `skip_if` may name any step because what they name becomes a dependency; the
 //! other expressions add no edge, so a step they name must already be an ancestor (`E0041`).
-//! Also reports an `accumulate` that is not a list (`E0045`) and a `score_expr` that is not a
-//! number (`E0046`).
+//! Also reports an `accumulate` that is not a list (`E0045`), a `score_expr` that is not a
+//! number (`E0046`), and a function or flow step input whose value is not of the type the
+//! function or the called flow declares (`E0076`).
 //!
 //! Invariant: a type that an earlier error left unknown is `any`, which checks clean.
 
@@ -65,9 +66,10 @@ pub fn check(
             explain_constant(text, Role::Ensure, expressions, diagnostics, before);
         }
     }
-    // The input record of every function, built once: each step that runs one is checked
-    // against it. (Flow steps are not: FIXME a whole step output passed to a flow's `string`
-    // input is bound as a record, and `tests/tests/plans.rs` builds such a spec.)
+    // The input record of every function and flow, built once: each step that runs one is
+    // checked against it. A flow step's inputs become the called flow's `$.input` as they are
+    // (the runtime checks only a workflow's own inputs against a schema), so a value of
+    // another kind reaches the called flow's steps unchecked, as it would reach a function.
     let callees = Callees {
         functions: ast
             .functions
@@ -79,14 +81,24 @@ pub fn check(
                     .map(|input| contracts.record(&input.value))
             })
             .collect(),
+        flows: ast
+            .flows
+            .iter()
+            .map(|flow| {
+                flow.input
+                    .as_ref()
+                    .map(|input| contracts.record(&input.value))
+            })
+            .collect(),
     };
-    for (flow, model) in ast.flows.iter().zip(flows) {
+    for (index, (flow, model)) in ast.flows.iter().zip(flows).enumerate() {
+        let input = callees.flows.get(index).cloned().flatten();
         check_flow(
             ast,
             flow,
             model,
+            input,
             symbols,
-            contracts,
             &callees,
             expressions,
             diagnostics,
@@ -94,9 +106,11 @@ pub fn check(
     }
 }
 
-/// The `input` record types of the functions, by index; `None` where there is none.
+/// The `input` record types of the functions and of the flows, by index; `None` where there
+/// is none.
 struct Callees {
     functions: Vec<Option<Type>>,
+    flows: Vec<Option<Type>>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -104,8 +118,8 @@ fn check_flow(
     ast: &Ast,
     flow: &Flow,
     model: &FlowModel,
+    input: Option<Type>,
     symbols: &Symbols,
-    contracts: &ContractTypes,
     callees: &Callees,
     expressions: &Expressions,
     diagnostics: &mut Vec<Diagnostic>,
@@ -121,11 +135,7 @@ fn check_flow(
     }
     let mut env = Env {
         names: BTreeMap::new(),
-        input: Some(
-            flow.input
-                .as_ref()
-                .map_or(Type::Any, |input| contracts.record(&input.value)),
-        ),
+        input: Some(input.unwrap_or(Type::Any)),
         steps: outputs,
         suggest: true,
     };
@@ -151,6 +161,18 @@ fn check_flow(
                         ty,
                         function.input.as_ref(),
                         format!("function `{}`", function.name.value),
+                    )
+                }),
+            StepKind::Flow(index) => callees
+                .flows
+                .get(index)
+                .and_then(Option::as_ref)
+                .zip(ast.flows.get(index))
+                .map(|(ty, called)| {
+                    (
+                        ty,
+                        called.input.as_ref(),
+                        format!("flow `{}`", called.name.value),
                     )
                 }),
             _ => None,
@@ -297,9 +319,9 @@ fn check_exit_criterion(
     });
 }
 
-/// E0076 `input-type-mismatch`: a function step passes an input whose value (a literal,
-/// or a `$`-reference whose type is known) is not of the type the function or flow declares
-/// for it. Why: the agent gets a value of the wrong kind.
+/// E0076 `input-type-mismatch`: a function or flow step passes an input whose value (a
+/// literal, or a `$`-reference whose type is known) is not of the type the function or flow
+/// declares for it. Why: the agent, or the called flow's steps, get a value of the wrong kind.
 /// Fix: pass a value of the declared type (a field of a whole step output, an unquoted
 /// number), or change the declaration.
 fn check_input_types(
@@ -315,7 +337,8 @@ fn check_input_types(
         let Some(expected) = record.field(name) else {
             continue;
         };
-        let (actual, span, literal) = match &input.value {
+        // `literal`: the text of a quoted value; `scalar`: an unquoted number or boolean.
+        let (actual, span, literal, scalar) = match &input.value {
             InputValue::Text(text) if text.value.starts_with('$') => {
                 let Some((_, Some(ty))) = reference_types
                     .iter()
@@ -323,9 +346,9 @@ fn check_input_types(
                 else {
                     continue;
                 };
-                (ty.clone(), whole(text), None)
+                (ty.clone(), whole(text), None, false)
             }
-            InputValue::Text(text) => (Type::String, text.span, Some(text.value.as_str())),
+            InputValue::Text(text) => (Type::String, text.span, Some(text.value.as_str()), false),
             InputValue::Literal(node) => {
                 let ty = match &node.kind {
                     NodeKind::Bool(_) => Type::Bool,
@@ -339,7 +362,11 @@ fn check_input_types(
                     // `None` and what the front end dropped say nothing about the type.
                     NodeKind::Null | NodeKind::Str(_) | NodeKind::Invalid => continue,
                 };
-                (ty, node.span, None)
+                let scalar = matches!(
+                    node.kind,
+                    NodeKind::Bool(_) | NodeKind::Int(_) | NodeKind::Float(_)
+                );
+                (ty, node.span, None, scalar)
             }
         };
         if fits(expected, &actual) {
@@ -383,7 +410,27 @@ fn check_input_types(
             };
             number.then(|| text.to_owned())
         });
+        let quote = scalar && matches!(expected.non_optional().widened(), Type::String);
         let diagnostic = match (fitting.as_slice(), unquoted) {
+            ([], None) if quote => {
+                let start = crate::source::Span::point(span.file, span.start as usize);
+                let end = crate::source::Span::point(span.file, span.end as usize);
+                let mut diagnostic = diagnostic.help(format!(
+                    "quote the value to pass it as a string, or change the type of `{name}` in \
+                     {callee}"
+                ));
+                diagnostic.fix = Some(crate::diagnostic::Fix {
+                    message: "put the value in quotes".to_owned(),
+                    edits: [start, end]
+                        .into_iter()
+                        .map(|span| crate::diagnostic::Edit {
+                            span,
+                            replacement: "\"".to_owned(),
+                        })
+                        .collect(),
+                });
+                diagnostic
+            }
             (_, Some(number)) => diagnostic
                 .help(format!(
                     "write the number without quotes: `{name}: {number}`"

@@ -63,6 +63,22 @@ pub(super) fn as_receiver(expr: &Expr) -> String {
     }
 }
 
+/// What a list argument must hold.
+#[derive(Clone, Copy)]
+enum Items {
+    Records,
+    Strings,
+}
+
+impl Items {
+    fn plural(self) -> &'static str {
+        match self {
+            Items::Records => "records",
+            Items::Strings => "strings",
+        }
+    }
+}
+
 /// Who is called, for messages: `len` or `string.split`.
 pub(super) struct Callee {
     pub(super) name: String,
@@ -216,6 +232,52 @@ impl Checker<'_> {
                 }
             }
             "min" | "max" => return self.min_max(&callee, args, &types),
+            "no_file_conflicts" => self.expect_list(&callee, "tasks", arg, ty, Items::Records),
+            "plan_completion" => {
+                // `None` is no items: the reference checks nothing. (A generator can be only
+                // the sole argument of a call, which `plan_completion` never has.)
+                if !matches!(shape(ty), Type::Null) {
+                    self.expect_list(&callee, "plan_items", arg, ty, Items::Records);
+                }
+                if let Some((arg, ty)) = args_typed.next()
+                    && !matches!(shape(ty), Type::Null)
+                {
+                    self.expect_list(&callee, "files_changed", arg, ty, Items::Strings);
+                }
+                if let Some((arg, ty)) = args_typed.next()
+                    && !self.no_generator(&callee, arg)
+                    && !matches!(shape(ty), Type::Int | Type::Float | Type::Bool | Type::Any)
+                {
+                    let problem = Problem::new(
+                        callee.kind,
+                        format!(
+                            "`plan_completion` needs a number for `threshold`, found {}",
+                            text::ty(ty)
+                        ),
+                        arg.span,
+                        format!("this is {}", text::ty(ty)),
+                    );
+                    // A quoted percentage is the usual slip, and unquoting it the one fix.
+                    let number = match &arg.kind {
+                        ExprKind::Str(quoted) => quoted
+                            .trim()
+                            .parse::<f64>()
+                            .ok()
+                            .filter(|n| n.is_finite())
+                            .map(|_| quoted.trim().to_owned()),
+                        _ => None,
+                    };
+                    self.report(match number {
+                        Some(number) => problem
+                            .help(format!("write the percentage without quotes: `{number}`"))
+                            .replacement(arg.span, number),
+                        None => problem.help(
+                            "the threshold is a percentage, as in \
+                             `plan_completion(items, files, 80)`",
+                        ),
+                    });
+                }
+            }
             _ => {
                 // file_exists(path), file_contains(path, substring)
                 let params = ["path", "substring"];
@@ -225,6 +287,93 @@ impl Checker<'_> {
             }
         }
         fallback
+    }
+
+    /// Checks that the argument for `param` is a list (or a generator) of `items`: not a
+    /// string, whose characters Python would iterate, nor a record, whose keys it would.
+    fn expect_list(&mut self, callee: &Callee, param: &str, arg: &Expr, ty: &Type, items: Items) {
+        let element = match shape(ty) {
+            Type::List(element) => shape(&element),
+            Type::Any => return,
+            _ => {
+                let help = match (shape(ty), items) {
+                    (Type::String, Items::Strings) => format!(
+                        "to pass one file, put it in a list: `[{}]`",
+                        text::source(arg)
+                    ),
+                    _ => callee.signature_help(),
+                };
+                self.bad_argument(
+                    callee,
+                    format!(
+                        "`{}` needs a list of {} for `{param}`, found {}",
+                        callee.name,
+                        items.plural(),
+                        text::ty(ty)
+                    ),
+                    arg,
+                    ty,
+                    help,
+                );
+                return;
+            }
+        };
+        let fits = match items {
+            Items::Records => matches!(element, Type::Record(_) | Type::Any),
+            Items::Strings => matches!(element, Type::String | Type::Any),
+        };
+        // The one field the built-in cannot do without: records that cannot have it make the
+        // call always true (no task owns a file, every item is done).
+        let needed = match (callee.name.as_str(), items, &element) {
+            ("no_file_conflicts", Items::Records, Type::Record(record)) => {
+                Some(("files_owned", "no two tasks can conflict", record))
+            }
+            ("plan_completion", Items::Records, Type::Record(record)) => {
+                Some(("file", "every item counts as done", record))
+            }
+            _ => None,
+        };
+        if let Some((field, consequence, record)) = needed
+            && !record.open
+            && record.field(field).is_none()
+        {
+            let names: Vec<&str> = record
+                .fields
+                .iter()
+                .map(|field| field.name.as_str())
+                .collect();
+            self.report(
+                Problem::new(
+                    callee.kind,
+                    format!("the items of `{param}` have no field `{field}`, so {consequence}"),
+                    arg.span,
+                    format!("these have no `{field}`"),
+                )
+                .help(format!(
+                    "pass records with a `{field}` field (these have {})",
+                    if names.is_empty() {
+                        "no fields".to_owned()
+                    } else {
+                        text::listing(&names)
+                    }
+                )),
+            );
+            return;
+        }
+        if !fits {
+            self.bad_argument(
+                callee,
+                format!(
+                    "`{}` needs a list of {} for `{param}`, found {}",
+                    callee.name,
+                    items.plural(),
+                    text::ty(ty)
+                ),
+                arg,
+                ty,
+                callee.signature_help(),
+            );
+        }
     }
 
     fn min_max(&mut self, callee: &Callee, args: &[Expr], types: &[Type]) -> Type {

@@ -5,6 +5,7 @@
 use super::{Checker, text};
 use crate::ast::{CompareOp, Expr, ExprKind, UnaryOp};
 use crate::problem::{Problem, ProblemKind};
+use crate::span::Span;
 use crate::suggest::did_you_mean;
 use crate::types::{Literal, Type};
 
@@ -27,6 +28,16 @@ fn literal(expr: &Expr) -> Option<Literal> {
     }
 }
 
+/// What a literal outside an enum's values does to its test.
+#[derive(Clone, Copy)]
+enum Unmatched<'t> {
+    /// The test is always this (`"`==` is always `False` here"`).
+    Always(&'t str),
+    /// One item of a literal list that never matches, and the span that removes it with its
+    /// comma (`None` when it is the only item).
+    Item(Option<Span>),
+}
+
 impl Checker<'_> {
     /// `value == literal` (either way round) where `value` is an enum without that literal.
     pub(super) fn enum_equality(
@@ -43,20 +54,37 @@ impl Checker<'_> {
             "`!=` is always `True` here"
         };
         if let Some(values) = lhs_ty.enum_values() {
-            self.enum_literal(lhs, values, rhs, always);
+            self.enum_literal(lhs, values, rhs, Unmatched::Always(always));
         } else if let Some(values) = rhs_ty.enum_values() {
-            self.enum_literal(rhs, values, lhs, always);
+            self.enum_literal(rhs, values, lhs, Unmatched::Always(always));
         }
     }
 
     /// `value in [literals]` where `value` is an enum, and `literal in values` where `values`
     /// is a list of an enum.
     pub(super) fn enum_membership(&mut self, lhs: &Expr, lhs_ty: &Type, rhs: &Expr, rhs_ty: &Type) {
-        let never = "that item can never match";
         if let Some(values) = lhs_ty.enum_values() {
             if let ExprKind::List(items) | ExprKind::Tuple(items) = &rhs.kind {
-                for item in items {
-                    self.enum_literal(lhs, values, item, never);
+                // A tuple of two would become a parenthesised string, which `in` searches.
+                let removable = matches!(rhs.kind, ExprKind::List(_)) || items.len() > 2;
+                for (index, item) in items.iter().enumerate() {
+                    // The item and the comma before it (after it, for the first): removing
+                    // them changes nothing, since the item never matches.
+                    let removal = match (
+                        index.checked_sub(1).and_then(|i| items.get(i)),
+                        items.get(index + 1),
+                    ) {
+                        (Some(before), _) => {
+                            Some(Span::new(before.span.end as usize, item.span.end as usize))
+                        }
+                        (None, Some(after)) => Some(Span::new(
+                            item.span.start as usize,
+                            after.span.start as usize,
+                        )),
+                        (None, None) => None,
+                    };
+                    let removal = removal.filter(|_| removable);
+                    self.enum_literal(lhs, values, item, Unmatched::Item(removal));
                 }
             }
         } else if let Type::List(item) = rhs_ty.non_optional()
@@ -66,7 +94,13 @@ impl Checker<'_> {
         }
     }
 
-    fn enum_literal(&mut self, value: &Expr, values: &[Literal], candidate: &Expr, always: &str) {
+    fn enum_literal(
+        &mut self,
+        value: &Expr,
+        values: &[Literal],
+        candidate: &Expr,
+        unmatched: Unmatched<'_>,
+    ) {
         let message = |literal: &Literal| {
             format!(
                 "{} is never `{literal}`: its values are {}",
@@ -75,7 +109,7 @@ impl Checker<'_> {
             )
         };
         let secondary = || format!("this is {}", text::ty(&Type::enumeration(values.to_vec())));
-        self.enum_warning(value, values, candidate, always, message, secondary);
+        self.enum_warning(value, values, candidate, unmatched, message, secondary);
     }
 
     /// `literal in items` where the items are of an enum type.
@@ -97,7 +131,7 @@ impl Checker<'_> {
             items,
             values,
             candidate,
-            "`in` is never true here",
+            Unmatched::Always("`in` is never true here"),
             message,
             secondary,
         );
@@ -108,7 +142,7 @@ impl Checker<'_> {
         value: &Expr,
         values: &[Literal],
         candidate: &Expr,
-        always: &str,
+        unmatched: Unmatched<'_>,
         message: impl Fn(&Literal) -> String,
         secondary: impl FnOnce() -> String,
     ) {
@@ -139,11 +173,24 @@ impl Checker<'_> {
             }
             _ => None,
         };
-        let problem = match suggestion {
-            Some(best) => problem
+        let problem = match (suggestion, unmatched) {
+            (Some(best), _) => problem
                 .help(format!("did you mean `{best}`?"))
                 .replacement(candidate.span, best.to_string()),
-            None => problem.help(format!("{always}; compare with one of its values")),
+            (None, Unmatched::Item(Some(removal))) => problem
+                .help(format!(
+                    "this item never matches: remove `{literal}` from the list, or add it to \
+                     the values if it can be one"
+                ))
+                .replacement(removal, ""),
+            (None, Unmatched::Item(None)) => problem.help(format!(
+                "this item never matches, so the test is always `False`: compare with one of \
+                 the values, or add `{literal}` to them if it can be one"
+            )),
+            (None, Unmatched::Always(always)) => problem.help(format!(
+                "{always}: compare with one of the values, or add `{literal}` to them if it can \
+                 be one"
+            )),
         };
         self.report(problem);
     }

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 use stratum_compiler::plan::{Plan, Step};
-use stratum_grammar::{Bindings, Limits};
+use stratum_grammar::{Bindings, EvalErrorKind, Limits};
 
 use super::work::Work;
 use super::{Run, inputs};
@@ -106,8 +106,20 @@ pub(crate) fn check_result(
         let bindings = scope.bindings(result);
         for ensure in &step.ensure {
             let explanation = ensure.program.explain(&bindings, limits);
-            if !explanation.held() {
-                verdict.add(Failure::Ensure, ensure_violation(&explanation));
+            match &explanation.outcome {
+                // A built-in that found several violations (`plan_completion`): each is a
+                // violation of its own, in its words, as the reference passes them through.
+                Err(error)
+                    if error.kind == EvalErrorKind::Violations && !error.violations.is_empty() =>
+                {
+                    for violation in &error.violations {
+                        verdict.add(Failure::Ensure, violation.clone());
+                    }
+                }
+                _ if !explanation.held() => {
+                    verdict.add(Failure::Ensure, ensure_violation(&explanation));
+                }
+                _ => {}
             }
         }
     }

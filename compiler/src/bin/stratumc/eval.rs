@@ -109,6 +109,20 @@ pub(crate) fn eval(args: &EvalArgs) -> ExitCode {
     let explanation = program.explain(&bindings, &limits);
     let value = match &explanation.outcome {
         Ok(value) => value,
+        // A built-in that reports several violations (`plan_completion`) fails the `ensure`
+        // with each of them, as the runtime reports them.
+        Err(error) if args.ensure && error.kind == EvalErrorKind::Violations => {
+            let mut text = format!(
+                "ensure `{source}` failed with {} violation{}:\n",
+                error.violations.len(),
+                if error.violations.len() == 1 { "" } else { "s" }
+            );
+            for violation in &error.violations {
+                text.push_str(&format!("  {violation}\n"));
+            }
+            eprint!("{text}");
+            return ExitCode::from(1);
+        }
         Err(error) => {
             let diagnostic = Diagnostic::new(
                 Code::E0034,
@@ -292,6 +306,9 @@ fn evaluation_help(kind: EvalErrorKind) -> &'static str {
         }
         EvalErrorKind::Value => "guard the operation against this value",
         EvalErrorKind::Invalid => "fix the expression as the other diagnostics say",
+        EvalErrorKind::Violations => {
+            "in an `ensure`, each of these is a violation of its own; run with `--ensure` to see them one by one"
+        }
     }
 }
 

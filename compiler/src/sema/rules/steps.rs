@@ -13,7 +13,7 @@ use crate::diagnostic::{backticked, did_you_mean};
 use crate::sema::resolve::StepKind;
 use crate::sema::resolve::listing;
 use crate::sema::rules::functions::invalid_guardrail;
-use crate::sema::rules::{is_truthy, is_v02, is_written, removal};
+use crate::sema::rules::{is_truthy, is_v02, is_written, removal, removal_among};
 use crate::sema::symbols::{Symbols, flow_steps};
 use crate::sema::{FlowModel, may_suggest};
 use crate::source::Span;
@@ -120,20 +120,35 @@ pub(super) fn max_rounds_without_gate(
     if has_gate {
         return;
     }
-    diagnostics.push(
-        Diagnostic::new(
-            Code::W0020,
-            format!(
-                "flow `{}` has `max_rounds` but no gate step, so it bounds nothing",
-                flow.name.value
-            ),
-            max_rounds.key,
-            "no gate to revise",
-        )
-        .help(
-            "`max_rounds` limits how often a gate's `on_revise` sends the flow back; remove it, \
-             or add the gate step it is meant for",
+    let diagnostic = Diagnostic::new(
+        Code::W0020,
+        format!(
+            "flow `{}` has `max_rounds` but no gate step, so it bounds nothing",
+            flow.name.value
         ),
+        max_rounds.key,
+        "no gate to revise",
+    )
+    .help(
+        "`max_rounds` limits how often a gate's `on_revise` sends the flow back; remove it, or \
+         add the gate step it is meant for",
+    );
+    // The flow's keys, to remove the entry up to the next one.
+    let keys: Vec<Span> = [
+        flow.input.as_ref().map(|field| field.key),
+        flow.output.as_ref().map(|field| field.key),
+        flow.budget.as_ref().map(|field| field.key),
+        Some(max_rounds.key),
+        flow.steps.as_ref().map(|field| field.key),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    diagnostics.push(
+        match removal_among(&keys, flow.span, max_rounds.key, max_rounds.span) {
+            Some(span) => diagnostic.fix("remove `max_rounds`", span, ""),
+            None => diagnostic,
+        },
     );
 }
 
@@ -638,26 +653,45 @@ fn unknown_agent(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
     if written.starts_with('$') || CONNECTORS.contains(&name) {
         return;
     }
+    // The connector's own span when the scalar is written as its value (plain, or quoted
+    // without escapes): the profile after `:` is not what is wrong.
+    let span = agent.span;
+    let width = (span.end - span.start) as usize;
+    let span = match width.checked_sub(written.len()) {
+        Some(0) => Span::new(
+            span.file,
+            span.start as usize..span.start as usize + name.len(),
+        ),
+        Some(2) => Span::new(
+            span.file,
+            span.start as usize + 1..span.start as usize + 1 + name.len(),
+        ),
+        _ => span,
+    };
     let diagnostic = Diagnostic::new(
         Code::W0022,
         format!("`{name}` is not a known agent connector"),
-        agent.span,
+        span,
         "no such connector",
     );
-    let diagnostic = match did_you_mean(name, CONNECTORS) {
-        Some(best) => {
-            let replacement = written.replacen(name, best, 1);
-            diagnostic.help(format!("did you mean `{best}`?")).fix(
-                format!("replace `{written}` with `{replacement}`"),
-                agent.span,
-                replacement,
-            )
-        }
-        None => diagnostic.help(
-            "the connectors are `claude` and `codex`, each with an optional profile \
+    let diagnostic =
+        match did_you_mean(name, CONNECTORS) {
+            Some(best) if span != agent.span => diagnostic
+                .help(format!("did you mean `{best}`?"))
+                .fix(format!("replace `{name}` with `{best}`"), span, best),
+            Some(best) => {
+                let replacement = written.replacen(name, best, 1);
+                diagnostic.help(format!("did you mean `{best}`?")).fix(
+                    format!("replace `{written}` with `{replacement}`"),
+                    agent.span,
+                    replacement,
+                )
+            }
+            None => diagnostic.help(
+                "the connectors are `claude` and `codex`, each with an optional profile \
              (`claude:reviewer`); a `$`-reference chooses one at run time",
-        ),
-    };
+            ),
+        };
     diagnostics.push(diagnostic);
 }
 
@@ -722,13 +756,31 @@ fn reasoning_template(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
                         } else {
                             ("keys", "them")
                         };
-                        diagnostics.push(
-                            Diagnostic::new(
+                        let message = format!(
+                            "section {index} of the reasoning template of {who} lacks the {noun} {}",
+                            backticked(&missing)
+                        );
+                        // A key the section has that is a misspelling of a missing one.
+                        let misspelt = fields.iter().find_map(|field| {
+                            let written = field.key.as_str()?;
+                            if SECTION_KEYS.contains(&written) {
+                                return None;
+                            }
+                            let best = did_you_mean(written, missing.iter().copied())?;
+                            Some((field.key.span, written, best))
+                        });
+                        diagnostics.push(match misspelt {
+                            Some((span, written, best)) => {
+                                Diagnostic::new(Code::E0069, message, span, "misspelt key")
+                                    .help(format!(
+                                        "did you mean `{best}`? A section's keys are `id`, \
+                                         `label` and `description`"
+                                    ))
+                                    .fix(format!("replace `{written}` with `{best}`"), span, best)
+                            }
+                            None => Diagnostic::new(
                                 Code::E0069,
-                                format!(
-                                    "section {index} of the reasoning template of {who} lacks the {noun} {}",
-                                    backticked(&missing)
-                                ),
+                                message,
                                 item.span,
                                 format!("no {}", backticked(&missing)),
                             )
@@ -736,18 +788,36 @@ fn reasoning_template(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
                                 "every section has an `id`, a `label` and a `description` (what \
                                  the agent must write in it); add {them}"
                             )),
-                        );
+                        });
                     }
                     NodeKind::Invalid => {}
-                    _ => diagnostics.push(invalid(
-                        format!(
-                            "section {index} of the reasoning template of {who} is not a mapping"
-                        ),
-                        item.span,
-                        "not a mapping",
-                        "write each section as a mapping: `{id: premises, label: Premises, \
-                         description: \"State every fact you use\"}`",
-                    )),
+                    _ => {
+                        // A bare name is the usual slip: show it as the section it names.
+                        let example = match item.as_str().map(str::trim) {
+                            Some(name) if !name.is_empty() && !name.contains(['{', '}', '`']) => {
+                                let mut label = name.replace(['_', '-'], " ");
+                                if let Some(first) = label.get(..1) {
+                                    label = first.to_uppercase() + label.get(1..).unwrap_or("");
+                                }
+                                format!(
+                                    "write the section as a mapping: `{{id: {name}, label: \
+                                     {label}, description: \"<what the agent writes in it>\"}}`"
+                                )
+                            }
+                            _ => "write each section as a mapping: `{id: premises, label: \
+                                  Premises, description: \"State every fact you use\"}`"
+                                .to_owned(),
+                        };
+                        diagnostics.push(invalid(
+                            format!(
+                                "section {index} of the reasoning template of {who} is not a \
+                                 mapping"
+                            ),
+                            item.span,
+                            "not a mapping",
+                            &example,
+                        ));
+                    }
                 }
             }
         }
@@ -833,8 +903,12 @@ fn routes_to_itself(step: &Step, kind: Kind<'_>, diagnostics: &mut Vec<Diagnosti
         )
         .secondary(id.span, "this step")
         .help(instead);
+        // Removing `next` goes on in order, removing `on_fail` ends the flow with the failure:
+        // each what the step does without a route. A gate must keep its `on_approve`.
         let diagnostic = match (key, removal(&step.keys, step.span, key_span, span)) {
-            ("next", Some(remove)) => diagnostic.fix("remove `next`", remove, ""),
+            ("next" | "on_fail", Some(remove)) => {
+                diagnostic.fix(format!("remove `{key}`"), remove, "")
+            }
             _ => diagnostic,
         };
         diagnostics.push(diagnostic);

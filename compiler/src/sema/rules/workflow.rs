@@ -181,18 +181,39 @@ fn default_type_mismatch(
                 default.span,
                 value,
             ),
-        None => diagnostic.help(format!(
-            "give `{}` a default that is {}, or change its `type`",
-            param.name.value,
-            match ty.value {
-                ParamType::String => "a string",
-                ParamType::Boolean => "`true` or `false`",
-                ParamType::Integer => "a whole number",
-                ParamType::Number => "a number",
-                ParamType::Array => "a list",
-                ParamType::Object => "a mapping",
-            }
-        )),
+        None => {
+            // The type the default has, when it is one a workflow input may declare.
+            let own = match &default.kind {
+                NodeKind::Str(_) => Some(ParamType::String),
+                NodeKind::Bool(_) => Some(ParamType::Boolean),
+                NodeKind::Int(_) => Some(ParamType::Integer),
+                NodeKind::Float(_) => Some(ParamType::Number),
+                NodeKind::Seq(_) => Some(ParamType::Array),
+                NodeKind::Map(_) => Some(ParamType::Object),
+                NodeKind::Null | NodeKind::Invalid => None,
+            };
+            let retype = own.map_or_else(
+                || "change its `type`".to_owned(),
+                |own| {
+                    format!(
+                        "declare it `type: {}`, the type of this default",
+                        own.as_str()
+                    )
+                },
+            );
+            diagnostic.help(format!(
+                "give `{}` a default that is {}, or {retype}",
+                param.name.value,
+                match ty.value {
+                    ParamType::String => "a string",
+                    ParamType::Boolean => "`true` or `false`",
+                    ParamType::Integer => "a whole number",
+                    ParamType::Number => "a number",
+                    ParamType::Array => "a list",
+                    ParamType::Object => "a mapping",
+                }
+            ))
+        }
     }
 }
 
