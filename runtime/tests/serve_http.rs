@@ -202,7 +202,9 @@ async fn every_route_refuses_a_request_without_a_valid_token() {
         .collect();
     assert_eq!(public, [("GET", "/signin"), ("POST", "/signin")]);
     assert!(routes.iter().any(|route| route.path == "/mcp"));
-    let wrong = format!("{}0", &secret[..secret.len() - 1]);
+    // The secret with its last digit changed (to one it is not).
+    let last = if secret.ends_with('0') { '1' } else { '0' };
+    let wrong = format!("{}{last}", &secret[..secret.len() - 1]);
     let headers: [Option<String>; 4] = [
         None,
         Some(format!("Bearer {wrong}")),
