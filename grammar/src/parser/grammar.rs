@@ -2,18 +2,27 @@
 //!
 //! One layer per Python precedence level, each a left fold, so that long operator chains
 //! build their tree in a loop rather than by recursion. Every sub-expression is parsed once:
-//! no alternative re-parses what another has consumed, which keeps nested brackets linear.
+//! no alternative re-parses what another has consumed, not even where the sub-expression
+//! fails, which keeps nested brackets linear (an unclosed bracket fails every rule around it;
+//! a rule that then tried another reading of the same tokens would double the work per
+//! bracket). A bracketed construct that fails recovers by skipping its group, whose end
+//! [`Groups`] found beforehand. `State::reads` counts the tokens read, for tests to bound.
 //!
 //! Problems of constructs outside the subset are emitted as custom errors carrying the
 //! finished [`Problem`]; chumsky's own errors are turned into problems by `errors.rs`.
 
-use chumsky::input::ValueInput;
+use chumsky::error::RichPattern;
+use chumsky::input::{Checkpoint, Cursor, InputRef, ValueInput};
+use chumsky::inspector::Inspector;
+use chumsky::label::LabelError;
 use chumsky::prelude::*;
 use chumsky::recursive::Direct;
+use chumsky::util::MaybeRef;
 
 use super::build::{
     Clauses, Items, arguments, binary, bracketed, error_node, logical, node, parenthesised, prefix,
 };
+use super::groups::Groups;
 use super::refs;
 use crate::ast::{BinaryOp, CompareOp, Comparison, Expr, ExprKind, Ident, LogicalOp, UnaryOp};
 use crate::lexer::Tok;
@@ -21,7 +30,25 @@ use crate::problem::{Problem, ProblemKind};
 use crate::span::Span;
 
 pub(super) type Error<'t, 's> = Rich<'t, Tok<'s>, SimpleSpan, Problem>;
-pub(super) type Extra<'t, 's> = extra::Err<Error<'t, 's>>;
+pub(super) type Extra<'t, 's> = extra::Full<Error<'t, 's>, State, ()>;
+
+/// What the parser carries along: where each bracket's group ends, for recovery, and how many
+/// tokens it has read, a token read again after backtracking counted again. Its work is
+/// proportional to that count, so that tests can bound the work without timing it.
+#[derive(Debug, Default)]
+pub(super) struct State {
+    pub groups: Groups,
+    pub reads: usize,
+}
+
+impl<'t, I: Input<'t>> Inspector<'t, I> for State {
+    type Checkpoint = ();
+    fn on_token(&mut self, _: &I::Token) {
+        self.reads += 1;
+    }
+    fn on_save<'p>(&self, _: &Cursor<'t, 'p, I>) {}
+    fn on_rewind<'p>(&mut self, _: &Checkpoint<'t, 'p, I, ()>) {}
+}
 
 /// The label of every parser that reads an operand, so that an error lists "an expression"
 /// rather than every token that can start one.
@@ -120,11 +147,11 @@ where
             };
             let plain_items = items(item.clone().boxed());
             // `f(x=1)`: tried first, it costs one token of look-ahead when it is not there.
-            let keyword_argument = ident
-                .labelled(EXPRESSION)
-                .then(just(Tok::Assign))
-                .then(expr.clone())
-                .validate(|((name, _), value), e, emitter| {
+            // Once `x=` is read the argument is a keyword argument or nothing: were the plain
+            // item tried after it, it would read the value again (as `x = …`, an assignment).
+            let keyword = ident.labelled(EXPRESSION).then(just(Tok::Assign));
+            let keyword_argument = keyword.clone().then(required(expr.clone())).validate(
+                |((name, _), value), e, emitter| {
                     let fix = Span::new(name.span.start as usize, value.span.start as usize);
                     emitter.emit(custom(
                         Problem::new(
@@ -137,30 +164,24 @@ where
                         .replacement(fix, ""),
                     ));
                     error_node(e.span())
-                });
-            let argument_items = items(keyword_argument.or(item.clone()).boxed());
+                },
+            );
+            let argument_items = items(
+                keyword_argument
+                    .or(keyword.not().ignore_then(item.clone()))
+                    .boxed(),
+            );
 
-            let others = [(Tok::LBracket, Tok::RBracket), (Tok::LBrace, Tok::RBrace)];
             let paren = plain_items
                 .clone()
                 .delimited_by(just(Tok::LParen), just(Tok::RParen))
                 .validate(|items, e, emitter| parenthesised(items, e.span(), emitter))
-                .recover_with(via_parser(nested_delimiters(
-                    Tok::LParen,
-                    Tok::RParen,
-                    others.clone(),
-                    error_node,
-                )));
+                .recover_with(via_parser(skip_group(Tok::LParen, error_node)));
             let list = plain_items
                 .clone()
                 .delimited_by(just(Tok::LBracket), just(Tok::RBracket))
                 .validate(|items, e, emitter| bracketed(items, e.span(), emitter))
-                .recover_with(via_parser(nested_delimiters(
-                    Tok::LBracket,
-                    Tok::RBracket,
-                    [(Tok::LParen, Tok::RParen), (Tok::LBrace, Tok::RBrace)],
-                    error_node,
-                )));
+                .recover_with(via_parser(skip_group(Tok::LBracket, error_node)));
             let braces = nested_delimiters(
                 Tok::LBrace,
                 Tok::RBrace,
@@ -215,8 +236,17 @@ where
                     })
                 });
 
-            // Reported by the lexer: parse enough to skip them as one operand.
+            // Reported by the lexer: parse enough to skip them as one operand. The body of a
+            // lambda or a `yield` is a whole expression, which has tried every postfix and
+            // operator that could follow it; where one follows all the same, the body failed
+            // there. The rules around the operand would try the same tokens again, twice per
+            // level of nesting, so the operand takes the rest of its item instead, reporting
+            // the failure as a recovery does.
             let closers = [Tok::RParen, Tok::RBracket, Tok::RBrace, Tok::Comma];
+            let body = expr
+                .clone()
+                .then_ignore(any().filter(continues_operand).not())
+                .ignored();
             let lambda = just(Tok::Lambda)
                 .then(
                     any()
@@ -228,10 +258,19 @@ where
                         ]))
                         .repeated(),
                 )
-                .then(just(Tok::Colon).then(expr.clone()).or_not())
+                .then(
+                    choice((
+                        just(Tok::Colon).then(body.clone()).ignored(),
+                        just(Tok::Colon).not(),
+                    ))
+                    .recover_with(via_parser(rest_of_item())),
+                )
                 .map_with(|_, e| error_node(e.span()));
             let yield_ = just(Tok::Yield)
-                .then(expr.clone().or_not())
+                .then(
+                    choice((body, any().filter(Tok::starts_operand).ignored().not()))
+                        .recover_with(via_parser(rest_of_item())),
+                )
                 .map_with(|_, e| error_node(e.span()));
             let statement = just(Tok::Statement)
                 .then(any().and_is(none_of(closers)).repeated())
@@ -257,22 +296,24 @@ where
             let call_args = argument_items
                 .delimited_by(just(Tok::LParen), just(Tok::RParen))
                 .map(arguments)
-                .recover_with(via_parser(nested_delimiters(
-                    Tok::LParen,
-                    Tok::RParen,
-                    others,
-                    |s| vec![error_node(s)],
-                )));
+                .recover_with(via_parser(skip_group(Tok::LParen, |s| vec![error_node(s)])));
 
             let subscript = subscript(expr.clone());
+            // `.name(` is a method call, or nothing: were the arguments optional (`or_not`),
+            // their failure would leave `.name` as a field and the `(` to the plain call
+            // below, which would read the same arguments again: twice per unclosed `(`,
+            // exponential in the number of them.
+            let method_args = call_args
+                .clone()
+                .map(Some)
+                .or(just(Tok::LParen).not().to(None));
             let postfix_op = choice((
-                just(Tok::Dot)
-                    .ignore_then(field)
-                    .then(call_args.clone().or_not())
-                    .map(|(name, args)| match args {
+                just(Tok::Dot).ignore_then(field).then(method_args).map(
+                    |(name, args)| match args {
                         Some(args) => Postfix::Method(name, args),
                         None => Postfix::Attr(name),
-                    }),
+                    },
+                ),
                 subscript,
                 call_args.map(Postfix::Call),
             ))
@@ -476,27 +517,31 @@ where
             )
         });
 
-        let conditional = or_test
-            .clone()
-            .then(
-                just(Tok::If)
-                    .labelled(OPERATOR)
-                    .ignore_then(required(or_test.clone()))
-                    .then_ignore(just(Tok::Else))
-                    .then(required(expr.clone()))
-                    .or_not(),
-            )
-            .map_with(|(then, rest), e| match rest {
-                None => then,
-                Some((condition, otherwise)) => node(
-                    ExprKind::Conditional {
-                        then: Box::new(then),
-                        condition: Box::new(condition),
-                        otherwise: Box::new(otherwise),
-                    },
-                    e.span(),
-                ),
-            });
+        // The value after `else` is a conditional, not an expression with `:=`: that one would
+        // try a `:=` that the outer expression tries again, at every level of nesting.
+        let conditional = recursive(|conditional: Handle<'t, 's, I>| {
+            or_test
+                .clone()
+                .then(
+                    just(Tok::If)
+                        .labelled(OPERATOR)
+                        .ignore_then(required(or_test.clone()))
+                        .then_ignore(just(Tok::Else))
+                        .then(required(conditional))
+                        .or_not(),
+                )
+                .map_with(|(then, rest), e| match rest {
+                    None => then,
+                    Some((condition, otherwise)) => node(
+                        ExprKind::Conditional {
+                            then: Box::new(then),
+                            condition: Box::new(condition),
+                            otherwise: Box::new(otherwise),
+                        },
+                        e.span(),
+                    ),
+                })
+        });
         // `:=`, reported by the lexer.
         conditional
             .then(just(Tok::Walrus).then(required(expr.clone())).or_not())
@@ -506,6 +551,102 @@ where
             })
             .labelled(EXPRESSION)
     })
+}
+
+/// The recovery of a bracketed construct: its whole group, from the opening bracket to its
+/// closing one, skipped unread (an [`ExprKind::Error`] for the caller to report), as chumsky's
+/// `nested_delimiters` skips it, but in one step per token, and failing at once where the
+/// bracket never closes. Where [`Groups`] says the group ends comes from one pass over the
+/// tokens; a search at every failing bracket would scan the rest of the text again for each
+/// bracket open around the failure.
+fn skip_group<'t, 's: 't, I, O>(
+    opener: Tok<'s>,
+    fallback: impl Fn(SimpleSpan) -> O + Clone,
+) -> impl Parser<'t, I, O, Extra<'t, 's>> + Clone
+where
+    I: ValueInput<'t, Token = Tok<'s>, Span = SimpleSpan>,
+{
+    chumsky::primitive::custom(move |inp: &mut InputRef<'t, '_, I, Extra<'t, 's>>| {
+        let before = inp.cursor();
+        let found = inp.next();
+        let at: SimpleSpan = inp.span_since(&before);
+        let end = match found {
+            Some(tok) if tok == opener => inp.state().groups.end(at.start as u32),
+            _ => None,
+        };
+        let Some(end) = end else {
+            // `via_parser` drops this error for the one it was recovering from.
+            let expected = [RichPattern::Token(MaybeRef::Val(opener.clone()))];
+            return Err(<Error as LabelError<'t, I, _>>::expected_found(
+                expected, None, at,
+            ));
+        };
+        while inp.span_since(&before).end < end as usize && inp.next().is_some() {}
+        Ok(fallback(inp.span_since(&before)))
+    })
+}
+
+/// The rest of the item the parser is in: every token up to a `,` or a closing bracket
+/// outside brackets, or to the end; a bracket's group is skipped whole where it closes.
+fn rest_of_item<'t, 's: 't, I>() -> impl Parser<'t, I, (), Extra<'t, 's>> + Clone
+where
+    I: ValueInput<'t, Token = Tok<'s>, Span = SimpleSpan>,
+{
+    chumsky::primitive::custom(|inp: &mut InputRef<'t, '_, I, Extra<'t, 's>>| {
+        loop {
+            let before = inp.cursor();
+            let opens = match inp.peek() {
+                None | Some(Tok::RParen | Tok::RBracket | Tok::RBrace | Tok::Comma) => break,
+                Some(tok) => matches!(tok, Tok::LParen | Tok::LBracket | Tok::LBrace),
+            };
+            inp.skip();
+            let at: SimpleSpan = inp.span_since(&before);
+            if let Some(end) = opens
+                .then(|| inp.state().groups.end(at.start as u32))
+                .flatten()
+            {
+                while inp.span_since(&before).end < end as usize && inp.next().is_some() {}
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Whether a token can follow an operand within the expression that holds it: a postfix, a
+/// binary operator, `if` of a conditional, `:=`.
+fn continues_operand(tok: &Tok) -> bool {
+    matches!(
+        tok,
+        Tok::Dot
+            | Tok::LParen
+            | Tok::LBracket
+            | Tok::Pow
+            | Tok::Star
+            | Tok::Slash
+            | Tok::DoubleSlash
+            | Tok::Percent
+            | Tok::At
+            | Tok::Plus
+            | Tok::Minus
+            | Tok::BitOp(_)
+            | Tok::EqEq
+            | Tok::NotEq
+            | Tok::Lt
+            | Tok::Le
+            | Tok::Gt
+            | Tok::Ge
+            | Tok::LtGt
+            | Tok::In
+            | Tok::Not
+            | Tok::Is
+            | Tok::Assign
+            | Tok::And
+            | Tok::AndAnd
+            | Tok::Or
+            | Tok::OrOr
+            | Tok::If
+            | Tok::Walrus
+    )
 }
 
 /// The weak handle a `recursive` closure receives.
@@ -707,10 +848,5 @@ where
             }
             (None, None) => Postfix::BadIndex,
         })
-        .recover_with(via_parser(nested_delimiters(
-            Tok::LBracket,
-            Tok::RBracket,
-            [(Tok::LParen, Tok::RParen), (Tok::LBrace, Tok::RBrace)],
-            |_| Postfix::BadIndex,
-        )))
+        .recover_with(via_parser(skip_group(Tok::LBracket, |_| Postfix::BadIndex)))
 }
