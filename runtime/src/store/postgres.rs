@@ -268,6 +268,24 @@ impl PostgresStore {
         })
     }
 
+    /// A write transaction on `client` that holds the table lock `lock` (a `LOCK TABLE`
+    /// statement), waiting for it no longer than the lock timeout.
+    async fn locked<'c>(
+        &self,
+        client: &'c mut deadpool_postgres::Object,
+        lock: &str,
+        what: &'static str,
+    ) -> Result<Transaction<'c>, StoreError> {
+        let tx = client
+            .transaction()
+            .await
+            .map_err(failed("begin a write transaction"))?;
+        tx.batch_execute(lock)
+            .await
+            .map_err(held(what, self.options.lock_timeout))?;
+        Ok(tx)
+    }
+
     /// Brings the schema to [`SCHEMA_VERSION`], every missing migration in one transaction,
     /// under an advisory lock so that servers starting together migrate once.
     async fn migrate(&self) -> Result<(), StoreError> {
@@ -476,18 +494,15 @@ impl Store for PostgresStore {
     fn prune(&self, finished_before_ms: u64) -> Result<Pruned, StoreError> {
         self.block(async {
             let mut client = self.client().await?;
-            let tx = client
-                .transaction()
-                .await
-                .map_err(failed("begin a write transaction"))?;
             // No flow may start or move while the prune decides: writers wait for the lock,
             // readers do not.
-            tx.batch_execute("LOCK TABLE stratum_flows IN SHARE ROW EXCLUSIVE MODE")
-                .await
-                .map_err(held(
+            let tx = self
+                .locked(
+                    &mut client,
+                    "LOCK TABLE stratum_flows IN SHARE ROW EXCLUSIVE MODE",
                     "lock the flows for pruning",
-                    self.options.lock_timeout,
-                ))?;
+                )
+                .await?;
             let rows = tx
                 .query("SELECT id, header FROM stratum_flows ORDER BY seq", &[])
                 .await
@@ -608,16 +623,13 @@ impl Store for PostgresStore {
     fn import(&self, dump: &Dump) -> Result<(), StoreError> {
         self.block(async {
             let mut client = self.client().await?;
-            let tx = client
-                .transaction()
-                .await
-                .map_err(failed("begin a write transaction"))?;
-            tx.batch_execute("LOCK TABLE stratum_flows, stratum_plans IN EXCLUSIVE MODE")
-                .await
-                .map_err(held(
+            let tx = self
+                .locked(
+                    &mut client,
+                    "LOCK TABLE stratum_flows, stratum_plans IN EXCLUSIVE MODE",
                     "lock the tables for the copy",
-                    self.options.lock_timeout,
-                ))?;
+                )
+                .await?;
             let counts = tx
                 .query_one(
                     "SELECT (SELECT COUNT(*) FROM stratum_flows), \
