@@ -422,6 +422,90 @@ async fn a_read_only_token_can_look_but_not_change() {
     viewer.stop().await;
 }
 
+/// Over HTTP a path argument names a directory under the server's root (the directory it runs
+/// in), never another of the machine's: a token must not become a way to read the server's
+/// files, or to write a draft anywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authoring_tools_over_http_reach_only_under_the_servers_root() {
+    let state = State::new();
+    let secret = state.token("agent", false);
+    let workflows = state.dir.path().join("workflows");
+    std::fs::create_dir(&workflows).unwrap();
+    std::fs::write(
+        workflows.join("deploy.stratum.yaml"),
+        example("deploy.stratum.yaml"),
+    )
+    .unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(
+        outside.path().join("secret.stratum.yaml"),
+        example("deploy.stratum.yaml"),
+    )
+    .unwrap();
+    let serve = Serve::start(&state, &[]);
+    let mut agent = McpServer::start_http(
+        &serve.url("/mcp"),
+        &secret,
+        Protocol::Stateless,
+        state.dir.path(),
+    )
+    .await;
+
+    let listed = agent
+        .call(
+            "stratum_list_workflows",
+            json!({"workflows_dir": "workflows"}),
+        )
+        .await;
+    assert_eq!(
+        listed["workflows"].as_array().unwrap().len(),
+        1,
+        "{listed:#}"
+    );
+    let outside_dir = outside.path().display().to_string();
+    for (tool, arguments, argument) in [
+        (
+            "stratum_list_workflows",
+            json!({"workflows_dir": outside_dir}),
+            "workflows_dir",
+        ),
+        (
+            "stratum_list_workflows",
+            json!({"workflows_dir": "workflows/../.."}),
+            "workflows_dir",
+        ),
+        (
+            "stratum_compile_speckit",
+            json!({"tasks_dir": "/etc", "flow_name": "tasks"}),
+            "tasks_dir",
+        ),
+        (
+            "stratum_draft_pipeline",
+            json!({"project_dir": outside_dir, "draft": {"name": "x", "phases": []}}),
+            "project_dir",
+        ),
+    ] {
+        let refused = agent.refused(tool, arguments).await;
+        assert_eq!(
+            refused["error_type"], "invalid_argument",
+            "{tool}: {refused:#}"
+        );
+        assert_eq!(refused["argument"], argument, "{tool}: {refused:#}");
+        assert!(
+            refused["message"]
+                .as_str()
+                .unwrap()
+                .contains("outside the server's root"),
+            "{tool}: {refused:#}"
+        );
+    }
+    assert!(
+        !outside.path().join(".stratum").exists(),
+        "no draft was written outside the root"
+    );
+    agent.stop().await;
+}
+
 /// Signs in with `secret`: the session cookie (`name=value`).
 async fn sign_in(serve: &Serve, secret: &str) -> String {
     let answer = http()

@@ -93,6 +93,7 @@ impl ServerHandler for HttpTools {
         let caller = Caller {
             actor: Some(identity.name),
             read_only: identity.read_only,
+            paths: crate::mcp::PathScope::UnderRoot,
         };
         self.server.call_tool_as(request, caller).await
     }

@@ -10,10 +10,12 @@ pub mod args;
 pub mod diagnostics;
 pub mod limits;
 pub mod outputs;
+pub mod paths;
 pub mod server;
 pub mod tools;
 pub mod transport;
 
+pub use paths::PathScope;
 pub use server::{Caller, StoreChoice, StratumServer, validate};
 
 use rmcp::ServiceExt;

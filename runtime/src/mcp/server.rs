@@ -3,7 +3,7 @@
 //! another server process or the operator CLI on the same store sees it at once.
 
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -21,6 +21,7 @@ use stratum_compiler::source::SourceMap;
 use super::args::{self, ArgumentError};
 use super::diagnostics;
 use super::outputs::{SpecRejected, ToolError, Validation};
+use super::paths::{self, PathScope};
 use super::tools::{self, ToolName, ToolSpec};
 use crate::command::Command;
 use crate::compile::{self, CompileError};
@@ -60,12 +61,14 @@ struct Shared {
 }
 
 /// Who sends a call, as its transport knows: on stdio, whoever started the process (all tools,
-/// no actor); over HTTP, an access token (its name is the actor a gate's audit records, and a
-/// read-only token may call only the tools annotated read-only).
+/// no actor, paths anywhere); over HTTP, an access token (its name is the actor a gate's audit
+/// records, a read-only token may call only the tools annotated read-only, and path arguments
+/// stay under the server's root).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Caller {
     pub actor: Option<String>,
     pub read_only: bool,
+    pub paths: PathScope,
 }
 
 /// What one call answers: a value of the tool's output schema, or a refusal of the call as
@@ -207,7 +210,7 @@ fn to_value(value: &impl Serialize) -> Value {
 
 impl Shared {
     fn call(&self, spec: &ToolSpec, arguments: JsonObject, caller: &Caller) -> Outcome {
-        match self.run(spec, arguments, caller.actor.as_ref()) {
+        match self.run(spec, arguments, caller) {
             Ok(value) => Outcome::Answer(value),
             Err(Refusal::Argument(error)) => Outcome::Refused(ToolError {
                 argument: error.argument,
@@ -223,9 +226,18 @@ impl Shared {
         &self,
         spec: &ToolSpec,
         arguments: JsonObject,
-        actor: Option<&String>,
+        caller: &Caller,
     ) -> Result<Value, Refusal> {
         let name = spec.name;
+        let actor = caller.actor.as_ref();
+        let directory = |argument: &str, given: &str| {
+            paths::directory(
+                &caller.paths,
+                self.config.limits.root.as_deref(),
+                argument,
+                given,
+            )
+        };
         let command = match spec.tool {
             ToolName::Validate => {
                 let args: args::ValidateArgs = args::parse(name, arguments)?;
@@ -319,8 +331,8 @@ impl Shared {
             }
             ToolName::CompileSpeckit => {
                 let args: args::CompileSpeckitArgs = args::parse(name, arguments)?;
-                let compiled =
-                    crate::speckit::compile_tasks_dir(Path::new(&args.tasks_dir), &args.flow_name);
+                let dir = directory("tasks_dir", &args.tasks_dir)?;
+                let compiled = crate::speckit::compile_tasks_dir(&dir, &args.flow_name);
                 return Ok(match compiled {
                     Ok(compiled) => to_value(&compiled),
                     Err(error) => to_value(&error.failure()),
@@ -328,14 +340,14 @@ impl Shared {
             }
             ToolName::ListWorkflows => {
                 let args: args::ListWorkflowsArgs = args::parse(name, arguments)?;
-                let dir = Path::new(&args.workflows_dir);
-                return Ok(to_value(&crate::workflows::list_workflows(dir)));
+                let dir = directory("workflows_dir", &args.workflows_dir)?;
+                return Ok(to_value(&crate::workflows::list_workflows(&dir)));
             }
             ToolName::DraftPipeline => {
                 let args: args::DraftPipelineArgs = args::parse(name, arguments)?;
-                let dir = Path::new(&args.project_dir);
+                let dir = directory("project_dir", &args.project_dir)?;
                 return Ok(
-                    match crate::draft::save_draft(&Value::Object(args.draft), dir) {
+                    match crate::draft::save_draft(&Value::Object(args.draft), &dir) {
                         Ok(saved) => to_value(&saved),
                         Err(error) => to_value(&error.failure()),
                     },
