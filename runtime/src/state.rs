@@ -217,6 +217,24 @@ pub enum EventBody {
         step_id: String,
         report: Value,
     },
+    /// A result that failed its checks (a retry, the step's `on_fail` or the flow's failure
+    /// follows): kept so that people can read every attempt's violations, which the trace's
+    /// step record keeps only for the last. Not part of any trace the reference defines.
+    Attempt(FailedAttempt),
+}
+
+/// One refused result of a step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FailedAttempt {
+    pub step_id: String,
+    /// Its number since the step was last entered fresh, from 1.
+    pub attempt: u32,
+    /// `ensure_failed`, `schema_failed` or `guardrail_blocked`.
+    pub status: String,
+    pub violations: Vec<String>,
+    /// Attempts still allowed after this one (0: the step failed for good).
+    pub retries_remaining: u32,
+    pub at_ms: u64,
 }
 
 /// Reads an `Option<Value>` field that is present as `Some`, even when it is `null`: with

@@ -5,166 +5,20 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod mcp;
+mod serve;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command as Process, Stdio};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::process::Command as Process;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp::{BOTH, McpServer, Protocol, drive, example, examples, status};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use serve::{Serve, State, binary, csrf_of, http, sign_in};
 use stratum_runtime::http::{Access, App, ServeOptions};
-
-fn binary() -> &'static str {
-    env!("CARGO_BIN_EXE_stratum-mcp")
-}
-
-/// A state directory with its database.
-struct State {
-    dir: tempfile::TempDir,
-}
-
-impl State {
-    fn new() -> State {
-        State {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn db(&self) -> PathBuf {
-        self.dir.path().join("state.db")
-    }
-
-    /// Runs an operator command on the database; its exit status and JSON answer.
-    fn cli(&self, args: &[&str]) -> (i32, Value) {
-        let output = Process::new(binary())
-            .arg("--db")
-            .arg(self.db())
-            .args(args)
-            .env_remove("STRATUM_DATABASE_URL")
-            .output()
-            .unwrap();
-        (
-            output.status.code().unwrap_or(-1),
-            serde_json::from_slice(&output.stdout).unwrap_or(Value::Null),
-        )
-    }
-
-    /// A new token's secret.
-    fn token(&self, name: &str, read_only: bool) -> String {
-        let mut args = vec!["token", "create", "--name", name, "--json"];
-        if read_only {
-            args.push("--read-only");
-        }
-        let (code, created) = self.cli(&args);
-        assert_eq!(code, 0, "{created}");
-        created["secret"].as_str().unwrap().to_owned()
-    }
-}
-
-/// A running `stratum-mcp serve`.
-struct Serve {
-    child: Child,
-    address: SocketAddr,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl Serve {
-    fn start(state: &State, args: &[&str]) -> Serve {
-        Serve::try_start(state, args).unwrap_or_else(|(code, stderr)| {
-            panic!("serve exited {code:?} before listening: {stderr}")
-        })
-    }
-
-    /// The server once it listens, or its exit status and standard error.
-    fn try_start(state: &State, args: &[&str]) -> Result<Serve, (Option<i32>, String)> {
-        let mut child = Process::new(binary())
-            .arg("--db")
-            .arg(state.db())
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .env_remove("STRATUM_DATABASE_URL")
-            .env("STRATUM_LOG", "info,stratum_runtime::http=debug")
-            .current_dir(state.dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let mut seen = String::new();
-        let address = loop {
-            let Some(Ok(line)) = lines.next() else {
-                let code = child.wait().ok().and_then(|status| status.code());
-                return Err((code, seen));
-            };
-            seen.push_str(&line);
-            seen.push('\n');
-            if let Some(rest) = line.split("listening on http://").nth(1) {
-                break rest.split(' ').next().unwrap().parse().unwrap();
-            }
-        };
-        let stderr = Arc::new(Mutex::new(seen));
-        let sink = stderr.clone();
-        std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                let mut sink = sink.lock().unwrap();
-                sink.push_str(&line);
-                sink.push('\n');
-            }
-        });
-        Ok(Serve {
-            child,
-            address,
-            stderr,
-        })
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.address)
-    }
-
-    fn signal(&self, name: &str) {
-        let status = Process::new("kill")
-            .args([&format!("-{name}"), &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-
-    /// The exit status once the process ends (within `timeout`).
-    fn wait(&mut self, timeout: Duration) -> Option<i32> {
-        let until = Instant::now() + timeout;
-        while Instant::now() < until {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code();
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!(
-            "serve still runs after {timeout:?}: {}",
-            self.stderr.lock().unwrap()
-        );
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// An HTTP client that shows redirects instead of following them and keeps no cookies.
-fn http() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
 
 /// The routes the server registers, from its own router.
 fn registered_routes() -> Vec<stratum_runtime::http::RouteInfo> {
@@ -200,7 +54,14 @@ async fn every_route_refuses_a_request_without_a_valid_token() {
         .filter(|route| route.access == Access::Public)
         .map(|route| (route.method, route.path))
         .collect();
-    assert_eq!(public, [("GET", "/signin"), ("POST", "/signin")]);
+    assert_eq!(
+        public,
+        [
+            ("GET", "/signin"),
+            ("POST", "/signin"),
+            ("GET", "/assets/{name}")
+        ]
+    );
     assert!(routes.iter().any(|route| route.path == "/mcp"));
     // The secret with its last digit changed (to one it is not).
     let last = if secret.ends_with('0') { '1' } else { '0' };
@@ -506,28 +367,6 @@ async fn authoring_tools_over_http_reach_only_under_the_servers_root() {
     agent.stop().await;
 }
 
-/// Signs in with `secret`: the session cookie (`name=value`).
-async fn sign_in(serve: &Serve, secret: &str) -> String {
-    let answer = http()
-        .post(serve.url("/signin"))
-        .form(&[("token", secret)])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), StatusCode::SEE_OTHER);
-    let cookie = answer.headers()["set-cookie"].to_str().unwrap().to_owned();
-    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
-        assert!(cookie.contains(attribute), "{cookie}");
-    }
-    cookie.split(';').next().unwrap().to_owned()
-}
-
-/// The CSRF token in a page's forms.
-fn csrf_of(page: &str) -> String {
-    let at = page.find("name=\"csrf\" value=\"").unwrap() + "name=\"csrf\" value=\"".len();
-    page[at..].split('"').next().unwrap().to_owned()
-}
-
 #[tokio::test]
 async fn a_browser_signs_in_and_its_posts_need_the_csrf_token() {
     let state = State::new();
@@ -555,7 +394,7 @@ async fn a_browser_signs_in_and_its_posts_need_the_csrf_token() {
         .unwrap();
     assert_eq!(home.status(), StatusCode::OK);
     let page = home.text().await.unwrap();
-    assert!(page.contains("<strong>alice</strong>"), "{page}");
+    assert!(page.contains("<span>alice</span>"), "{page}");
     let csrf = csrf_of(&page);
 
     // A post without the session's CSRF token, or with another, is refused.

@@ -137,7 +137,11 @@ pub fn flows(store: &dyn Store) -> Result<Vec<FlowSummary>, StoreError> {
 
 /// Every gate a running flow waits at, newest flow first.
 pub fn gates(store: &dyn Store) -> Result<Vec<PendingGate>, StoreError> {
-    let headers = store.list_flows()?;
+    gates_of(store, &store.list_flows()?)
+}
+
+/// The gates the flows of `headers` wait at, in their order.
+pub fn gates_of(store: &dyn Store, headers: &[FlowHeader]) -> Result<Vec<PendingGate>, StoreError> {
     let mut gates = Vec::new();
     let mut plans = Plans::default();
     for header in headers.iter().filter(|header| !header.status.is_finished()) {
@@ -271,7 +275,7 @@ fn flow_state(
     })
 }
 
-fn summary(header: &FlowHeader, plan: &Plan) -> Result<FlowSummary, StoreError> {
+pub(crate) fn summary(header: &FlowHeader, plan: &Plan) -> Result<FlowSummary, StoreError> {
     let step_count = u32::try_from(flow_of(plan, header)?.steps.len()).unwrap_or(u32::MAX);
     let current = current_step(header, plan)?;
     let status = match header.status {
@@ -308,7 +312,7 @@ fn summary(header: &FlowHeader, plan: &Plan) -> Result<FlowSummary, StoreError> 
 }
 
 /// The step a running flow's cursor is on.
-fn current_step<'p>(
+pub(crate) fn current_step<'p>(
     header: &FlowHeader,
     plan: &'p Plan,
 ) -> Result<Option<&'p plan::Step>, StoreError> {
@@ -323,13 +327,20 @@ fn current_step<'p>(
     }
 }
 
-fn step_of<'p>(plan: &'p Plan, header: &FlowHeader, index: u32) -> Option<&'p plan::Step> {
+pub(crate) fn step_of<'p>(
+    plan: &'p Plan,
+    header: &FlowHeader,
+    index: u32,
+) -> Option<&'p plan::Step> {
     plan.flows
         .get(header.flow as usize)
         .and_then(|flow| flow.steps.get(index as usize))
 }
 
-fn flow_of<'p>(plan: &'p Plan, header: &FlowHeader) -> Result<&'p plan::Flow, StoreError> {
+pub(crate) fn flow_of<'p>(
+    plan: &'p Plan,
+    header: &FlowHeader,
+) -> Result<&'p plan::Flow, StoreError> {
     plan.flows.get(header.flow as usize).ok_or_else(|| {
         StoreError::Corrupt(format!(
             "flow {} runs flow {} of its plan, which has {}",

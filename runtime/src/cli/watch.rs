@@ -1,6 +1,6 @@
 //! `stratum-mcp watch`: follows flows as they move, by polling the store. Each poll reads
 //! the flow headers; only a flow whose version moved is read further (its new trace events,
-//! its current step's attempts), so a poll costs one small read per change, not per flow.
+//! refused attempts included), so a poll costs one small read per change, not per flow.
 //!
 //! What it reports, one [`Happening`] each: a flow started, a step dispatched, a step done,
 //! an attempt refused, a step failed for good, a step skipped, a gate waiting, a gate
@@ -91,7 +91,6 @@ struct Seen {
     events: u64,
     cursor: Cursor,
     status: FlowStatus,
-    attempts: u32,
 }
 
 /// Follows the flows of a store (or one flow and its sub-flows) from one poll to the next.
@@ -131,7 +130,6 @@ impl Watcher {
             let Some(plan) = self.plans.get(store, &header.plan)? else {
                 continue;
             };
-            let attempts = current_attempts(store, header)?;
             let seen = self.seen.get(&header.id);
             let mut say = |kind, step_id: Option<String>, detail: String, at_ms| {
                 happenings.push(Happening {
@@ -161,17 +159,6 @@ impl Watcher {
                     say_end_or_current(&mut say, header, &plan, now_ms);
                 }
                 Some(seen) => {
-                    let refused = seen.status == header.status
-                        && seen.cursor == header.cursor
-                        && attempts > seen.attempts;
-                    if refused && let Some(step) = current_id(header, &plan) {
-                        say(
-                            Kind::AttemptRefused,
-                            Some(step),
-                            format!("attempt {attempts}"),
-                            header.updated_ms,
-                        );
-                    }
                     for event in events_from(store, header, seen.events)? {
                         say_event(&mut say, event);
                     }
@@ -188,7 +175,6 @@ impl Watcher {
                     events: header.events,
                     cursor: header.cursor,
                     status: header.status,
-                    attempts,
                 },
             );
         }
@@ -283,8 +269,22 @@ fn say_current(say: &mut Say<'_>, header: &FlowHeader, plan: &Plan, now_ms: u64)
 }
 
 fn say_event(say: &mut Say<'_>, event: EventBody) {
-    let EventBody::Record(record) = event else {
-        return;
+    let record = match event {
+        EventBody::Record(record) => record,
+        // The last attempt is told by the step's record (failed), with its violations.
+        EventBody::Attempt(attempt) if attempt.retries_remaining > 0 => {
+            return say(
+                Kind::AttemptRefused,
+                Some(attempt.step_id),
+                format!(
+                    "attempt {}: {}",
+                    attempt.attempt,
+                    attempt.violations.join("; ")
+                ),
+                attempt.at_ms,
+            );
+        }
+        EventBody::Attempt(_) | EventBody::Iteration { .. } => return,
     };
     match record {
         Record::Step(step) if step.violations.is_empty() => say(
@@ -349,34 +349,6 @@ fn finished_detail(header: &FlowHeader) -> String {
         Some(error) => format!("{} ({error})", header.status.as_str()),
         None => header.status.as_str().to_owned(),
     }
-}
-
-fn current_id(header: &FlowHeader, plan: &Plan) -> Option<String> {
-    let Cursor::Step(index) = header.cursor else {
-        return None;
-    };
-    plan.flows
-        .get(header.flow as usize)
-        .and_then(|flow| flow.steps.get(index as usize))
-        .map(|step| step.id.clone())
-}
-
-/// The attempts at the current step of a running flow.
-fn current_attempts(store: &dyn Store, header: &FlowHeader) -> Result<u32, StoreError> {
-    let Cursor::Step(index) = header.cursor else {
-        return Ok(0);
-    };
-    if header.status.is_finished() {
-        return Ok(0);
-    }
-    let mut attempts = 0;
-    store.read(&mut |snapshot| {
-        attempts = snapshot
-            .step(&header.id, index)?
-            .map_or(0, |state| state.attempts);
-        Ok(())
-    })?;
-    Ok(attempts)
 }
 
 /// The flow's trace events numbered `from` or later, not undone by a revert.

@@ -172,7 +172,7 @@ fn round_records(events: &[Event], round: u32) -> Vec<Record> {
         .filter(|event| !event.reverted && event.round == round)
         .filter_map(|event| match &event.body {
             EventBody::Record(record) => Some(record.clone()),
-            EventBody::Iteration { .. } => None,
+            EventBody::Iteration { .. } | EventBody::Attempt(_) => None,
         })
         .collect()
 }

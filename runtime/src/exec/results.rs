@@ -16,7 +16,7 @@ use super::{
     Run, budget, cache, gate_needs_resolve, iterations, running_step, validate, wrong_step,
 };
 use crate::response::{ErrorResponse, Record, Response, StepRecord};
-use crate::state::EventBody;
+use crate::state::{EventBody, FailedAttempt};
 use crate::store::StoreError;
 
 use super::work::Work;
@@ -194,6 +194,17 @@ pub(crate) fn settle_failure(
     result: Value,
 ) -> Result<AfterFailure, StoreError> {
     let step = run.step(index)?;
+    work.push_event(
+        &run.id,
+        EventBody::Attempt(FailedAttempt {
+            step_id: step.id.clone(),
+            attempt: attempts,
+            status: failure.status().to_owned(),
+            violations: violations.clone(),
+            retries_remaining: step.retries.saturating_sub(attempts),
+            at_ms: run.ctx.now_ms,
+        }),
+    )?;
     iterations::clear_step(work, run, index)?;
     if attempts < step.retries {
         // A fresh attempt: a new child for a flow step, a new clock for the duration.

@@ -6,11 +6,12 @@
 //! served), [`auth`] (who calls: a bearer token or a session cookie, checked on every route
 //! but the sign-in form; the CSRF check of every form post; the write check), [`sessions`]
 //! (browser sessions, in memory), [`mcp`] (rmcp's Streamable HTTP service over the stdio
-//! server's tools, with the caller's token), [`pages`] (sign-in, sign-out, the placeholder
-//! home page, and what pages share: HTML escaping, the layout, forms with their CSRF field).
+//! server's tools, with the caller's token), [`pages`] (sign-in, sign-out, and what pages
+//! share: HTML escaping, the layout, forms with their CSRF field), [`console`] (the web
+//! console: flows, one flow, gates, live updates, its embedded assets).
 //!
 //! Invariants:
-//! - every request but `GET`/`POST /signin` is refused with 401 unless it carries a valid
+//! - every request but `GET`/`POST /signin` and the console's assets is refused with 401 unless it carries a valid
 //!   token (`Authorization: Bearer`) or the cookie of a session opened with one; the token is
 //!   looked up in the store on every request, so a revoked token (and every session opened
 //!   with it) stops working at once;
@@ -25,6 +26,7 @@
 //!   Ctrl-C it stops accepting connections, lets the requests in flight finish, and exits.
 
 pub mod auth;
+pub mod console;
 pub mod mcp;
 pub mod pages;
 pub mod routes;
@@ -101,6 +103,7 @@ struct Inner {
     config: Config,
     tools: StratumServer,
     sessions: sessions::Sessions,
+    feed: console::events::Feed,
     options: ServeOptions,
     /// When each token's use was last written to the store (by hash): at most once a minute.
     used: Mutex<HashMap<String, u64>>,
@@ -117,6 +120,7 @@ impl App {
                 config,
                 tools,
                 sessions: sessions::Sessions::new(SESSION_LIFETIME),
+                feed: console::events::Feed::default(),
                 options,
                 used: Mutex::new(HashMap::new()),
             }),
@@ -132,6 +136,15 @@ impl App {
     /// CLI's transaction and conflict answers, the token in the audit), on a blocking thread.
     pub fn runtime(&self) -> Runtime {
         Runtime::new(self.inner.store.clone(), self.inner.config.clone())
+    }
+
+    /// The runtime's settings (its root, its bounds).
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    pub(crate) fn feed(&self) -> &console::events::Feed {
+        &self.inner.feed
     }
 
     pub fn options(&self) -> &ServeOptions {
@@ -230,12 +243,14 @@ pub async fn serve(
         reason: error.to_string(),
     })?;
     ready(bound);
-    let (router, _) = router(app);
+    let (router, _) = router(app.clone());
     let stopping = Arc::new(tokio::sync::Notify::new());
     let signal = stopping.clone();
     let served = axum::serve(listener, router).with_graceful_shutdown(async move {
         shutdown.await;
         tracing::info!("shutting down: no new connections; finishing the requests in flight");
+        // Open console pages' event streams would otherwise hold the shutdown up.
+        app.feed().close();
         signal.notify_one();
     });
     let served = async move {

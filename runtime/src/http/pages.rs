@@ -1,9 +1,9 @@
-//! The pages of the foundation: the sign-in form and its post, sign-out, a placeholder home
-//! page that shows who is signed in (the console replaces it), the 404 page; and what every
-//! page uses: [`escape`] for text in HTML, [`layout`] for a whole page, [`form`] for a form
+//! The pages outside the console: the sign-in form and its post, sign-out, the 404 page; and
+//! what every page uses: [`escape`] for text in HTML, [`layout`] for a whole page, [`form`] for a form
 //! that carries its CSRF token.
 //!
-//! Pages are server-rendered HTML strings with no script and no asset from elsewhere. Every
+//! Pages are server-rendered HTML strings; their only script and stylesheet are this
+//! server's own ([`super::console::assets`]). Every
 //! page answers `Cache-Control: no-store` (they show a signed-in person's state), and
 //! `Content-Security-Policy` forbids everything but this server's own resources.
 
@@ -38,13 +38,14 @@ pub fn escape(text: &str) -> String {
     escaped
 }
 
-/// A whole page: `title` (text, escaped here) and `body` (HTML, escaped by the caller), with
-/// the headers every page sends.
+/// A whole page: `title` (text, escaped here) and `body` (HTML inside `<body>`, escaped by the
+/// caller), with the console's stylesheet and script and the headers every page sends.
 pub fn layout(status: StatusCode, title: &str, body: &str) -> Response {
     let html = format!(
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{} · Stratum</title>\n</head>\n<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n",
+         <title>{} · Stratum</title>\n<link rel=\"stylesheet\" href=\"/assets/console.css\">\n\
+         <script src=\"/assets/console.js\" defer></script>\n</head>\n<body>\n{body}\n</body>\n</html>\n",
         escape(title)
     );
     (
@@ -79,11 +80,11 @@ fn signin_page(status: StatusCode, problem: &str) -> Response {
         status,
         "Sign in",
         &format!(
-            "<h1>Sign in to Stratum</h1>\n{problem}<form method=\"post\" action=\"/signin\">\n\
+            "<main class=\"signin\">\n<h1>Sign in to Stratum</h1>\n{problem}<form method=\"post\" action=\"/signin\">\n\
              <label for=\"token\">Access token</label>\n\
              <input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"current-password\" required autofocus>\n\
              <button type=\"submit\">Sign in</button>\n</form>\n\
-             <p>An operator makes a token with <code>stratum-mcp token create --name NAME</code>.</p>"
+             <p>An operator makes a token with <code>stratum-mcp token create --name NAME</code>.</p>\n</main>"
         ),
     )
 }
@@ -131,35 +132,12 @@ pub async fn signout(State(app): State<App>, request: axum::extract::Request) ->
     ([(SET_COOKIE, cleared)], Redirect::to("/signin")).into_response()
 }
 
-/// `GET /`: who is signed in (a placeholder for the console's flow list).
-pub async fn home(identity: Identity) -> Response {
-    let access = if identity.read_only {
-        "read-only"
-    } else {
-        "read-write"
-    };
-    let signout = form(
-        &identity,
-        "/signout",
-        "<button type=\"submit\">Sign out</button>",
-    );
-    layout(
-        StatusCode::OK,
-        "Stratum",
-        &format!(
-            "<h1>Stratum</h1>\n<p>Signed in with the {access} token <strong>{}</strong>.</p>\n\
-             <p>Agents reach the MCP tools at <code>/mcp</code>.</p>\n{signout}",
-            escape(&identity.name)
-        ),
-    )
-}
-
 /// Any path not routed (behind the guard, so only a caller with a token learns it is absent).
 pub async fn not_found() -> Response {
     layout(
         StatusCode::NOT_FOUND,
         "Not found",
-        "<h1>Not found</h1>\n<p>There is no page here. <a href=\"/\">Home</a></p>",
+        "<main>\n<h1>Not found</h1>\n<p>There is no page here. <a href=\"/\">All flows</a></p>\n</main>",
     )
 }
 

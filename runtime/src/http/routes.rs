@@ -15,12 +15,12 @@ use axum::handler::Handler;
 use axum::middleware;
 use axum::routing::{MethodRouter, get, post};
 
-use super::{App, MAX_FORM_BODY_BYTES, auth, mcp, pages};
+use super::{App, MAX_FORM_BODY_BYTES, auth, console, mcp, pages};
 
 /// Who may reach a route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
-    /// Anyone: only the sign-in form and its post.
+    /// Anyone: only the sign-in form and its post, and the console's stylesheet and script.
     Public,
     /// Any valid token, read-only included (pages, `/mcp` whose tools check read-only
     /// themselves, sign-out).
@@ -42,7 +42,12 @@ pub fn table(app: &App) -> Routes {
     Routes::default()
         .public_get("/signin", pages::signin_form)
         .public_post("/signin", pages::signin)
-        .page("/", pages::home)
+        .public_get("/assets/{name}", console::assets::asset)
+        .page("/", console::flows::list)
+        .page("/flows/{id}", console::flow::show)
+        .page("/gates", console::gates::list)
+        .action("/gates/{flow}/{step}", console::gates::decide)
+        .page("/events", console::events::stream)
         .post("/signout", pages::signout, Access::Read)
         .mcp(
             "/mcp",

@@ -1,0 +1,147 @@
+//! `GET /events`: server-sent events that tell the console's open pages which flows changed,
+//! so that they refresh the parts that show them (the script in [`super::assets`]).
+//!
+//! One watcher per server, not one per page: while anyone listens, it waits for the store to
+//! change ([`Store::wait_for_change`]: PostgreSQL's `NOTIFY` wakes it at once, SQLite is
+//! polled every [`POLL`]), reads the flow headers, and broadcasts the ids whose version moved
+//! as one `change` event (`data`: the ids, space-separated). With no listener it reads
+//! nothing. Another process's changes are seen as well as this one's: the store is the truth.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use tokio::sync::broadcast;
+
+use crate::http::App;
+use crate::http::auth::Identity;
+use crate::ids::FlowId;
+use crate::store::Store;
+
+/// How often a store without change notifications is read, and the longest wait for one.
+pub const POLL: Duration = Duration::from_secs(1);
+
+/// The ids (space-separated) of the flows that changed together.
+type Changed = Arc<str>;
+
+/// The server's one watcher of the store, started by the first listener.
+pub struct Feed {
+    sender: broadcast::Sender<Changed>,
+    started: std::sync::Once,
+    /// Set when the server shuts down: every stream ends, so that no open page holds the
+    /// graceful shutdown up.
+    closing: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for Feed {
+    fn default() -> Feed {
+        let (sender, _) = broadcast::channel(64);
+        Feed {
+            sender,
+            started: std::sync::Once::new(),
+            closing: tokio::sync::watch::Sender::new(false),
+        }
+    }
+}
+
+impl Feed {
+    /// Ends every stream (the server is shutting down).
+    pub fn close(&self) {
+        self.closing.send_replace(true);
+    }
+
+    fn subscribe(&self, store: &Arc<dyn Store>) -> broadcast::Receiver<Changed> {
+        let receiver = self.sender.subscribe();
+        self.started.call_once(|| {
+            let sender = self.sender.clone();
+            let store = store.clone();
+            tokio::spawn(watch(store, sender));
+        });
+        receiver
+    }
+}
+
+/// Broadcasts the flows whose version moved, for as long as the server runs.
+async fn watch(store: Arc<dyn Store>, sender: broadcast::Sender<Changed>) {
+    let mut seen: Option<HashMap<FlowId, u64>> = None;
+    loop {
+        if sender.receiver_count() == 0 {
+            // Nobody listens: what changes meanwhile is read in full when someone does.
+            seen = None;
+            tokio::time::sleep(POLL).await;
+            continue;
+        }
+        let reader = store.clone();
+        let first = seen.is_none();
+        let read = tokio::task::spawn_blocking(move || {
+            if !first {
+                reader.wait_for_change(POLL)?;
+            }
+            reader.list_flows()
+        })
+        .await;
+        let headers = match read {
+            Ok(Ok(headers)) => headers,
+            Ok(Err(error)) => {
+                tracing::warn!("the console's change feed cannot read the store: {error}");
+                tokio::time::sleep(POLL).await;
+                continue;
+            }
+            Err(_) => continue,
+        };
+        let now: HashMap<FlowId, u64> = headers
+            .into_iter()
+            .map(|header| (header.id, header.version))
+            .collect();
+        if let Some(before) = &seen {
+            let mut changed: Vec<String> = now
+                .iter()
+                .filter(|(id, version)| before.get(*id) != Some(*version))
+                .map(|(id, _)| id.to_string())
+                .chain(
+                    before
+                        .keys()
+                        .filter(|id| !now.contains_key(*id))
+                        .map(ToString::to_string),
+                )
+                .collect();
+            if !changed.is_empty() {
+                changed.sort();
+                // No receiver left between the check and now: nothing to do.
+                let _ = sender.send(Arc::from(changed.join(" ")));
+            }
+        }
+        seen = Some(now);
+    }
+}
+
+/// `GET /events`.
+pub async fn stream(State(app): State<App>, _identity: Identity) -> Response {
+    let feed = app.feed();
+    let receiver = feed.subscribe(app.store());
+    let closing = feed.closing.subscribe();
+    let events = futures_util::stream::unfold(
+        (receiver, closing),
+        |(mut receiver, mut closing)| async move {
+            let changed = tokio::select! {
+                changed = receiver.recv() => changed,
+                _ = closing.wait_for(|closed| *closed) => return None,
+            };
+            let data: Changed = match changed {
+                Ok(changed) => changed,
+                // A page that fell behind refreshes anyway: say that everything changed.
+                Err(broadcast::error::RecvError::Lagged(_)) => Arc::from("*"),
+                Err(broadcast::error::RecvError::Closed) => return None,
+            };
+            let event = Event::default().event("change").data(data.as_ref());
+            Some((Ok::<Event, Infallible>(event), (receiver, closing)))
+        },
+    );
+    Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}

@@ -1,0 +1,578 @@
+//! `GET /flows/{id}`: one flow, whole: where it stands, its graph, the current dispatch, each
+//! failed attempt's violations and the retries left, rounds and gate decisions, iterations
+//! with their scores, the budget against its limits, child flows, checkpoints, the timeline,
+//! and every step's details.
+//!
+//! Contract: `h1` holds the flow's name; `#flow-status[data-status]`; `svg#dag` with
+//! `g.step[data-step-id][data-state]`; `section#dispatch`, `#attempts` (one `li.violation`
+//! per violation), `#rounds`, `#iterations`, `#budget`, `#children`, `#checkpoints`,
+//! `#timeline`, `#steps` (a row `#step-INDEX` per step). `main > div[data-live]` is swapped
+//! by the script when the flow changes. An unknown id answers 404.
+
+use std::fmt::Write;
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::Value;
+use stratum_compiler::plan::Action;
+
+use super::timeline::seconds;
+use super::view::FlowView;
+use super::{Section, dag, moment, page, status_badge, status_words, timeline, unavailable};
+use crate::http::App;
+use crate::http::auth::Identity;
+use crate::http::pages::escape;
+use crate::ids::FlowId;
+use crate::response::Record;
+use crate::state::{EventBody, FailedAttempt};
+
+/// Characters of a JSON value shown before it is cut (the whole is in the audit).
+const MAX_JSON_CHARS: usize = 20_000;
+
+/// `GET /flows/{id}`.
+pub async fn show(State(app): State<App>, identity: Identity, Path(id): Path<String>) -> Response {
+    let Some(flow_id) = FlowId::parse(&id) else {
+        return missing(&identity, &id);
+    };
+    let config = Arc::new(app.config().clone());
+    let read = flow_id.clone();
+    let view = app
+        .blocking(move |store| FlowView::read(store, &read, &config, crate::now_ms()))
+        .await;
+    match view {
+        Ok(Some(view)) => {
+            let title = format!("Flow {}", view.header.flow_name);
+            let body = match render(&view, &identity) {
+                Ok(body) => body,
+                Err(error) => return unavailable(&identity, &error),
+            };
+            page(&identity, Section::Other, StatusCode::OK, &title, &body)
+        }
+        Ok(None) => missing(&identity, &id),
+        Err(error) => unavailable(&identity, &error),
+    }
+}
+
+fn missing(identity: &Identity, id: &str) -> Response {
+    page(
+        identity,
+        Section::Other,
+        StatusCode::NOT_FOUND,
+        "No such flow",
+        &format!(
+            "<h1>No such flow</h1>\n<p role=\"alert\">The store has no flow <code>{}</code>: \
+             it may have been pruned.</p>\n<p><a href=\"/\">All flows</a></p>",
+            escape(id)
+        ),
+    )
+}
+
+fn render(view: &FlowView, identity: &Identity) -> Result<String, crate::store::StoreError> {
+    let flow = view.flow()?;
+    let header = &view.header;
+    let id = header.id.to_string();
+    let mut html = format!(
+        "<div data-live=\"flow\" data-flow-ids=\"{id}{children}\">",
+        children = view
+            .children
+            .iter()
+            .map(|child| format!(" {}", child.id))
+            .collect::<String>()
+    );
+    let _ = write!(
+        html,
+        "<h1>Flow <span class=\"name\">{name}</span></h1>\n\
+         <p id=\"flow-status\" data-status=\"{status}\">{badge} <code class=\"id\">{id}</code></p>\n\
+         <dl class=\"facts\"><dt>Started</dt><dd>{started}</dd><dt>Last change</dt><dd>{changed}</dd>\
+         <dt>Round</dt><dd>{round}</dd><dt>Steps</dt><dd>{done} of {total}</dd>{parent}{ended}</dl>\n",
+        name = escape(&header.flow_name),
+        status = status_words(view.status()).0,
+        badge = status_badge(view.status()),
+        started = moment(header.started_ms),
+        changed = moment(header.updated_ms),
+        round = header.round,
+        done = view.summary.completed_steps,
+        total = view.summary.step_count,
+        parent = header
+            .parent
+            .as_ref()
+            .map_or_else(String::new, |parent| format!(
+                "<dt>Parent</dt><dd><a href=\"/flows/{0}\">{0}</a></dd>",
+                parent.flow
+            )),
+        ended = match (&header.error_type, header.finished_ms) {
+            (Some(error), Some(at)) =>
+                format!("<dt>Ended</dt><dd>{} ({})</dd>", moment(at), escape(error)),
+            (None, Some(at)) => format!("<dt>Ended</dt><dd>{}</dd>", moment(at)),
+            _ => String::new(),
+        },
+    );
+    html.push_str(
+        "<section id=\"graph\" aria-labelledby=\"graph-h\"><h2 id=\"graph-h\">Steps</h2>\
+         <p class=\"legend\"><span class=\"key state-done\">done</span>\
+         <span class=\"key state-current\">current</span><span class=\"key state-gate\">gate waiting</span>\
+         <span class=\"key state-failed\">failed</span><span class=\"key state-skipped\">skipped</span>\
+         <span class=\"key state-pending\">not yet</span> \
+         Solid arcs on the left: data dependencies; dashed on the right: routing.</p>\
+         <div class=\"scroll\">",
+    );
+    html.push_str(&dag::draw(flow, |index| view.look(index)));
+    html.push_str("</div></section>\n");
+    dispatch(&mut html, view, identity);
+    attempts(&mut html, view);
+    rounds(&mut html, view);
+    iterations(&mut html, view);
+    budget(&mut html, view);
+    children(&mut html, view);
+    checkpoints(&mut html, view);
+    timeline_section(&mut html, view);
+    steps(&mut html, view)?;
+    if let Some(output) = &header.output {
+        let _ = write!(
+            html,
+            "<section id=\"output\" aria-labelledby=\"output-h\"><h2 id=\"output-h\">Output</h2>{}</section>",
+            json_block(output)
+        );
+    }
+    html.push_str("</div>");
+    Ok(html)
+}
+
+fn section(html: &mut String, id: &str, title: &str, body: &str) {
+    let _ = write!(
+        html,
+        "<section id=\"{id}\" aria-labelledby=\"{id}-h\"><h2 id=\"{id}-h\">{title}</h2>\n{body}</section>\n"
+    );
+}
+
+fn dispatch(html: &mut String, view: &FlowView, identity: &Identity) {
+    let body = match &view.dispatch {
+        None => "<p>None: the flow has finished.</p>".to_owned(),
+        Some(dispatch) => {
+            let status = dispatch.get("status").and_then(Value::as_str).unwrap_or("");
+            let step = dispatch
+                .get("step_id")
+                .or_else(|| dispatch.get("parent_step_id"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let what = match status {
+                "execute_step" => format!(
+                    "The agent is to run step <strong>{}</strong>.",
+                    escape(step)
+                ),
+                "await_gate" => {
+                    let resolve = if identity.read_only {
+                        String::new()
+                    } else {
+                        format!(
+                            " <a href=\"/gates#gate-{}-{}\">Decide it</a>.",
+                            view.header.id,
+                            escape(step)
+                        )
+                    };
+                    format!(
+                        "Gate <strong>{}</strong> waits for a decision.{resolve}",
+                        escape(step)
+                    )
+                }
+                "execute_flow" => format!(
+                    "Step <strong>{}</strong> runs a sub-flow; its own dispatch is inside.",
+                    escape(step)
+                ),
+                other => format!("The runtime answers <code>{}</code>.", escape(other)),
+            };
+            format!(
+                "<p>{what} This is what <code>stratum_resume</code> answers now.</p>{}",
+                json_block(dispatch)
+            )
+        }
+    };
+    section(html, "dispatch", "Current dispatch", &body);
+}
+
+fn attempts(html: &mut String, view: &FlowView) {
+    let failed: Vec<(u32, &FailedAttempt)> = view
+        .events
+        .iter()
+        .filter_map(|event| match &event.body {
+            EventBody::Attempt(attempt) => Some((event.round, attempt)),
+            _ => None,
+        })
+        .collect();
+    let mut body = String::new();
+    if let (Some(index), false) = (
+        crate::exec::current(&view.header),
+        view.header.status.is_finished(),
+    ) && let (Some(left), Ok(flow)) = (view.retries_left(index), view.flow())
+        && let Some(step) = flow.steps.get(index as usize)
+        && !matches!(step.action, Action::Gate { .. })
+    {
+        let _ = write!(
+            body,
+            "<p class=\"retries\">The current step, <strong>{}</strong>, has {} left.</p>",
+            escape(&step.id),
+            plural(left, "attempt")
+        );
+    }
+    if failed.is_empty() {
+        body.push_str("<p>No result has failed its checks.</p>");
+    } else {
+        body.push_str("<ol class=\"attempts\">");
+        for (round, attempt) in failed {
+            let _ = write!(
+                body,
+                "<li class=\"attempt\" data-step-id=\"{step}\"><p><strong>{step}</strong>, attempt {n} \
+                 (round {round}): <code>{status}</code> at {at}; {left} after it.</p><ul>",
+                step = escape(&attempt.step_id),
+                n = attempt.attempt,
+                status = escape(&attempt.status),
+                at = moment(attempt.at_ms),
+                left = if attempt.retries_remaining == 0 {
+                    "no retry left".to_owned()
+                } else {
+                    format!("{} left", plural(attempt.retries_remaining, "retry"))
+                },
+            );
+            for violation in &attempt.violations {
+                let _ = write!(body, "<li class=\"violation\">{}</li>", escape(violation));
+            }
+            body.push_str("</ul></li>");
+        }
+        body.push_str("</ol>");
+    }
+    section(html, "attempts", "Failed attempts", &body);
+}
+
+fn rounds(html: &mut String, view: &FlowView) {
+    let decisions: Vec<&Record> = view
+        .events
+        .iter()
+        .filter_map(|event| match &event.body {
+            EventBody::Record(record @ (Record::Gate(_) | Record::Policy(_))) => Some(record),
+            _ => None,
+        })
+        .collect();
+    let mut body = format!(
+        "<p>Round {} (a revise starts a new one; {} before it).</p>",
+        view.header.round,
+        plural(view.header.round, "round")
+    );
+    if decisions.is_empty() {
+        body.push_str("<p>No gate has been decided.</p>");
+    } else {
+        body.push_str(
+            "<table><thead><tr><th scope=\"col\">Round</th><th scope=\"col\">Gate</th>\
+             <th scope=\"col\">Decision</th><th scope=\"col\">By</th><th scope=\"col\">Rationale</th>\
+             <th scope=\"col\">When</th></tr></thead><tbody>",
+        );
+        for record in decisions {
+            let (round, step, outcome, by, rationale, at) = match record {
+                Record::Gate(gate) => (
+                    gate.round,
+                    &gate.step_id,
+                    gate.outcome.clone(),
+                    match &gate.actor {
+                        Some(actor) => format!("{} (token {actor})", gate.resolved_by),
+                        None => gate.resolved_by.clone(),
+                    },
+                    &gate.rationale,
+                    gate.at_ms,
+                ),
+                Record::Policy(policy) => (
+                    policy.round,
+                    &policy.step_id,
+                    policy.resolved_outcome.clone(),
+                    format!("policy {}", policy.effective_policy),
+                    &policy.rationale,
+                    policy.at_ms,
+                ),
+                Record::Step(_) | Record::Skip(_) => continue,
+            };
+            let _ = write!(
+                body,
+                "<tr><td>{round}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(step),
+                escape(&outcome),
+                escape(&by),
+                escape(rationale),
+                moment(at)
+            );
+        }
+        body.push_str("</tbody></table>");
+    }
+    section(html, "rounds", "Rounds and gate decisions", &body);
+}
+
+fn iterations(html: &mut String, view: &FlowView) {
+    let reports: Vec<(&String, &Value)> = view
+        .events
+        .iter()
+        .filter_map(|event| match &event.body {
+            EventBody::Iteration { step_id, report } => Some((step_id, report)),
+            _ => None,
+        })
+        .collect();
+    let mut body = String::new();
+    if reports.is_empty() {
+        body.push_str("<p>No iteration loop has run.</p>");
+    } else {
+        body.push_str(
+            "<table><thead><tr><th scope=\"col\">Step</th><th scope=\"col\">Iteration</th>\
+             <th scope=\"col\">Score</th><th scope=\"col\">Outcome</th><th scope=\"col\">When</th>\
+             </tr></thead><tbody>",
+        );
+        for (step, report) in reports {
+            let field = |name: &str| report.get(name).filter(|value| !value.is_null());
+            let _ = write!(
+                body,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(step),
+                field("iteration").map_or_else(String::new, Value::to_string),
+                field("score").map_or_else(|| "—".to_owned(), Value::to_string),
+                escape(field("outcome").and_then(Value::as_str).unwrap_or("")),
+                field("timestamp_ms")
+                    .and_then(Value::as_u64)
+                    .map_or_else(String::new, moment),
+            );
+        }
+        body.push_str("</tbody></table>");
+    }
+    for (index, state) in &view.steps {
+        let Some(iteration) = &state.iteration else {
+            continue;
+        };
+        let Some(step) = view
+            .flow()
+            .ok()
+            .and_then(|flow| flow.steps.get(*index as usize))
+        else {
+            continue;
+        };
+        let _ = write!(
+            body,
+            "<p><strong>{}</strong>: {} so far{}{}.</p>",
+            escape(&step.id),
+            plural(iteration.count, "iteration"),
+            iteration
+                .best
+                .as_ref()
+                .map_or_else(String::new, |best| format!(
+                    ", best score {} at iteration {}",
+                    best.score, best.iteration
+                )),
+            if iteration.active { ", running" } else { "" }
+        );
+    }
+    section(html, "iterations", "Iterations", &body);
+}
+
+fn budget(html: &mut String, view: &FlowView) {
+    let Some(ledger) = &view.header.budget else {
+        section(html, "budget", "Budget", "<p>The flow sets no budget.</p>");
+        return;
+    };
+    let (caps, spent) = (&ledger.caps, &ledger.consumed);
+    let mut body = String::from(
+        "<table><thead><tr><th scope=\"col\">Measure</th><th scope=\"col\">Spent</th><th scope=\"col\">Limit</th><th scope=\"col\">Used</th></tr></thead><tbody>",
+    );
+    let mut row = |measure: &str, used: f64, shown: String, cap: Option<f64>, cap_shown: String| {
+        let meter = cap.filter(|cap| *cap > 0.0).map_or_else(
+            || "—".to_owned(),
+            |cap| {
+                format!(
+                    "<meter min=\"0\" max=\"{cap}\" value=\"{}\" high=\"{}\">{:.0}%</meter>",
+                    used.min(cap),
+                    cap * 0.8,
+                    used / cap * 100.0
+                )
+            },
+        );
+        let _ = write!(
+            body,
+            "<tr><td>{measure}</td><td>{}</td><td>{}</td><td>{meter}</td></tr>",
+            escape(&shown),
+            escape(&cap_shown)
+        );
+    };
+    let none = || "none".to_owned();
+    #[allow(clippy::cast_precision_loss)]
+    let as_f64 = |value: u64| value as f64;
+    row(
+        "Wall time",
+        spent.wall_s * 1000.0,
+        format!("{:.1} s", spent.wall_s),
+        caps.ms.map(as_f64),
+        caps.ms.map_or_else(none, seconds),
+    );
+    row(
+        "Agent dispatches",
+        as_f64(spent.dispatches),
+        spent.dispatches.to_string(),
+        caps.max_agent_dispatches.map(as_f64),
+        caps.max_agent_dispatches
+            .map_or_else(none, |cap| cap.to_string()),
+    );
+    row(
+        "Tokens",
+        as_f64(spent.tokens),
+        spent.tokens.to_string(),
+        caps.max_tokens.map(as_f64),
+        caps.max_tokens.map_or_else(none, |cap| cap.to_string()),
+    );
+    row(
+        "Dollars",
+        spent.dollars,
+        format!("${:.4}", spent.dollars),
+        caps.usd,
+        caps.usd.map_or_else(none, |cap| format!("${cap:.2}")),
+    );
+    body.push_str("</tbody></table>");
+    section(html, "budget", "Budget", &body);
+}
+
+fn children(html: &mut String, view: &FlowView) {
+    let mut body = String::new();
+    if view.children.is_empty() {
+        body.push_str("<p>No sub-flow has been started.</p>");
+    } else {
+        body.push_str("<ul>");
+        for child in &view.children {
+            let _ = write!(
+                body,
+                "<li><a href=\"/flows/{id}\">{name}</a> <code class=\"id\">{id}</code> — {status}{step}</li>",
+                id = child.id,
+                name = escape(&child.name),
+                status = escape(child.status.as_str()),
+                step = child
+                    .step_id
+                    .as_ref()
+                    .map_or_else(String::new, |step| format!(", for step {}", escape(step))),
+            );
+        }
+        body.push_str("</ul>");
+    }
+    section(html, "children", "Sub-flows", &body);
+}
+
+fn checkpoints(html: &mut String, view: &FlowView) {
+    let mut body = String::new();
+    if view.checkpoints.is_empty() {
+        body.push_str("<p>No checkpoint has been committed.</p>");
+    } else {
+        body.push_str("<ul>");
+        let flow = view.flow().ok();
+        for checkpoint in &view.checkpoints {
+            let at = match checkpoint.cursor {
+                crate::state::Cursor::Step(index) => flow
+                    .and_then(|flow| flow.steps.get(index as usize))
+                    .map_or_else(|| format!("step {index}"), |step| step.id.clone()),
+                crate::state::Cursor::End => "the end".to_owned(),
+            };
+            let _ = write!(
+                body,
+                "<li><strong>{}</strong>: at {}, round {}</li>",
+                escape(&checkpoint.label),
+                escape(&at),
+                checkpoint.round
+            );
+        }
+        body.push_str("</ul>");
+    }
+    section(html, "checkpoints", "Checkpoints", &body);
+}
+
+fn timeline_section(html: &mut String, view: &FlowView) {
+    let records: Vec<&Record> = view
+        .events
+        .iter()
+        .filter_map(|event| match &event.body {
+            EventBody::Record(record) => Some(record),
+            _ => None,
+        })
+        .collect();
+    let body = if records.is_empty() {
+        "<p>Nothing has been recorded yet.</p>".to_owned()
+    } else {
+        let end = view
+            .header
+            .finished_ms
+            .unwrap_or(view.header.updated_ms)
+            .max(view.header.started_ms);
+        let left_out = records.len().saturating_sub(timeline::MAX_ROWS);
+        let note = if left_out > 0 {
+            format!("<p>The oldest {left_out} records are left out.</p>")
+        } else {
+            String::new()
+        };
+        format!(
+            "{note}<div class=\"scroll\">{}</div>",
+            timeline::draw(&records, view.header.started_ms, end)
+        )
+    };
+    section(html, "timeline", "Timeline", &body);
+}
+
+fn steps(html: &mut String, view: &FlowView) -> Result<(), crate::store::StoreError> {
+    let flow = view.flow()?;
+    let mut body = String::from(
+        "<table><thead><tr><th scope=\"col\">Step</th><th scope=\"col\">Kind</th>\
+         <th scope=\"col\">State</th><th scope=\"col\">Attempts</th><th scope=\"col\">Retries left</th>\
+         <th scope=\"col\">Output</th></tr></thead><tbody>",
+    );
+    for (index, step) in (0u32..).zip(&flow.steps) {
+        let state = view.steps.get(&index);
+        let kind = match &step.action {
+            Action::Function { function, .. } => format!("function {}", escape(function)),
+            Action::Inline { .. } => "inline".to_owned(),
+            Action::Flow { flow } => view.plan.flows.get(*flow as usize).map_or_else(
+                || "flow".to_owned(),
+                |child| format!("flow {}", escape(&child.name)),
+            ),
+            Action::Gate { function, .. } => format!("gate {}", escape(function)),
+            Action::Judge { .. } => "judge".to_owned(),
+        };
+        let output =
+            state
+                .and_then(|state| state.output.as_ref())
+                .map_or_else(String::new, |output| {
+                    format!(
+                        "<details><summary>show</summary>{}</details>",
+                        json_block(output)
+                    )
+                });
+        let _ = write!(
+            body,
+            "<tr id=\"step-{index}\"><td>{}</td><td>{kind}</td><td><span class=\"key state-{look}\">{look}</span></td>\
+             <td>{}</td><td>{}</td><td>{output}</td></tr>",
+            escape(&step.id),
+            state.map_or(0, |state| state.attempts),
+            view.retries_left(index).unwrap_or(0),
+            look = view.look(index).as_str(),
+        );
+    }
+    body.push_str("</tbody></table>");
+    section(html, "steps", "Step details", &body);
+    Ok(())
+}
+
+/// A JSON value in a `<pre>`, pretty, cut at [`MAX_JSON_CHARS`].
+fn json_block(value: &Value) -> String {
+    let text = serde_json::to_string_pretty(value).unwrap_or_default();
+    let cut: String = text.chars().take(MAX_JSON_CHARS).collect();
+    let more = if cut.len() < text.len() {
+        "\n… (cut; the whole value is in the audit)"
+    } else {
+        ""
+    };
+    format!("<pre class=\"json\">{}{more}</pre>", escape(&cut))
+}
+
+fn plural(count: u32, word: &str) -> String {
+    match (count, word) {
+        (1, _) => format!("1 {word}"),
+        (_, "retry") => format!("{count} retries"),
+        _ => format!("{count} {word}s"),
+    }
+}

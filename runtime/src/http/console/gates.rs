@@ -1,0 +1,269 @@
+//! `GET /gates`: every gate a running flow waits at, across flows, each with its decision form;
+//! `POST /gates/{flow}/{step}`: a decision, through the operator CLI's own command
+//! ([`gate::resolve_as`]): one store transaction, `resolved_by: human`, the token's name as the
+//! actor, and the CLI's conflict answers, so a gate decided elsewhere meanwhile is never
+//! decided twice and the person is told what happened instead.
+//!
+//! Contract: `article.gate[data-flow-id][data-step-id]` per gate (id `gate-FLOW-STEP`),
+//! `p#no-gates` when none waits; in each, for a token that may write, `form` posting to
+//! `/gates/FLOW/STEP` with `textarea[name=rationale]` and `button[name=decision]` valued
+//! `approve`, `revise`, `kill`; a read-only token sees `p.read-only` instead. After a decision:
+//! 303 to `/gates?done=…`, which shows `p[role=status]`; a conflict: 409 with
+//! `p[role=alert]`. The gate list is `data-live` and keyed, so the script adds and drops
+//! gates without touching a form being filled.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use axum::Form;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+use super::flows::encode;
+use super::{Section, moment, unavailable};
+use crate::cli::gate::{self, Decision, GateAnswer, ResolvedBy};
+use crate::cli::query::{self, PendingGate};
+use crate::http::App;
+use crate::http::auth::Identity;
+use crate::http::pages::{escape, form};
+use crate::store::StoreError;
+
+/// The longest rationale kept (characters); the form says so.
+pub const MAX_RATIONALE_CHARS: usize = 4_000;
+
+/// A waiting gate and when its flow reached it.
+struct Waiting {
+    gate: PendingGate,
+    since_ms: Option<u64>,
+}
+
+/// What the redirect after a decision says: the outcome, the gate, where the flow is now.
+#[derive(Deserialize, Default)]
+pub struct GatesQuery {
+    decided: Option<String>,
+    flow: Option<String>,
+    step: Option<String>,
+    now: Option<String>,
+}
+
+impl GatesQuery {
+    /// The sentence that tells what was just decided (the outcome from a fixed list, so a
+    /// crafted link cannot make the page say something else).
+    fn notice(&self) -> Option<String> {
+        let done = match self.decided.as_deref()? {
+            "approve" => "Approved",
+            "kill" => "Killed",
+            "revise" => "Sent back for revision",
+            _ => return None,
+        };
+        Some(format!(
+            "<p role=\"status\" class=\"notice\">{done} the gate {} of flow {}; the flow is now {}.</p>\n",
+            escape(self.step.as_deref().unwrap_or("")),
+            escape(self.flow.as_deref().unwrap_or("")),
+            escape(&self.now.as_deref().unwrap_or("").replace('_', " "))
+        ))
+    }
+}
+
+/// `GET /gates`.
+pub async fn list(
+    State(app): State<App>,
+    identity: Identity,
+    Query(query): Query<GatesQuery>,
+) -> Response {
+    let notice = query.notice().unwrap_or_default();
+    gates_page(&app, &identity, StatusCode::OK, notice).await
+}
+
+async fn gates_page(
+    app: &App,
+    identity: &Identity,
+    status: StatusCode,
+    notice: String,
+) -> Response {
+    let waiting = app.blocking(waiting).await;
+    let waiting = match waiting {
+        Ok(waiting) => waiting,
+        Err(error) => return unavailable(identity, &error),
+    };
+    let mut body = format!("<h1>Gates</h1>\n{notice}");
+    if identity.read_only {
+        body.push_str(
+            "<p class=\"read-only\">You are signed in with a read-only token: you can see the \
+             gates, not decide them.</p>\n",
+        );
+    }
+    body.push_str("<div data-live=\"gates\" data-live-keyed>");
+    if waiting.is_empty() {
+        body.push_str("<p id=\"no-gates\" data-key=\"none\">No gate is waiting.</p>");
+    }
+    for waiting in &waiting {
+        article(&mut body, identity, waiting);
+    }
+    body.push_str("</div>");
+    super::page(identity, Section::Gates, status, "Gates", &body)
+}
+
+/// Every waiting gate, newest flow first, with when each flow reached it.
+fn waiting(store: &dyn crate::store::Store) -> Result<Vec<Waiting>, StoreError> {
+    let headers = store.list_flows()?;
+    let since: HashMap<String, Option<u64>> = headers
+        .iter()
+        .map(|header| (header.id.to_string(), header.dispatched_ms))
+        .collect();
+    Ok(query::gates_of(store, &headers)?
+        .into_iter()
+        .map(|gate| Waiting {
+            since_ms: since.get(&gate.flow_id).copied().flatten(),
+            gate,
+        })
+        .collect())
+}
+
+fn article(body: &mut String, identity: &Identity, waiting: &Waiting) {
+    let gate = &waiting.gate;
+    let flow = escape(&gate.flow_id);
+    let step = escape(&gate.step_id);
+    let key = format!("{flow}-{step}");
+    let routes = [
+        ("approve", &gate.on_approve),
+        ("revise", &gate.on_revise),
+        ("kill", &gate.on_kill),
+    ]
+    .iter()
+    .filter_map(|(outcome, target)| {
+        target
+            .as_ref()
+            .map(|target| format!("{outcome} → <code>{}</code>", escape(target)))
+    })
+    .collect::<Vec<_>>()
+    .join(", ");
+    let _ = write!(
+        body,
+        "<article class=\"gate\" id=\"gate-{key}\" data-key=\"{key}\" data-flow-id=\"{flow}\" \
+         data-step-id=\"{step}\" aria-labelledby=\"gate-{key}-h\">\
+         <h2 id=\"gate-{key}-h\">{step} <span class=\"of\">in <a href=\"/flows/{flow}\">{name}</a> \
+         <code class=\"id\">{short}</code></span></h2>\
+         <p>Function <code>{function}</code>{since}{timeout}.{routes}</p>",
+        name = escape(&gate.flow_name),
+        short = escape(gate.flow_id.get(..8).unwrap_or(&gate.flow_id)),
+        function = escape(&gate.function),
+        since = waiting
+            .since_ms
+            .map_or_else(String::new, |at| format!(", waiting since {}", moment(at))),
+        timeout = gate.timeout.map_or_else(String::new, |seconds| format!(
+            ", killed after {seconds} s without a decision"
+        )),
+        routes = if routes.is_empty() {
+            String::new()
+        } else {
+            format!(" Routes: {routes}.")
+        },
+    );
+    if !identity.read_only {
+        let fields = format!(
+            "<label for=\"rationale-{key}\">Rationale</label>\
+             <textarea id=\"rationale-{key}\" name=\"rationale\" rows=\"2\" maxlength=\"{MAX_RATIONALE_CHARS}\" \
+             placeholder=\"Why (kept in the audit)\"></textarea>\
+             <div class=\"decisions\">\
+             <button type=\"submit\" name=\"decision\" value=\"approve\" class=\"approve\">Approve</button>\
+             <button type=\"submit\" name=\"decision\" value=\"revise\" class=\"revise\">Revise</button>\
+             <button type=\"submit\" name=\"decision\" value=\"kill\" class=\"kill\">Kill</button></div>"
+        );
+        body.push_str(&form(
+            identity,
+            &format!("/gates/{}/{}", gate.flow_id, gate.step_id),
+            &fields,
+        ));
+    }
+    body.push_str("</article>");
+}
+
+#[derive(Deserialize)]
+pub struct DecisionForm {
+    decision: String,
+    #[serde(default)]
+    rationale: String,
+}
+
+/// `POST /gates/{flow}/{step}`.
+pub async fn decide(
+    State(app): State<App>,
+    identity: Identity,
+    Path((flow_id, step_id)): Path<(String, String)>,
+    Form(posted): Form<DecisionForm>,
+) -> Response {
+    let decision = match posted.decision.as_str() {
+        "approve" => Decision::Approve,
+        "revise" => Decision::Revise,
+        "kill" => Decision::Reject,
+        other => {
+            let notice = format!(
+                "<p role=\"alert\" class=\"problem\">There is no decision “{}”: choose approve, \
+                 revise or kill.</p>\n",
+                escape(other)
+            );
+            return gates_page(&app, &identity, StatusCode::BAD_REQUEST, notice).await;
+        }
+    };
+    let rationale: String = posted
+        .rationale
+        .trim()
+        .chars()
+        .take(MAX_RATIONALE_CHARS)
+        .collect();
+    let runtime = app.runtime();
+    let actor = identity.name.clone();
+    let (flow, step) = (flow_id.clone(), step_id.clone());
+    let answer = tokio::task::spawn_blocking(move || {
+        gate::resolve_as(
+            &runtime,
+            &flow,
+            &step,
+            decision,
+            &rationale,
+            ResolvedBy::Human,
+            Some(&actor),
+        )
+    })
+    .await
+    .unwrap_or_else(|panic| {
+        Err(StoreError::Database(format!(
+            "the gate decision failed unexpectedly: {panic}"
+        )))
+    });
+    match answer {
+        Ok(GateAnswer::Done(done)) => {
+            let to = format!(
+                "/gates?decided={}&flow={}&step={}&now={}",
+                encode(&done.outcome),
+                encode(&done.flow_id),
+                encode(&done.step_id),
+                encode(&done.result)
+            );
+            Redirect::to(&to).into_response()
+        }
+        Ok(GateAnswer::NotFound(missing)) => {
+            let notice = format!(
+                "<p role=\"alert\" class=\"problem\">{} It may have been pruned.</p>\n",
+                escape(&missing.error.message)
+            );
+            gates_page(&app, &identity, StatusCode::NOT_FOUND, notice).await
+        }
+        Ok(GateAnswer::Conflict(conflict)) => {
+            let notice = format!(
+                "<p role=\"alert\" class=\"problem\">The gate {step} of flow {flow} was not \
+                 decided: {message} ({kind}). Someone may have decided it meanwhile; the list \
+                 below is as it stands now.</p>\n",
+                step = escape(&step_id),
+                flow = escape(&flow_id),
+                message = escape(&conflict.message),
+                kind = escape(&conflict.error_type)
+            );
+            gates_page(&app, &identity, StatusCode::CONFLICT, notice).await
+        }
+        Err(error) => unavailable(&identity, &error),
+    }
+}

@@ -1,0 +1,207 @@
+//! One flow as the console shows it: everything its page needs, read in one read transaction
+//! of the store (so the page never mixes two states), and how each step stands.
+//!
+//! The current dispatch is what `stratum_resume` would answer now: the runtime's own command,
+//! run on the read snapshot, its changes thrown away. The page therefore shows exactly what
+//! an agent picking the flow up would be told, and looking at a flow changes nothing.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use stratum_compiler::plan::{self, Action, Plan};
+
+use crate::cli::query::{self, FlowSummary, SummaryStatus};
+use crate::command::{Command, Config, Context};
+use crate::exec::{self, Work};
+use crate::ids::FlowId;
+use crate::response::Record;
+use crate::state::{Checkpoint, Cursor, Event, EventBody, FlowHeader, FlowStatus, StepState};
+use crate::store::{Store, StoreError};
+
+/// How a step stands, as its box in the graph is coloured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepLook {
+    Done,
+    /// The step the flow waits on (not a gate).
+    Current,
+    Failed,
+    Skipped,
+    /// A gate waiting for a decision.
+    Gate,
+    Pending,
+}
+
+impl StepLook {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepLook::Done => "done",
+            StepLook::Current => "current",
+            StepLook::Failed => "failed",
+            StepLook::Skipped => "skipped",
+            StepLook::Gate => "gate",
+            StepLook::Pending => "pending",
+        }
+    }
+}
+
+/// A flow started by one of this flow's steps.
+#[derive(Clone, Debug)]
+pub struct Child {
+    pub id: FlowId,
+    pub name: String,
+    pub status: FlowStatus,
+    /// The step of this flow that runs it (the current one), if any still does.
+    pub step_id: Option<String>,
+}
+
+/// Everything one flow's page shows.
+pub struct FlowView {
+    pub header: FlowHeader,
+    pub summary: FlowSummary,
+    pub plan: Arc<Plan>,
+    /// Every step with state, by index.
+    pub steps: BTreeMap<u32, StepState>,
+    /// The trace, reverted events left out.
+    pub events: Vec<Event>,
+    /// What an agent resuming the flow now would be told; `None` once it has finished.
+    pub dispatch: Option<Value>,
+    pub children: Vec<Child>,
+    pub checkpoints: Vec<Checkpoint>,
+}
+
+impl FlowView {
+    /// The flow of that id (`None`: the store has none), read at `now_ms`.
+    pub fn read(
+        store: &dyn Store,
+        id: &FlowId,
+        config: &Arc<Config>,
+        now_ms: u64,
+    ) -> Result<Option<FlowView>, StoreError> {
+        let mut view = None;
+        store.read(&mut |snapshot| {
+            let Some(header) = snapshot.flow(id)? else {
+                return Ok(());
+            };
+            let plan = snapshot
+                .plan(&header.plan)?
+                .ok_or_else(|| StoreError::MissingPlan(header.plan.clone()))?;
+            let summary = query::summary(&header, &plan)?;
+            let flow = query::flow_of(&plan, &header)?;
+            let steps: BTreeMap<u32, StepState> = snapshot.steps_from(id, 0)?.into_iter().collect();
+            let events = snapshot
+                .events(id)?
+                .into_iter()
+                .filter(|event| !event.reverted)
+                .collect();
+            let mut children = Vec::new();
+            for child in snapshot.children(id)? {
+                let Some(child_header) = snapshot.flow(&child)? else {
+                    continue;
+                };
+                let step_id = steps
+                    .iter()
+                    .find(|(_, state)| state.child.as_ref() == Some(&child))
+                    .and_then(|(index, _)| flow.steps.get(*index as usize))
+                    .map(|step| step.id.clone());
+                children.push(Child {
+                    id: child,
+                    name: child_header.flow_name,
+                    status: child_header.status,
+                    step_id,
+                });
+            }
+            let mut checkpoints = Vec::new();
+            for label in snapshot.checkpoint_labels(id)? {
+                if let Some(checkpoint) = snapshot.checkpoint(id, &label)? {
+                    checkpoints.push(checkpoint);
+                }
+            }
+            let dispatch = if header.status.is_finished() {
+                None
+            } else {
+                let ctx = Context::new(now_ms, 0, config.clone());
+                let command = Command::Resume {
+                    flow_id: id.to_string(),
+                };
+                Some(exec::run(&mut Work::new(snapshot), &command, &ctx)?.to_json())
+            };
+            view = Some(FlowView {
+                header,
+                summary,
+                plan: plan.clone(),
+                steps,
+                events,
+                dispatch,
+                children,
+                checkpoints,
+            });
+            Ok(())
+        })?;
+        Ok(view)
+    }
+
+    /// The flow of the plan this execution runs.
+    pub fn flow(&self) -> Result<&plan::Flow, StoreError> {
+        query::flow_of(&self.plan, &self.header)
+    }
+
+    /// How step `index` stands in the current round.
+    pub fn look(&self, index: u32) -> StepLook {
+        let running = self.header.status == FlowStatus::Running;
+        let at_cursor = self.header.cursor == Cursor::Step(index);
+        let step = self
+            .flow()
+            .ok()
+            .and_then(|flow| flow.steps.get(index as usize));
+        if running && at_cursor {
+            return match step.map(|step| &step.action) {
+                Some(Action::Gate { .. }) => StepLook::Gate,
+                _ => StepLook::Current,
+            };
+        }
+        let failed_flow_here = self.header.status == FlowStatus::Failed && at_cursor;
+        let failed_record = step.is_some_and(|step| {
+            self.last_record(&step.id).is_some_and(
+                |record| matches!(record, Record::Step(done) if !done.violations.is_empty()),
+            )
+        });
+        let state = self.steps.get(&index);
+        if failed_flow_here || failed_record {
+            StepLook::Failed
+        } else if state.is_some_and(|state| state.skipped) {
+            StepLook::Skipped
+        } else if state.is_some_and(|state| state.output.is_some()) {
+            StepLook::Done
+        } else {
+            StepLook::Pending
+        }
+    }
+
+    /// The step's last trace record of the current round.
+    fn last_record(&self, step_id: &str) -> Option<&Record> {
+        self.events
+            .iter()
+            .rev()
+            .find_map(|event| match &event.body {
+                EventBody::Record(record)
+                    if event.round == self.header.round && record.step_id() == step_id =>
+                {
+                    Some(record)
+                }
+                _ => None,
+            })
+    }
+
+    /// Attempts still allowed at step `index` (its retries less the attempts made).
+    pub fn retries_left(&self, index: u32) -> Option<u32> {
+        let step = self.flow().ok()?.steps.get(index as usize)?;
+        let attempts = self.steps.get(&index).map_or(0, |state| state.attempts);
+        Some(step.retries.saturating_sub(attempts))
+    }
+
+    /// The flow's status as the console's filters and badges name it.
+    pub fn status(&self) -> SummaryStatus {
+        self.summary.status
+    }
+}
