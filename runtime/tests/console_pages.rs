@@ -441,7 +441,10 @@ async fn assets_are_served_to_anyone_and_no_path_leads_elsewhere() {
         let raw = raw_get(serve.address, path);
         let status = raw.split(' ').nth(1).unwrap_or("");
         assert!(status == "404" || status == "401", "{path}: {raw}");
-        assert!(!raw.contains("[workspace]") && !raw.contains("root:"), "{raw}");
+        assert!(
+            !raw.contains("[workspace]") && !raw.contains("root:"),
+            "{raw}"
+        );
     }
 }
 

@@ -23,6 +23,8 @@ use crate::http::pages::escape;
 
 const BOX_WIDTH: u32 = 260;
 const BOX_HEIGHT: u32 = 38;
+/// The width of the `end` and `killed` boxes.
+const END_WIDTH: u32 = 100;
 const PITCH: u32 = 58;
 const TOP: u32 = 16;
 /// Room on the left for data arcs, on the right for routing arcs and their labels.
@@ -68,7 +70,12 @@ pub fn draw(flow: &Flow, look: impl Fn(u32) -> StepLook) -> String {
             if to == in_order && matches!(label, "next" | "approve") {
                 arrow_down(&mut svg, index);
             } else {
-                route_arc(&mut svg, index, to, label);
+                // The end boxes are narrower than a step's.
+                let edge = match target {
+                    Target::Step(_) => LEFT + BOX_WIDTH,
+                    Target::End | Target::Kill => LEFT + BOX_WIDTH / 2 + END_WIDTH / 2,
+                };
+                route_arc(&mut svg, index, to, edge, label);
             }
         }
     }
@@ -168,7 +175,8 @@ fn data_arc(svg: &mut String, from: u32, to: u32) {
     );
 }
 
-fn route_arc(svg: &mut String, from: u32, to: u32, label: &str) {
+/// A dashed arc from the right side of row `from` to `x_to` on row `to`.
+fn route_arc(svg: &mut String, from: u32, to: u32, x_to: u32, label: &str) {
     let x = LEFT + BOX_WIDTH;
     let (y1, y2) = (row_y(from) + BOX_HEIGHT / 2, row_y(to) + BOX_HEIGHT / 2);
     // A step routing to itself still needs a visible loop.
@@ -180,7 +188,7 @@ fn route_arc(svg: &mut String, from: u32, to: u32, label: &str) {
     let out = x + bulge(from, to) + 10;
     let _ = write!(
         svg,
-        "<g class=\"route route-{label}\"><path class=\"edge\" d=\"M{x},{y1} C{out},{y1} {out},{y2} {x},{y2}\" \
+        "<g class=\"route route-{label}\"><path class=\"edge\" d=\"M{x},{y1} C{out},{y1} {out},{y2} {x_to},{y2}\" \
          marker-end=\"url(#arrow)\"/><text x=\"{}\" y=\"{}\">{label}</text></g>",
         out - 4,
         (y1 + y2) / 2 + 4
@@ -189,12 +197,12 @@ fn route_arc(svg: &mut String, from: u32, to: u32, label: &str) {
 
 fn end_box(svg: &mut String, row: u32, label: &str, class: &str) {
     let y = row_y(row);
-    let x = LEFT + BOX_WIDTH / 2 - 50;
+    let x = LEFT + BOX_WIDTH / 2 - END_WIDTH / 2;
     let _ = write!(
         svg,
-        "<g class=\"{class}\"><rect x=\"{x}\" y=\"{y}\" width=\"100\" height=\"{BOX_HEIGHT}\" rx=\"19\"/>\
+        "<g class=\"{class}\"><rect x=\"{x}\" y=\"{y}\" width=\"{END_WIDTH}\" height=\"{BOX_HEIGHT}\" rx=\"19\"/>\
          <text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{label}</text></g>",
-        x + 50,
+        LEFT + BOX_WIDTH / 2,
         y + 24
     );
 }

@@ -19,7 +19,7 @@ use serde_json::Value;
 use stratum_compiler::plan::Action;
 
 use super::timeline::seconds;
-use super::view::FlowView;
+use super::view::{FlowView, StepLook};
 use super::{Section, dag, moment, page, status_badge, status_words, timeline, unavailable};
 use crate::http::App;
 use crate::http::auth::Identity;
@@ -86,14 +86,16 @@ fn render(view: &FlowView, identity: &Identity) -> Result<String, crate::store::
         "<h1>Flow <span class=\"name\">{name}</span></h1>\n\
          <p id=\"flow-status\" data-status=\"{status}\">{badge} <code class=\"id\">{id}</code></p>\n\
          <dl class=\"facts\"><dt>Started</dt><dd>{started}</dd><dt>Last change</dt><dd>{changed}</dd>\
-         <dt>Round</dt><dd>{round}</dd><dt>Steps</dt><dd>{done} of {total}</dd>{parent}{ended}</dl>\n",
+         <dt>Round</dt><dd>{round}</dd><dt>Steps done</dt><dd>{done} of {total}</dd>{parent}{ended}</dl>\n",
         name = escape(&header.flow_name),
         status = status_words(view.status()).0,
         badge = status_badge(view.status()),
         started = moment(header.started_ms),
         changed = moment(header.updated_ms),
         round = header.round,
-        done = view.summary.completed_steps,
+        done = (0..view.summary.step_count)
+            .filter(|index| view.look(*index) == StepLook::Done)
+            .count(),
         total = view.summary.step_count,
         parent = header
             .parent
@@ -255,9 +257,12 @@ fn rounds(html: &mut String, view: &FlowView) {
         })
         .collect();
     let mut body = format!(
-        "<p>Round {} (a revise starts a new one; {} before it).</p>",
+        "<p>Round {}: each revise at a gate starts a new round{}.</p>",
         view.header.round,
-        plural(view.header.round, "round")
+        view.flow()
+            .ok()
+            .and_then(|flow| flow.max_rounds)
+            .map_or_else(String::new, |max| format!(", at most {max}"))
     );
     if decisions.is_empty() {
         body.push_str("<p>No gate has been decided.</p>");
@@ -548,7 +553,13 @@ fn steps(html: &mut String, view: &FlowView) -> Result<(), crate::store::StoreEr
              <td>{}</td><td>{}</td><td>{output}</td></tr>",
             escape(&step.id),
             state.map_or(0, |state| state.attempts),
-            view.retries_left(index).unwrap_or(0),
+            // Only the step being attempted has retries that matter.
+            match view.look(index) {
+                StepLook::Current => view
+                    .retries_left(index)
+                    .map_or_else(String::new, |left| left.to_string()),
+                _ => "—".to_owned(),
+            },
             look = view.look(index).as_str(),
         );
     }

@@ -154,7 +154,8 @@ fn article(body: &mut String, identity: &Identity, waiting: &Waiting) {
             .since_ms
             .map_or_else(String::new, |at| format!(", waiting since {}", moment(at))),
         timeout = gate.timeout.map_or_else(String::new, |seconds| format!(
-            ", killed after {seconds} s without a decision"
+            ", killed after {} without a decision",
+            super::timeline::seconds(seconds.saturating_mul(1000))
         )),
         routes = if routes.is_empty() {
             String::new()
