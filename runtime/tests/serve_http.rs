@@ -5,158 +5,20 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod mcp;
+mod serve;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command as Process, Stdio};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::process::Command as Process;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp::{BOTH, McpServer, Protocol, drive, example, examples, status};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use serve::{Serve, State, binary};
 use stratum_runtime::http::{Access, App, ServeOptions};
-
-fn binary() -> &'static str {
-    env!("CARGO_BIN_EXE_stratum-mcp")
-}
-
-/// A state directory with its database.
-struct State {
-    dir: tempfile::TempDir,
-}
-
-impl State {
-    fn new() -> State {
-        State {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn db(&self) -> PathBuf {
-        self.dir.path().join("state.db")
-    }
-
-    /// Runs an operator command on the database; its exit status and JSON answer.
-    fn cli(&self, args: &[&str]) -> (i32, Value) {
-        let output = Process::new(binary())
-            .arg("--db")
-            .arg(self.db())
-            .args(args)
-            .env_remove("STRATUM_DATABASE_URL")
-            .output()
-            .unwrap();
-        (
-            output.status.code().unwrap_or(-1),
-            serde_json::from_slice(&output.stdout).unwrap_or(Value::Null),
-        )
-    }
-
-    /// A new token's secret.
-    fn token(&self, name: &str, read_only: bool) -> String {
-        let mut args = vec!["token", "create", "--name", name, "--json"];
-        if read_only {
-            args.push("--read-only");
-        }
-        let (code, created) = self.cli(&args);
-        assert_eq!(code, 0, "{created}");
-        created["secret"].as_str().unwrap().to_owned()
-    }
-}
-
-/// A running `stratum-mcp serve`.
-struct Serve {
-    child: Child,
-    address: SocketAddr,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl Serve {
-    fn start(state: &State, args: &[&str]) -> Serve {
-        Serve::try_start(state, args).unwrap_or_else(|(code, stderr)| {
-            panic!("serve exited {code:?} before listening: {stderr}")
-        })
-    }
-
-    /// The server once it listens, or its exit status and standard error.
-    fn try_start(state: &State, args: &[&str]) -> Result<Serve, (Option<i32>, String)> {
-        let mut child = Process::new(binary())
-            .arg("--db")
-            .arg(state.db())
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .env_remove("STRATUM_DATABASE_URL")
-            .env("STRATUM_LOG", "info,stratum_runtime::http=debug")
-            .current_dir(state.dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let mut seen = String::new();
-        let address = loop {
-            let Some(Ok(line)) = lines.next() else {
-                let code = child.wait().ok().and_then(|status| status.code());
-                return Err((code, seen));
-            };
-            seen.push_str(&line);
-            seen.push('\n');
-            if let Some(rest) = line.split("listening on http://").nth(1) {
-                break rest.split(' ').next().unwrap().parse().unwrap();
-            }
-        };
-        let stderr = Arc::new(Mutex::new(seen));
-        let sink = stderr.clone();
-        std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                let mut sink = sink.lock().unwrap();
-                sink.push_str(&line);
-                sink.push('\n');
-            }
-        });
-        Ok(Serve {
-            child,
-            address,
-            stderr,
-        })
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.address)
-    }
-
-    fn signal(&self, name: &str) {
-        let status = Process::new("kill")
-            .args([&format!("-{name}"), &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-
-    /// The exit status once the process ends (within `timeout`).
-    fn wait(&mut self, timeout: Duration) -> Option<i32> {
-        let until = Instant::now() + timeout;
-        while Instant::now() < until {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code();
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!(
-            "serve still runs after {timeout:?}: {}",
-            self.stderr.lock().unwrap()
-        );
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// An HTTP client that shows redirects instead of following them and keeps no cookies.
 fn http() -> reqwest::Client {
