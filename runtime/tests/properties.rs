@@ -2155,6 +2155,7 @@ fn behaviour_coverage() {
                     EventBody::Record(Record::Skip(_)) => "record: skip",
                     EventBody::Record(Record::Policy(_)) => "record: policy",
                     EventBody::Iteration { .. } => "record: iteration",
+                    EventBody::Attempt(_) => "record: failed attempt",
                 };
                 *seen.entry(kind.to_owned()).or_default() += 1;
             }
@@ -2189,6 +2190,7 @@ fn behaviour_coverage() {
         "record: policy",
         "record: gate",
         "record: iteration",
+        "record: failed attempt",
         "flow ended complete",
         "flow ended killed",
         "flow with rounds > 0",

@@ -294,12 +294,38 @@ pub fn example(name: &str) -> String {
 /// Results an agent gives, by step id; a step whose entry is an array gets them in turn.
 pub type Script = Value;
 
-/// Plays an agent that answers every dispatch from `script` until the flow finishes, and
-/// returns the final answer.
+/// Plays an agent that answers every dispatch from `script` (approving every gate) until the
+/// flow finishes, and returns the final answer.
 pub fn drive<'a>(
     server: &'a mut McpServer,
     first: Value,
     script: &'a Script,
+) -> Pin<Box<dyn Future<Output = Value> + 'a>> {
+    play(server, first, script, Gates::Approve)
+}
+
+/// Plays an agent as [`drive`] does until the flow waits at a gate, and returns that
+/// `await_gate` dispatch (or the final answer of a flow that finishes without one).
+pub fn drive_to_gate<'a>(
+    server: &'a mut McpServer,
+    first: Value,
+    script: &'a Script,
+) -> Pin<Box<dyn Future<Output = Value> + 'a>> {
+    play(server, first, script, Gates::Stop)
+}
+
+/// What the played agent does at a gate.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Gates {
+    Approve,
+    Stop,
+}
+
+fn play<'a>(
+    server: &'a mut McpServer,
+    first: Value,
+    script: &'a Script,
+    gates: Gates,
 ) -> Pin<Box<dyn Future<Output = Value> + 'a>> {
     Box::pin(async move {
         let mut answer = first;
@@ -328,7 +354,7 @@ pub fn drive<'a>(
                         .await;
                 }
                 "execute_flow" => {
-                    let child = drive(server, answer["child_step"].clone(), script).await;
+                    let child = play(server, answer["child_step"].clone(), script, gates).await;
                     assert_eq!(status(&child), "complete", "{child:#}");
                     answer = server
                         .call(
@@ -341,7 +367,7 @@ pub fn drive<'a>(
                         )
                         .await;
                 }
-                "await_gate" => {
+                "await_gate" if gates == Gates::Approve => {
                     answer = server
                         .call(
                             "stratum_gate_resolve",

@@ -58,11 +58,18 @@ impl GatesQuery {
             "revise" => "Sent back for revision",
             _ => return None,
         };
+        let now = match self.now.as_deref().unwrap_or("") {
+            "execute_step" | "execute_flow" => "the flow moves on".to_owned(),
+            "await_gate" => "the flow waits at its next gate".to_owned(),
+            "complete" => "the flow is complete".to_owned(),
+            "killed" => "the flow was killed".to_owned(),
+            other => format!("the flow is now {}", other.replace('_', " ")),
+        };
         Some(format!(
-            "<p role=\"status\" class=\"notice\">{done} the gate {} of flow {}; the flow is now {}.</p>\n",
+            "<p role=\"status\" class=\"notice\">{done} the gate {} of flow {}; {}.</p>\n",
             escape(self.step.as_deref().unwrap_or("")),
             escape(self.flow.as_deref().unwrap_or("")),
-            escape(&self.now.as_deref().unwrap_or("").replace('_', " "))
+            escape(&now)
         ))
     }
 }
