@@ -9,6 +9,7 @@
 
 use axum::Form;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::http::StatusCode;
 use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, SET_COOKIE};
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -94,8 +95,18 @@ pub struct SignIn {
     token: String,
 }
 
-/// `POST /signin` with `token`: a session cookie and the home page, or the form again (401).
-pub async fn signin(State(app): State<App>, Form(signin): Form<SignIn>) -> Response {
+/// `POST /signin` with `token`: a session cookie and the flows, or the form again (401). A
+/// post from another site's page is refused (403): it would sign the person in with someone
+/// else's token (login CSRF), and no CSRF token can exist before a session does, so the
+/// browser's own `Origin` and `Sec-Fetch-Site` headers decide.
+pub async fn signin(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Form(signin): Form<SignIn>,
+) -> Response {
+    if let Some(why) = cross_site(&headers) {
+        return signin_page(StatusCode::FORBIDDEN, &why);
+    }
     let token_hash = hash(signin.token.trim());
     match app.token(token_hash.clone()).await {
         Ok(Some(_)) => {}
@@ -121,6 +132,31 @@ pub async fn signin(State(app): State<App>, Form(signin): Form<SignIn>) -> Respo
         super::SESSION_LIFETIME.as_secs()
     );
     ([(SET_COOKIE, cookie)], Redirect::to("/")).into_response()
+}
+
+/// Why a sign-in post comes from another site's page, if it does: its `Origin` names another
+/// host than the one it was sent to, or `Sec-Fetch-Site` says `cross-site` or `same-site`. A
+/// client that sends neither (a script, an old browser) is let through.
+fn cross_site(headers: &HeaderMap) -> Option<String> {
+    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
+    if let Some(site) = header("sec-fetch-site")
+        && matches!(site, "cross-site" | "same-site")
+    {
+        return Some(
+            "This sign-in came from another site's page, and was refused. Sign in from this \
+             server's own page."
+                .to_owned(),
+        );
+    }
+    let origin = header("origin")?;
+    let host = header("host").unwrap_or_default();
+    let origin_host = origin.split_once("://").map_or(origin, |(_, rest)| rest);
+    (origin == "null" || !origin_host.eq_ignore_ascii_case(host)).then(|| {
+        format!(
+            "This sign-in came from {origin}, not from this server's page, and was refused. \
+             Sign in from this server's own page."
+        )
+    })
 }
 
 /// `POST /signout`: the session closed and its cookie cleared.
