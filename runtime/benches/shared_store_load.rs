@@ -1,80 +1,19 @@
 //! Issue 18's shared-store load as a benchmark: 4 `stratum-mcp` server processes and 8 agents
 //! each driving its own 200-step flow (a gate every 50 steps) through them, the operator's
-//! CLI approving the gates meanwhile, on SQLite (a database file under Cargo's target
-//! directory, the binary's default `--synchronous normal`) and on PostgreSQL. For each store
-//! it prints the throughput (steps completed, gates included, per second of the whole run)
-//! and the `stratum_step_done` round trips (p50, p99, max), after the same checks as the test
-//! (`tests/shared_store_load.rs`; the driver is `tests/load/`).
-//!
-//! PostgreSQL is the server `STRATUM_TEST_DATABASE_URL` names, or one
-//! `scripts/throwaway-postgres` starts for this run with PostgreSQL's durable defaults
-//! (`THROWAWAY_POSTGRES_DURABLE`: `fsync`, `synchronous_commit` and `full_page_writes` on,
-//! where the tests' server turns them off); each run gets a fresh schema.
+//! CLI approving the gates meanwhile, on SQLite and on PostgreSQL (see `load_bench/`). For
+//! each store it prints the throughput (steps completed, gates included, per second of the
+//! whole run) and the `stratum_step_done` round trips (p50, p99, max), after the same checks
+//! as the test (`tests/shared_store_load.rs`; the driver is `tests/load/`).
 //!
 //! `cargo bench -p stratum-runtime --bench shared_store_load [-- sqlite|postgres]`
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a benchmark may unwrap what it built
 
 #[path = "../tests/load/mod.rs"]
 mod load;
+mod load_bench;
 #[path = "../tests/support/postgres.rs"]
 mod test_postgres;
 
-use std::ffi::OsStr;
-use std::path::Path;
-
-use load::{Load, StoreAt};
-
-/// The PostgreSQL server: the tests' variable, or a durable throwaway one.
-fn postgres_server() -> String {
-    if let Ok(url) = std::env::var(test_postgres::SERVER_ENV)
-        && !url.trim().is_empty()
-    {
-        println!("PostgreSQL: the server of {}", test_postgres::SERVER_ENV);
-        return url.trim().to_owned();
-    }
-    println!("PostgreSQL: a throwaway server with the durable defaults");
-    test_postgres::start_server(
-        std::os::unix::process::parent_id(),
-        &[("THROWAWAY_POSTGRES_DURABLE", OsStr::new("1"))],
-    )
-    .unwrap_or_else(|message| panic!("no PostgreSQL server for the benchmark:\n{message}"))
-}
-
 fn main() {
-    // `cargo bench` passes `--bench`; any other word selects stores by name.
-    let wanted: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|arg| !arg.starts_with('-'))
-        .map(|arg| arg.to_lowercase())
-        .collect();
-    let selected = |name: &str| wanted.is_empty() || wanted.iter().any(|w| name.contains(w));
-    let binary = Path::new(env!("CARGO_BIN_EXE_stratum-mcp"));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let load = Load::default();
-    for name in ["sqlite", "postgres"]
-        .into_iter()
-        .filter(|name| selected(name))
-    {
-        let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-        let store =
-            match name {
-                "sqlite" => StoreAt::Sqlite(home.path().join("stratum.db")),
-                _ => {
-                    let server = postgres_server();
-                    StoreAt::Postgres(test_postgres::fresh_schema(&server).unwrap_or_else(
-                        |error| panic!("cannot create a schema on {server}: {error}"),
-                    ))
-                }
-            };
-        let report = runtime.block_on(load::run(binary, &store, home.path(), &load));
-        println!("{}", report.summary());
-        println!(
-            "  ({} stratum_resume polls by agents waiting at gates)",
-            report.resumes
-        );
-    }
+    load_bench::main(&load::Load::default());
 }

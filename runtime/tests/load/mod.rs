@@ -1,24 +1,31 @@
-//! The shared-store load (issue 18): several `stratum-mcp` server processes on one store,
-//! concurrent agents each driving its own long flow through them, and the operator's CLI
-//! approving gates meanwhile, as separate processes of the real binary; then a check, from the
-//! store through the CLI, that every flow completed with every step exactly once.
+//! The loads of issues 18 and 19: concurrent agents each driving its own long flow through
+//! the real `stratum-mcp` binary, over MCP with rmcp's client as an agent does; then a check,
+//! from the store through the operator's CLI, that every flow completed with every step
+//! exactly once.
 //!
 //! - The spec ([`spec`]): one flow `main` of `steps` steps `s0`, `s1`, …, each inline step
 //!   reading the previous step's output through a contract and an `ensure`; every
 //!   `gate_every`-th step (not the last) is a gate whose approval goes on to the next step.
-//! - Agent `i` talks to server `i % servers` over MCP (rmcp's client, as an agent does): it
-//!   starts its flow with `stratum_plan`, submits each step's result with `stratum_step_done`
-//!   (timing each round trip), and at a gate polls `stratum_resume` until someone else has
-//!   approved it.
-//! - The approver runs `stratum-mcp query gates --json` and `stratum-mcp gate approve` for
-//!   each waiting gate, until every agent is done.
+//! - How agents reach the store ([`Via`]):
+//!   - issue 18's shared store, [`Via::Stdio`]: several stdio server processes on one store,
+//!     agent `i` talking to server `i % servers`, and the operator's CLI approving the gates
+//!     meanwhile (`stratum-mcp query gates --json`, `stratum-mcp gate approve`), an agent at a
+//!     gate polling `stratum_resume` until someone has;
+//!   - issue 19's [`Via::Http`]: one `stratum-mcp serve` process, every agent its own
+//!     Streamable HTTP client (every other one opening with `server/discover`, the rest with
+//!     `initialize`) with its own access token `agent-N`, approving its own gates with
+//!     `stratum_gate_resolve`; `serve` is stopped with SIGTERM afterwards and must exit 0.
+//! - An agent starts its flow with `stratum_plan` and submits each step's result with
+//!   `stratum_step_done`, timing each round trip.
 //! - The check: `query flows --json` lists exactly the agents' flows, all complete;
 //!   `query flow ID --json` of each has the steps' records in order, each step once with one
-//!   attempt, each gate approved once by the CLI, and every step's output as submitted. Each
-//!   agent saw exactly the dispatches it expected, in order.
+//!   attempt, each gate approved once (over HTTP, recorded with the agent's token as its
+//!   actor), and every step's output as submitted. Each agent saw exactly the dispatches it
+//!   expected, in order.
 //!
-//! Shared by the test (`tests/shared_store_load.rs`, asserting) and the benchmark
-//! (`benches/shared_store_load.rs`, printing throughput and round trips).
+//! Shared by the tests (`tests/shared_store_load.rs`, `tests/http_load.rs`, asserting) and the
+//! benchmarks (`benches/shared_store_load.rs`, `benches/http_load.rs`, printing throughput and
+//! round trips).
 
 #![allow(dead_code, clippy::indexing_slicing)] // JSON indexes to null
 
@@ -26,15 +33,17 @@ use std::ffi::OsString;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
+use rmcp::model::{CallToolRequestParams, ProtocolVersion};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// Where the servers and the CLI keep state.
 #[derive(Clone, Debug)]
@@ -62,16 +71,27 @@ impl StoreAt {
     }
 }
 
+/// How the agents reach the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// `servers` stdio server processes, agent `i` on server `i % servers`; the operator's CLI
+    /// approves the gates.
+    Stdio { servers: usize },
+    /// One `stratum-mcp serve` process on a free port of 127.0.0.1, each agent its own
+    /// Streamable HTTP client and access token; each agent approves its own gates over MCP.
+    Http,
+}
+
 /// The shape of the load.
 #[derive(Clone, Debug)]
 pub struct Load {
-    pub servers: usize,
+    pub via: Via,
     pub agents: usize,
     /// Steps per flow, gates included.
     pub steps: usize,
     /// Every `gate_every`-th step is a gate.
     pub gate_every: usize,
-    /// How long the approver sleeps when no gate waits.
+    /// How long the approver sleeps when no gate waits (over stdio).
     pub approver_idle: Duration,
     /// How long an agent at a gate sleeps between two `stratum_resume`s.
     pub gate_poll: Duration,
@@ -83,7 +103,7 @@ impl Default for Load {
     /// Issue 18's: 4 servers, 8 agents, 200-step flows, a gate every 50 steps.
     fn default() -> Load {
         Load {
-            servers: 4,
+            via: Via::Stdio { servers: 4 },
             agents: 8,
             steps: 200,
             gate_every: 50,
@@ -95,6 +115,28 @@ impl Default for Load {
 }
 
 impl Load {
+    /// Issue 19's: one `serve` process, 50 agents over HTTP, 100-step flows, a gate at the
+    /// 50th step.
+    pub fn http() -> Load {
+        Load {
+            via: Via::Http,
+            agents: 50,
+            steps: 100,
+            gate_every: 50,
+            deadline: Duration::from_secs(1800),
+            ..Load::default()
+        }
+    }
+
+    /// The actor a gate's record names: the token of the agent that approved it over HTTP;
+    /// none when the CLI did.
+    pub fn actor(&self, agent: usize) -> Value {
+        match self.via {
+            Via::Stdio { .. } => Value::Null,
+            Via::Http => json!(token_name(agent)),
+        }
+    }
+
     /// Whether step `index` is a gate.
     pub fn is_gate(&self, index: usize) -> bool {
         self.gate_every > 0
@@ -116,7 +158,7 @@ pub struct Report {
     pub elapsed: Duration,
     /// Every `stratum_step_done` round trip, sorted.
     pub step_done: Vec<Duration>,
-    /// Gates approved by the CLI.
+    /// Gates approved: by the CLI over stdio, by the agents over HTTP.
     pub approved: usize,
     /// `gate approve`s that found the gate no longer waiting (none are expected: one approver).
     pub conflicts: usize,
@@ -147,14 +189,17 @@ impl Report {
     /// One paragraph: the load, throughput and round trips.
     pub fn summary(&self) -> String {
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        let (servers, approver) = match self.load.via {
+            Via::Stdio { servers } => (format!("{servers} stdio servers"), "from the CLI"),
+            Via::Http => ("1 HTTP server".to_owned(), "over MCP"),
+        };
         let mut text = String::new();
         let _ = write!(
             text,
-            "{}: {} servers, {} agents × {}-step flows ({} step_done, {} gates approved from the \
-             CLI, {} conflicts) in {:.2} s: {:.0} steps/s; step_done round trip p50 {:.2} ms, \
-             p99 {:.2} ms, max {:.2} ms",
+            "{}: {servers}, {} agents × {}-step flows ({} step_done, {} gates approved \
+             {approver}, {} conflicts) in {:.2} s: {:.0} steps/s; step_done round trip p50 \
+             {:.2} ms, p99 {:.2} ms, max {:.2} ms",
             self.store,
-            self.load.servers,
             self.load.agents,
             self.load.steps,
             self.step_done.len(),
@@ -233,22 +278,35 @@ pub fn result(agent: usize, index: usize) -> Value {
 /// The note the approver leaves on every gate.
 const NOTE: &str = "approved by the load's operator";
 
-/// A `stratum-mcp` server process and the client talking to it.
-struct Server {
+/// The name of agent `agent`'s access token over HTTP.
+pub fn token_name(agent: usize) -> String {
+    format!("agent-{agent}")
+}
+
+/// `stratum-mcp [store options]` with `home` as its `STRATUM_HOME` and working directory, and
+/// none of the caller's store or log settings.
+fn command(binary: &Path, store: &StoreAt, home: &Path) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(binary);
+    command
+        .args(store.args())
+        .env("STRATUM_HOME", home)
+        .env_remove("STRATUM_DB")
+        .env_remove("STRATUM_DATABASE_URL")
+        .env_remove("STRATUM_LOG")
+        .current_dir(home);
+    command
+}
+
+/// An MCP client: of a stdio server process it started, or of `serve` over HTTP.
+struct Client {
     client: RunningService<RoleClient, ()>,
 }
 
-impl Server {
-    async fn start(binary: &Path, store: &StoreAt, home: &Path) -> Server {
-        let mut command = tokio::process::Command::new(binary);
-        command
-            .args(store.args())
-            .env("STRATUM_HOME", home)
-            .env_remove("STRATUM_DB")
-            .env_remove("STRATUM_DATABASE_URL")
-            .env_remove("STRATUM_LOG")
-            .current_dir(home)
-            .stderr(Stdio::inherit());
+impl Client {
+    /// Starts a stdio server process and opens the conversation (`initialize`).
+    async fn start(binary: &Path, store: &StoreAt, home: &Path) -> Client {
+        let mut command = command(binary, store, home);
+        command.stderr(Stdio::inherit());
         let transport = TokioChildProcess::new(command).expect("stratum-mcp starts");
         let client = ().serve(transport).await.unwrap_or_else(|error| {
             panic!(
@@ -256,7 +314,25 @@ impl Server {
                 store.name()
             )
         });
-        Server { client }
+        Client { client }
+    }
+
+    /// Connects to `serve`'s `/mcp` at `url` with the bearer `token`, opening with
+    /// `server/discover` (2026-07-28, stateless) or with `initialize` (2025-11-25).
+    async fn connect(url: &str, token: &str, discover: bool) -> Client {
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token);
+        let transport = StreamableHttpClientTransport::from_config(config);
+        let client = if discover {
+            let lifecycle = ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            };
+            ().serve_with_lifecycle(transport, lifecycle).await
+        } else {
+            ().serve(transport).await
+        };
+        let client = client.unwrap_or_else(|error| panic!("{url}: no MCP conversation: {error}"));
+        Client { client }
     }
 
     /// Calls a tool that must answer; its structured answer.
@@ -280,20 +356,88 @@ impl Server {
     }
 }
 
+/// A running `stratum-mcp serve` on a free port of 127.0.0.1, its standard error kept.
+struct Serve {
+    child: tokio::process::Child,
+    url: String,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Serve {
+    /// Starts `serve` and waits until it listens (at most `timeout`).
+    async fn start(binary: &Path, store: &StoreAt, home: &Path, timeout: Duration) -> Serve {
+        let mut child = command(binary, store, home)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("stratum-mcp serve starts");
+        let stderr = child
+            .stderr
+            .take()
+            .expect("serve's standard error is piped");
+        let mut lines = BufReader::new(stderr).lines();
+        let mut seen = String::new();
+        let listening = async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                seen.push_str(&line);
+                seen.push('\n');
+                if let Some(rest) = line.split("listening on ").nth(1) {
+                    return rest.split(' ').next().map(|url| format!("{url}/mcp"));
+                }
+            }
+            None
+        };
+        let url = tokio::time::timeout(timeout, listening).await;
+        let Ok(Some(url)) = url else {
+            panic!("serve on {} is not listening: {seen}", store.name());
+        };
+        // The rest is kept for a failure's message, and read so that logging never blocks.
+        let kept = Arc::new(Mutex::new(seen));
+        let sink = kept.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
+                sink.push_str(&line);
+                sink.push('\n');
+            }
+        });
+        Serve {
+            child,
+            url,
+            stderr: kept,
+        }
+    }
+
+    /// Stops it as an operator does (SIGTERM); it must exit 0 within `timeout`.
+    async fn stop(mut self, timeout: Duration) {
+        let pid = self.child.id().expect("serve still runs").to_string();
+        let signalled = tokio::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .await
+            .expect("kill runs");
+        assert!(signalled.success(), "kill -TERM {pid}: {signalled}");
+        let exited = tokio::time::timeout(timeout, self.child.wait()).await;
+        let stderr = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
+        match exited {
+            Ok(Ok(status)) => assert!(status.success(), "serve exited {status}: {stderr}"),
+            Ok(Err(error)) => panic!("serve: {error}"),
+            Err(_) => panic!("serve still runs {timeout:?} after SIGTERM: {stderr}"),
+        }
+    }
+}
+
 fn status(answer: &Value) -> &str {
     answer.get("status").and_then(Value::as_str).unwrap_or("")
 }
 
 /// Runs `stratum-mcp [store options] ARGS` as the operator does.
 async fn cli(binary: &Path, store: &StoreAt, home: &Path, args: &[&str]) -> Output {
-    tokio::process::Command::new(binary)
-        .args(store.args())
+    command(binary, store, home)
         .args(args)
-        .env("STRATUM_HOME", home)
-        .env_remove("STRATUM_DB")
-        .env_remove("STRATUM_DATABASE_URL")
-        .env_remove("STRATUM_LOG")
-        .current_dir(home)
         .stdin(Stdio::null())
         .output()
         .await
@@ -321,12 +465,14 @@ struct Agent {
     flow: String,
     step_done: Vec<Duration>,
     resumes: usize,
+    /// Gates it approved itself (over HTTP).
+    approved: usize,
 }
 
 /// Drives one flow on `server` to its end, checking each dispatch is the step expected.
 async fn agent(
     number: usize,
-    server: Arc<Server>,
+    server: Arc<Client>,
     spec: Arc<String>,
     load: Load,
     deadline: Instant,
@@ -345,6 +491,7 @@ async fn agent(
         flow: flow.clone(),
         step_done: Vec::with_capacity(load.steps),
         resumes: 0,
+        approved: 0,
     };
     let mut answer = planned;
     let mut next = 0;
@@ -377,7 +524,15 @@ async fn agent(
                     json!(expected),
                     "agent {number}: {answer:#}"
                 );
-                // The operator decides; the agent looks again now and then.
+                if load.via == Via::Http {
+                    // The agent passes on its human's decision, as the token's holder.
+                    let arguments = json!({"flow_id": flow, "step_id": expected,
+                                           "outcome": "approve", "rationale": NOTE,
+                                           "resolved_by": "human"});
+                    answer = server.call("stratum_gate_resolve", arguments).await;
+                    done.approved += 1;
+                }
+                // Else the operator decides; the agent looks again now and then.
                 while status(&answer) == "await_gate" {
                     assert!(
                         Instant::now() < deadline,
@@ -457,32 +612,70 @@ async fn joined<T>(task: tokio::task::JoinHandle<T>) -> T {
     }
 }
 
+/// How long starting or stopping `serve` may take on a busy machine.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// The clients the agents use (agent `i` takes client `i % len`), after starting the servers:
+/// the stdio processes, or `serve` (returned, to be stopped) with a token and client per agent.
+async fn connect(
+    binary: &Path,
+    store: &StoreAt,
+    home: &Path,
+    load: &Load,
+) -> (Option<Serve>, Vec<Arc<Client>>) {
+    match load.via {
+        Via::Stdio { servers } => {
+            let mut clients = Vec::with_capacity(servers);
+            for _ in 0..servers {
+                clients.push(Arc::new(Client::start(binary, store, home).await));
+            }
+            (None, clients)
+        }
+        Via::Http => {
+            let mut tokens = Vec::with_capacity(load.agents);
+            for number in 0..load.agents {
+                let name = token_name(number);
+                let args = ["token", "create", "--name", &name, "--json"];
+                let created = json_of(&args, &cli(binary, store, home, &args).await);
+                let secret = created["secret"].as_str().expect("a token has a secret");
+                tokens.push(secret.to_owned());
+            }
+            let serve = Serve::start(binary, store, home, PATIENCE).await;
+            let mut clients = Vec::with_capacity(load.agents);
+            for (number, token) in tokens.iter().enumerate() {
+                let client = Client::connect(&serve.url, token, number % 2 == 1).await;
+                clients.push(Arc::new(client));
+            }
+            (Some(serve), clients)
+        }
+    }
+}
+
 /// Runs the load with `binary` (`stratum-mcp`) on `store`, `home` as every process's
 /// `STRATUM_HOME` and working directory; checks the store afterwards and panics on any
 /// missing, repeated or unexpected step.
 pub async fn run(binary: &Path, store: &StoreAt, home: &Path, load: &Load) -> Report {
     let spec = Arc::new(spec(load));
-    let mut servers = Vec::with_capacity(load.servers);
-    for _ in 0..load.servers {
-        servers.push(Arc::new(Server::start(binary, store, home).await));
-    }
+    let (serve, clients) = connect(binary, store, home, load).await;
     let began = Instant::now();
     let deadline = began + load.deadline;
     let finished = Arc::new(AtomicUsize::new(0));
-    let approving = tokio::spawn(approver(
-        binary.to_owned(),
-        store.clone(),
-        home.to_owned(),
-        load.clone(),
-        finished.clone(),
-        deadline,
-    ));
+    let approving = matches!(load.via, Via::Stdio { .. }).then(|| {
+        tokio::spawn(approver(
+            binary.to_owned(),
+            store.clone(),
+            home.to_owned(),
+            load.clone(),
+            finished.clone(),
+            deadline,
+        ))
+    });
     let agents: Vec<_> = (0..load.agents)
         .map(|number| {
-            let server = servers
-                .get(number % load.servers)
+            let server = clients
+                .get(number % clients.len())
                 .cloned()
-                .expect("a server for every agent");
+                .expect("a client for every agent");
             let (spec, load, finished) = (spec.clone(), load.clone(), finished.clone());
             tokio::spawn(async move {
                 let done = agent(number, server, spec, load, deadline).await;
@@ -496,11 +689,17 @@ pub async fn run(binary: &Path, store: &StoreAt, home: &Path, load: &Load) -> Re
         done.push(joined(task).await);
     }
     let elapsed = began.elapsed();
-    let (approved, conflicts) = joined(approving).await;
-    for server in servers {
-        if let Ok(server) = Arc::try_unwrap(server) {
-            server.stop().await;
+    let (approved, conflicts) = match approving {
+        Some(approving) => joined(approving).await,
+        None => (done.iter().map(|agent| agent.approved).sum(), 0),
+    };
+    for client in clients {
+        if let Ok(client) = Arc::try_unwrap(client) {
+            client.stop().await;
         }
+    }
+    if let Some(serve) = serve {
+        serve.stop(PATIENCE).await;
     }
 
     let mut step_done: Vec<Duration> = done
@@ -531,7 +730,10 @@ async fn check(binary: &Path, store: &StoreAt, home: &Path, report: &Report) {
         load.agents * (load.steps - load.gates_per_flow())
     );
     assert_eq!(report.approved, gates, "every gate approved once");
-    assert_eq!(report.conflicts, 0, "one approver meets no conflict");
+    assert_eq!(
+        report.conflicts, 0,
+        "one approver per gate meets no conflict"
+    );
 
     let args = ["query", "flows", "--json"];
     let flows = json_of(&args, &cli(binary, store, home, &args).await);
@@ -569,13 +771,15 @@ async fn check(binary: &Path, store: &StoreAt, home: &Path, report: &Report) {
                         &record["type"],
                         &record["outcome"],
                         &record["resolved_by"],
-                        &record["rationale"]
+                        &record["rationale"],
+                        &record["actor"]
                     ),
                     (
                         &json!("gate"),
                         &json!("approve"),
                         &json!("human"),
-                        &json!(NOTE)
+                        &json!(NOTE),
+                        &load.actor(number)
                     ),
                     "{context}: {record:#}"
                 );
