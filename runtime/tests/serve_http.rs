@@ -895,3 +895,36 @@ async fn sigterm_lets_the_call_in_flight_finish_and_exits_0() {
     let (_, stored) = state.cli(&["query", "flow", &flow, "--json"]);
     assert_eq!(stored["status"], "complete", "{stored:#}");
 }
+
+/// A sign-in posted from another site's page is refused: it would sign the person in with the
+/// other site's token (login CSRF). The browser's own headers tell, and a client that sends
+/// none (a script) signs in as before.
+#[tokio::test]
+async fn a_sign_in_from_another_sites_page_is_refused() {
+    let state = State::new();
+    let secret = state.token("alice", false);
+    let serve = Serve::start(&state, &[]);
+    let own = format!("http://{}", serve.address);
+    for (header, value, expected) in [
+        ("origin", "http://evil.example", StatusCode::FORBIDDEN),
+        ("origin", "null", StatusCode::FORBIDDEN),
+        ("sec-fetch-site", "cross-site", StatusCode::FORBIDDEN),
+        ("sec-fetch-site", "same-site", StatusCode::FORBIDDEN),
+        ("origin", own.as_str(), StatusCode::SEE_OTHER),
+        ("sec-fetch-site", "same-origin", StatusCode::SEE_OTHER),
+    ] {
+        let answer = http()
+            .post(serve.url("/signin"))
+            .header(header, value)
+            .form(&[("token", secret.as_str())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), expected, "{header}: {value}");
+        if expected == StatusCode::FORBIDDEN {
+            assert!(!answer.headers().contains_key("set-cookie"));
+            let page = answer.text().await.unwrap();
+            assert!(page.contains("was refused"), "{page}");
+        }
+    }
+}
