@@ -125,7 +125,7 @@ fn rows(page: &str) -> Vec<(String, String)> {
 /// The `data-state` of step `step`'s box in the graph.
 fn step_state<'p>(page: &'p str, step: &str) -> &'p str {
     let node = page
-        .split(&format!("<g class=\"step state-"))
+        .split("<g class=\"step state-")
         .find(|node| node.contains(&format!("data-step-id=\"{step}\"")))
         .unwrap_or_else(|| panic!("no box for step {step}"));
     node.split("data-state=\"")

@@ -927,4 +927,22 @@ async fn a_sign_in_from_another_sites_page_is_refused() {
             assert!(page.contains("was refused"), "{page}");
         }
     }
+    // Behind a proxy that passes no public name, the page's origin is an --allowed-host.
+    let proxied = Serve::start(&state, &["--allowed-host", "stratum.example.com"]);
+    for (origin, expected) in [
+        ("https://stratum.example.com", StatusCode::SEE_OTHER),
+        (
+            "https://stratum.example.com.evil.example",
+            StatusCode::FORBIDDEN,
+        ),
+    ] {
+        let answer = http()
+            .post(proxied.url("/signin"))
+            .header("origin", origin)
+            .form(&[("token", secret.as_str())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), expected, "{origin}");
+    }
 }

@@ -104,7 +104,7 @@ pub async fn signin(
     headers: HeaderMap,
     Form(signin): Form<SignIn>,
 ) -> Response {
-    if let Some(why) = cross_site(&headers) {
+    if let Some(why) = cross_site(&headers, &app.options().allowed_hosts) {
         return signin_page(StatusCode::FORBIDDEN, &why);
     }
     let token_hash = hash(signin.token.trim());
@@ -135,9 +135,10 @@ pub async fn signin(
 }
 
 /// Why a sign-in post comes from another site's page, if it does: its `Origin` names another
-/// host than the one it was sent to, or `Sec-Fetch-Site` says `cross-site` or `same-site`. A
-/// client that sends neither (a script, an old browser) is let through.
-fn cross_site(headers: &HeaderMap) -> Option<String> {
+/// host than the one it was sent to (or an `--allowed-host`), or `Sec-Fetch-Site` says
+/// `cross-site` or `same-site`. A client that sends neither (a script, an old browser) is let
+/// through.
+fn cross_site(headers: &HeaderMap, allowed_hosts: &[String]) -> Option<String> {
     let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
     if let Some(site) = header("sec-fetch-site")
         && matches!(site, "cross-site" | "same-site")
@@ -151,7 +152,16 @@ fn cross_site(headers: &HeaderMap) -> Option<String> {
     let origin = header("origin")?;
     let host = header("host").unwrap_or_default();
     let origin_host = origin.split_once("://").map_or(origin, |(_, rest)| rest);
-    (origin == "null" || !origin_host.eq_ignore_ascii_case(host)).then(|| {
+    // Behind a proxy that does not pass the public name on, the page's origin is that name,
+    // given with --allowed-host (a `*` names no origin).
+    let named = |allowed: &String| {
+        let name = |authority: &str| authority.split(':').next().unwrap_or("").to_lowercase();
+        allowed != "*"
+            && (allowed.eq_ignore_ascii_case(origin_host)
+                || (!allowed.contains(':') && name(allowed) == name(origin_host)))
+    };
+    let own = origin_host.eq_ignore_ascii_case(host) || allowed_hosts.iter().any(named);
+    (origin == "null" || !own).then(|| {
         format!(
             "This sign-in came from {origin}, not from this server's page, and was refused. \
              Sign in from this server's own page."

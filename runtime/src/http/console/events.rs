@@ -141,7 +141,10 @@ pub async fn stream(State(app): State<App>, _identity: Identity) -> Response {
             Some((Ok::<Event, Infallible>(event), (receiver, closing)))
         },
     );
-    Sse::new(events)
-        .keep_alive(KeepAlive::default())
+    // nginx would otherwise hold the events back in its buffer.
+    (
+        [("x-accel-buffering", "no")],
+        Sse::new(events).keep_alive(KeepAlive::default()),
+    )
         .into_response()
 }

@@ -149,13 +149,13 @@ pub async fn list(
     };
     let mut body = String::from("<h1>Flows</h1>\n");
     filters(&mut body, filter, &search);
-    let _ = write!(
+    let _ = writeln!(
         body,
         "<form role=\"search\" method=\"get\" action=\"/\">\
          <input type=\"hidden\" name=\"status\" value=\"{}\">\
          <label for=\"search\">Search by id or name</label> \
          <input id=\"search\" name=\"q\" type=\"search\" value=\"{}\" autocomplete=\"off\"> \
-         <button type=\"submit\">Search</button></form>\n",
+         <button type=\"submit\">Search</button></form>",
         filter.key(),
         escape(&search)
     );
