@@ -182,7 +182,7 @@ fn article(body: &mut String, identity: &Identity, waiting: &Waiting) {
         );
         body.push_str(&form(
             identity,
-            &format!("/gates/{}/{}", gate.flow_id, gate.step_id),
+            &format!("/gates/{}/{}", encode(&gate.flow_id), encode(&gate.step_id)),
             &fields,
         ));
     }
