@@ -76,6 +76,8 @@
   var source = new EventSource("/events");
   source.addEventListener("open", function () {
     if (live) live.textContent = "Live";
+    // What changed between the page's rendering and this (re)connection was not announced.
+    refresh();
   });
   source.addEventListener("error", function () {
     if (live) live.textContent = "Reconnecting…";
