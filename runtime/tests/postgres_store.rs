@@ -410,3 +410,35 @@ fn migrate_store_copies_a_sqlite_state_whole_and_verifies_it() {
     let copied = SqliteStore::open(&back).unwrap().export().unwrap();
     assert_eq!(copied, postgres.export().unwrap());
 }
+
+/// The test harness drops test schemas more than a day old, so a long-lived test server does
+/// not pile them up, and leaves recent ones (another run's, maybe still going) alone.
+#[test]
+fn test_schemas_older_than_a_day_are_dropped_by_a_later_run() {
+    let server = support::postgres::server_url();
+    let old = format!("stratum_test_1000_{}_sweep", std::process::id());
+    let schemas = |client: &mut postgres::Client| -> Result<Vec<String>, postgres::Error> {
+        Ok(client
+            .query(
+                "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'stratum\\_test\\_%'",
+                &[],
+            )?
+            .iter()
+            .map(|row| row.get(0))
+            .collect())
+    };
+    support::postgres::admin(server, |client| {
+        client.batch_execute(&format!("CREATE SCHEMA {old}"))
+    })
+    .unwrap();
+    let recent = support::postgres::database_url();
+    let recent = recent.rsplit("search_path%3D").next().unwrap().to_owned();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    support::postgres::sweep_old_schemas(server, now);
+    let left = support::postgres::admin(server, schemas).unwrap();
+    assert!(!left.contains(&old), "the old schema was dropped");
+    assert!(left.contains(&recent), "a recent schema stays: {recent}");
+}

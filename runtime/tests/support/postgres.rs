@@ -89,10 +89,44 @@ pub fn fresh_schema(server: &str) -> Result<String, String> {
         std::process::id(),
         CREATED.fetch_add(1, Ordering::Relaxed)
     );
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| sweep_old_schemas(server, millis));
     admin(server, |client| {
         client.batch_execute(&format!("CREATE SCHEMA {schema}"))
     })?;
     Ok(with_search_path(server, &schema))
+}
+
+/// How old a test schema must be for a later run to drop it: no test run lasts that long.
+const OLD_SCHEMA_MILLIS: u128 = 24 * 60 * 60 * 1000;
+
+/// Drops the test schemas made more than a day before `now_millis` (their name starts with
+/// the time they were made), so that a long-lived `STRATUM_TEST_DATABASE_URL` server does not
+/// pile them up. Best effort: a schema another process drops first is no error.
+pub fn sweep_old_schemas(server: &str, now_millis: u128) {
+    let swept = admin(server, |client| {
+        let names: Vec<String> = client
+            .query(
+                "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'stratum\\_test\\_%'",
+                &[],
+            )?
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        for name in names {
+            let made = name
+                .strip_prefix("stratum_test_")
+                .and_then(|rest| rest.split('_').next())
+                .and_then(|millis| millis.parse::<u128>().ok());
+            if made.is_some_and(|made| now_millis.saturating_sub(made) > OLD_SCHEMA_MILLIS) {
+                client.batch_execute(&format!("DROP SCHEMA IF EXISTS {name} CASCADE"))?;
+            }
+        }
+        Ok(())
+    });
+    if let Err(error) = swept {
+        eprintln!("could not drop old test schemas (they stay; nothing else is affected): {error}");
+    }
 }
 
 /// `server` with its connections' `search_path` set to `schema` (a plain lowercase name).
