@@ -1,13 +1,18 @@
 //! The browser sessions of `stratum-mcp serve`, kept in the store: the store methods on every
-//! store (memory, SQLite, PostgreSQL) with an explicit clock, and the migrations that add them
-//! to an existing database.
+//! store (memory, SQLite, PostgreSQL) with an explicit clock, the migrations that add them to
+//! an existing database, and what they are for, with real processes: two `serve` processes on
+//! one store (a SQLite file, a PostgreSQL schema) accept each other's sessions, and a session
+//! outlives a restart of `serve`.
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+mod serve;
 mod support;
 
 use std::time::Duration;
 
+use reqwest::StatusCode;
+use serve::{Serve, State, csrf_of, http, sign_in};
 use stratum_runtime::store::{PostgresStore, Session, SqliteOptions, Store, Token};
 use stratum_runtime::{MemoryStore, SqliteStore};
 
@@ -233,4 +238,89 @@ fn a_copied_store_has_no_session() {
     target.import(&source.export().unwrap()).unwrap();
     assert_eq!(target.session(&id('1'), 2_000).unwrap(), None);
     assert_eq!(target.tokens().unwrap(), []);
+}
+
+/// Two `serve` processes on one store, as behind a proxy: a browser signed in through the
+/// first is known to the second (its pages, its CSRF-checked sign-out), and to a process
+/// started after the first was killed.
+async fn serve_processes_share_sessions_and_keep_them_across_a_restart(state: State) {
+    let secret = state.token("alice", false);
+    let mut first = Serve::start(&state, &[]);
+    let second = Serve::start(&state, &[]);
+    let client = http();
+    let cookie = sign_in(&first, &secret).await;
+
+    let home = client
+        .get(second.url("/"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(home.status(), StatusCode::OK, "the second process knows it");
+    let page = home.text().await.unwrap();
+    assert!(page.contains("<span>alice</span>"), "{page}");
+    let csrf = csrf_of(&page);
+
+    first.signal("KILL");
+    first.wait(Duration::from_secs(10));
+    let restarted = Serve::start(&state, &[]);
+    let home = client
+        .get(restarted.url("/"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(home.status(), StatusCode::OK, "a restart signs nobody out");
+    assert_eq!(csrf_of(&home.text().await.unwrap()), csrf);
+
+    let refused = client
+        .post(second.url("/signout"))
+        .header("cookie", &cookie)
+        .form(&[("csrf", "0".repeat(64))])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        refused.status(),
+        StatusCode::FORBIDDEN,
+        "another CSRF token"
+    );
+    let out = client
+        .post(second.url("/signout"))
+        .header("cookie", &cookie)
+        .form(&[("csrf", csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.status(), StatusCode::SEE_OTHER);
+    assert!(
+        out.headers()["set-cookie"]
+            .to_str()
+            .unwrap()
+            .contains("Max-Age=0")
+    );
+    for serve in [&second, &restarted] {
+        let after = client
+            .get(serve.url("/"))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            after.status(),
+            StatusCode::UNAUTHORIZED,
+            "signed out everywhere"
+        );
+    }
+}
+
+#[tokio::test]
+async fn serve_processes_on_one_sqlite_file_share_sessions() {
+    serve_processes_share_sessions_and_keep_them_across_a_restart(State::new()).await;
+}
+
+#[tokio::test]
+async fn serve_processes_on_one_postgres_schema_share_sessions() {
+    let state = State::postgres(support::postgres::database_url());
+    serve_processes_share_sessions_and_keep_them_across_a_restart(state).await;
 }
