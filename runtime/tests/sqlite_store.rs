@@ -183,14 +183,14 @@ fn a_database_from_a_newer_program_is_refused_and_left_alone() {
             error,
             StoreError::NewerSchema {
                 found: 99,
-                supported: 2
+                supported: 3
             }
         ),
         "{error:?}"
     );
     assert_eq!(
         error.to_string(),
-        "the state database has schema version 99, newer than this program's 2; upgrade \
+        "the state database has schema version 99, newer than this program's 3; upgrade \
          stratum-mcp, or use another state database"
     );
     let conn = rusqlite::Connection::open(&path).expect("sqlite opens");
@@ -237,7 +237,7 @@ fn reopening_an_up_to_date_database_migrates_nothing() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("user_version");
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
     let journal: String = conn
         .query_row("PRAGMA journal_mode", [], |row| row.get(0))
         .expect("journal_mode");

@@ -103,9 +103,9 @@ fn a_version_1_sqlite_database_gains_the_tokens_table_and_keeps_its_flows() {
         let started = scenario.start(None, linear::inputs());
         started["flow_id"].as_str().unwrap().to_owned()
     };
-    // As the previous program left it: no tokens table, schema version 1.
+    // As the program of version 1 left it: no tokens table (nor the later sessions table).
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("DROP TABLE tokens; PRAGMA user_version = 1;")
+    conn.execute_batch("DROP TABLE sessions; DROP TABLE tokens; PRAGMA user_version = 1;")
         .unwrap();
     drop(conn);
     let store = SqliteStore::open(&path).unwrap();
@@ -118,7 +118,7 @@ fn a_version_1_sqlite_database_gains_the_tokens_table_and_keeps_its_flows() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, stratum_runtime::store::sqlite::SCHEMA_VERSION);
 }
 
 fn binary() -> &'static str {

@@ -17,7 +17,7 @@ use axum::http::{HeaderMap, Method, StatusCode, uri::Authority};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::{App, MAX_FORM_BODY_BYTES, MAX_MCP_BODY_BYTES, pages};
+use super::{App, MAX_FORM_BODY_BYTES, MAX_MCP_BODY_BYTES, pages, sessions};
 use crate::cli::token::hash;
 
 /// The cookie that names a browser session.
@@ -238,7 +238,7 @@ async fn identify(app: &App, headers: &HeaderMap) -> Result<Identity, Response> 
     let Some(id) = cookie(headers, SESSION_COOKIE) else {
         return Err(unauthorized("no access token"));
     };
-    let Some(session) = app.sessions().find(&id, crate::now_ms()) else {
+    let Some(session) = sessions::find(app, &id).await.map_err(store_unavailable)? else {
         return Err(unauthorized("the session has ended; sign in again"));
     };
     let Some(token) = app
@@ -246,7 +246,11 @@ async fn identify(app: &App, headers: &HeaderMap) -> Result<Identity, Response> 
         .await
         .map_err(store_unavailable)?
     else {
-        app.sessions().close(&id);
+        // Revoking the token deleted its sessions; this one was opened while it was being
+        // revoked. Refused either way: deleting it is only cleanup, so a failure is no answer.
+        if let Err(error) = sessions::close(app, &id).await {
+            tracing::debug!(%error, "a session of a revoked token could not be deleted");
+        }
         return Err(unauthorized(
             "the token this session signed in with was revoked; sign in again",
         ));

@@ -5,7 +5,7 @@
 //! it needs, built together with the axum router so the list cannot drift from what is
 //! served), [`auth`] (who calls: a bearer token or a session cookie, checked on every route
 //! but the sign-in form; the CSRF check of every form post; the write check), [`sessions`]
-//! (browser sessions, in memory), [`mcp`] (rmcp's Streamable HTTP service over the stdio
+//! (browser sessions, in the store), [`mcp`] (rmcp's Streamable HTTP service over the stdio
 //! server's tools, with the caller's token), [`pages`] (sign-in, sign-out, and what pages
 //! share: HTML escaping, the layout, forms with their CSRF field), [`console`] (the web
 //! console: flows, one flow, gates, live updates, its embedded assets).
@@ -21,6 +21,8 @@
 //!   and no [`Access::Write`] route;
 //! - a state-changing request that comes with a session cookie must carry the session's CSRF
 //!   token (form field `csrf` or header `x-csrf-token`), checked in one place ([`auth`]);
+//! - a browser session lives in the store, as the tokens do: every `serve` process on one
+//!   store accepts the cookie of any of them, before and after a restart;
 //! - the server holds no flow state (as the stdio server): every call is one store command,
 //!   run on tokio's blocking pool, and its answer is sent after it committed. On SIGTERM or
 //!   Ctrl-C it stops accepting connections, lets the requests in flight finish, and exits.
@@ -91,8 +93,8 @@ pub enum ServeError {
     Listen { address: SocketAddr, reason: String },
 }
 
-/// What every handler shares: the store, the MCP tools over it, the browser sessions and the
-/// options. Cheap to clone.
+/// What every handler shares: the store, the MCP tools over it, the console's event feed and
+/// the options. Cheap to clone.
 #[derive(Clone)]
 pub struct App {
     inner: Arc<Inner>,
@@ -102,7 +104,6 @@ struct Inner {
     store: Arc<dyn Store>,
     config: Config,
     tools: StratumServer,
-    sessions: sessions::Sessions,
     feed: console::events::Feed,
     options: ServeOptions,
     /// When each token's use was last written to the store (by hash): at most once a minute.
@@ -119,7 +120,6 @@ impl App {
                 store,
                 config,
                 tools,
-                sessions: sessions::Sessions::new(SESSION_LIFETIME),
                 feed: console::events::Feed::default(),
                 options,
                 used: Mutex::new(HashMap::new()),
@@ -153,10 +153,6 @@ impl App {
 
     pub(crate) fn tools(&self) -> &StratumServer {
         &self.inner.tools
-    }
-
-    pub(crate) fn sessions(&self) -> &sessions::Sessions {
-        &self.inner.sessions
     }
 
     /// Runs `work` on the store on tokio's blocking pool (the store is synchronous): every

@@ -15,8 +15,8 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, SET_COOKIE};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::App;
 use super::auth::{Identity, SESSION_COOKIE, cookie};
+use super::{App, sessions};
 use crate::cli::token::hash;
 
 /// What every page sends besides its body.
@@ -118,7 +118,7 @@ pub async fn signin(
         }
         Err(error) => return signin_page(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
     }
-    let (id, _) = match app.sessions().open(&token_hash, crate::now_ms()) {
+    let (id, _) = match sessions::open(&app, token_hash).await {
         Ok(opened) => opened,
         Err(error) => return signin_page(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
     };
@@ -169,13 +169,30 @@ fn cross_site(headers: &HeaderMap, allowed_hosts: &[String]) -> Option<String> {
     })
 }
 
-/// `POST /signout`: the session closed and its cookie cleared.
+/// `POST /signout`: the session closed and its cookie cleared. When the store cannot delete it,
+/// the cookie is cleared all the same, but the answer (503) says the session still stands.
 pub async fn signout(State(app): State<App>, request: axum::extract::Request) -> Response {
-    if let Some(id) = cookie(request.headers(), SESSION_COOKIE) {
-        app.sessions().close(&id);
-    }
+    let closed = match cookie(request.headers(), SESSION_COOKIE) {
+        Some(id) => sessions::close(&app, &id).await,
+        None => Ok(()),
+    };
     let cleared = format!("{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
-    ([(SET_COOKIE, cleared)], Redirect::to("/signin")).into_response()
+    match closed {
+        Ok(()) => ([(SET_COOKIE, cleared)], Redirect::to("/signin")).into_response(),
+        Err(error) => {
+            let page = layout(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Sign-out failed",
+                &format!(
+                    "<main>\n<h1>Sign-out failed</h1>\n<p role=\"alert\">The session could not be \
+                     ended: {}. This browser no longer sends it, but it stays valid until it \
+                     expires or its token is revoked.</p>\n</main>",
+                    escape(&error.to_string())
+                ),
+            );
+            ([(SET_COOKIE, cleared)], page).into_response()
+        }
+    }
 }
 
 /// Any path not routed (behind the guard, so only a caller with a token learns it is absent).

@@ -1,107 +1,49 @@
-//! Browser sessions: a random id (the cookie) → the hash of the token signed in with, a CSRF
-//! token for the session's forms, and an expiry. Kept in memory, bounded: a restart of
-//! `serve` signs everyone out, and several `serve` processes behind one proxy each have their
-//! own (bearer requests need no session). The map is keyed by the id's SHA-256, so a timing
-//! difference in the lookup says nothing about a real id.
+//! Browser sessions: a random id (the cookie's value) → the hash of the token signed in with,
+//! a CSRF token for the session's forms, and an expiry. Kept in the store
+//! ([`Store::open_session`](crate::store::Store::open_session) and its siblings), so every
+//! `serve` process on one store knows every session, and a restart signs nobody out. The store
+//! sees only the id's SHA-256: its table (a backup, a copy) holds no cookie that would let
+//! anyone in, and a timing difference in the lookup says nothing about a real id.
 //!
 //! A session holds no rights of its own: every request looks its token up again, so a revoked
-//! token ends its sessions at once.
+//! token ends its sessions at once (and revoking deletes them).
+//!
+//! Every call runs on the blocking pool ([`App::blocking`]); looking a session up only reads,
+//! since it happens on every request a browser sends.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
-
+use super::{App, SESSION_LIFETIME};
 use crate::cli::token::{hash, random_hex};
 use crate::store::StoreError;
 
-/// The most sessions kept; beyond it the one closest to expiry goes first.
-pub const MAX_SESSIONS: usize = 10_000;
+pub use crate::store::{MAX_SESSIONS, Session};
 
-/// One browser's sign-in.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Session {
-    /// The SHA-256 of the token signed in with.
-    pub token_hash: String,
-    /// The value every state-changing request of the session must carry.
-    pub csrf: String,
-    pub expires_ms: u64,
+/// Opens a session for the token with this hash: its id (the cookie's value) and the session.
+/// Expired sessions go; beyond [`MAX_SESSIONS`], those closest to expiry.
+pub async fn open(app: &App, token_hash: String) -> Result<(String, Session), StoreError> {
+    let id = random_hex()?;
+    let now_ms = crate::now_ms();
+    let lifetime_ms = u64::try_from(SESSION_LIFETIME.as_millis()).unwrap_or(u64::MAX);
+    let session = Session {
+        token_hash,
+        csrf: random_hex()?,
+        expires_ms: now_ms.saturating_add(lifetime_ms),
+    };
+    let (id_hash, stored) = (hash(&id), session.clone());
+    app.blocking(move |store| store.open_session(&id_hash, &stored, now_ms, MAX_SESSIONS))
+        .await?;
+    Ok((id, session))
 }
 
-pub struct Sessions {
-    lifetime_ms: u64,
-    map: Mutex<HashMap<String, Session>>,
+/// The session of this id, if it exists and has not expired.
+pub async fn find(app: &App, id: &str) -> Result<Option<Session>, StoreError> {
+    let (id_hash, now_ms) = (hash(id), crate::now_ms());
+    app.blocking(move |store| store.session(&id_hash, now_ms))
+        .await
 }
 
-impl Sessions {
-    pub fn new(lifetime: Duration) -> Sessions {
-        Sessions {
-            lifetime_ms: u64::try_from(lifetime.as_millis()).unwrap_or(u64::MAX),
-            map: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// Opens a session for the token with this hash at `now_ms`: its id (the cookie's value)
-    /// and the session.
-    pub fn open(&self, token_hash: &str, now_ms: u64) -> Result<(String, Session), StoreError> {
-        let id = random_hex()?;
-        let session = Session {
-            token_hash: token_hash.to_owned(),
-            csrf: random_hex()?,
-            expires_ms: now_ms.saturating_add(self.lifetime_ms),
-        };
-        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
-        map.retain(|_, kept| kept.expires_ms > now_ms);
-        if map.len() >= MAX_SESSIONS
-            && let Some(oldest) = map
-                .iter()
-                .min_by_key(|(_, kept)| kept.expires_ms)
-                .map(|(key, _)| key.clone())
-        {
-            map.remove(&oldest);
-        }
-        map.insert(hash(&id), session.clone());
-        Ok((id, session))
-    }
-
-    /// The session of this id, if it exists and has not expired.
-    pub fn find(&self, id: &str, now_ms: u64) -> Option<Session> {
-        let key = hash(id);
-        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
-        match map.get(&key) {
-            Some(session) if session.expires_ms > now_ms => Some(session.clone()),
-            Some(_) => {
-                map.remove(&key);
-                None
-            }
-            None => None,
-        }
-    }
-
-    pub fn close(&self, id: &str) {
-        self.map
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&hash(id));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sessions_expire_and_close() {
-        let sessions = Sessions::new(Duration::from_secs(10));
-        let Ok((id, session)) = sessions.open("h", 1_000) else {
-            panic!("a session opens");
-        };
-        assert_eq!(sessions.find(&id, 2_000), Some(session));
-        assert_eq!(sessions.find("another", 2_000), None);
-        assert_eq!(sessions.find(&id, 11_000), None, "expired");
-        let Ok((id, _)) = sessions.open("h", 1_000) else {
-            panic!("a session opens");
-        };
-        sessions.close(&id);
-        assert_eq!(sessions.find(&id, 2_000), None, "closed");
-    }
+/// Ends the session of this id (nothing if there is none).
+pub async fn close(app: &App, id: &str) -> Result<(), StoreError> {
+    let id_hash = hash(id);
+    app.blocking(move |store| store.close_session(&id_hash).map(drop))
+        .await
 }

@@ -1,5 +1,9 @@
 //! A store in memory: the pure core's test bench and the reference the SQLite store is
 //! compared with. One mutex makes every transaction exclusive.
+//!
+//! Browser sessions sit behind a second mutex, outside the data a transaction copies (up to
+//! [`super::MAX_SESSIONS`] of them would otherwise be copied by every flow command); whoever
+//! takes both takes `data` first.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -7,13 +11,15 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use stratum_compiler::plan::Plan;
 
-use super::{Changes, Pruned, Snapshot, Store, StoreError, Token};
+use super::{Changes, Pruned, Session, Snapshot, Store, StoreError, Token};
 use crate::ids::FlowId;
 use crate::state::{Checkpoint, Event, FlowHeader, StepState};
 
 #[derive(Default)]
 pub struct MemoryStore {
     data: Mutex<Data>,
+    /// Browser sessions by the SHA-256 of their id.
+    sessions: Mutex<HashMap<String, Session>>,
 }
 
 #[derive(Default, Clone)]
@@ -44,6 +50,14 @@ impl MemoryStore {
         self.data
             .lock()
             .map_err(|_| StoreError::Database("the memory store's lock is poisoned".to_owned()))
+    }
+
+    fn lock_sessions(
+        &self,
+    ) -> Result<std::sync::MutexGuard<'_, HashMap<String, Session>>, StoreError> {
+        self.sessions.lock().map_err(|_| {
+            StoreError::Database("the memory store's session lock is poisoned".to_owned())
+        })
     }
 }
 
@@ -251,7 +265,13 @@ impl Store for MemoryStore {
     }
 
     fn revoke_token(&self, name: &str) -> Result<bool, StoreError> {
-        Ok(self.lock()?.tokens.remove(name).is_some())
+        let mut data = self.lock()?;
+        let Some(token) = data.tokens.remove(name) else {
+            return Ok(false);
+        };
+        self.lock_sessions()?
+            .retain(|_, session| session.token_hash != token.hash);
+        Ok(true)
     }
 
     fn token_used(&self, hash: &str, at_ms: u64) -> Result<(), StoreError> {
@@ -260,5 +280,41 @@ impl Store for MemoryStore {
             token.last_used_ms = Some(at_ms);
         }
         Ok(())
+    }
+
+    fn open_session(
+        &self,
+        id_hash: &str,
+        session: &Session,
+        now_ms: u64,
+        keep: usize,
+    ) -> Result<(), StoreError> {
+        let mut sessions = self.lock_sessions()?;
+        sessions.retain(|kept_hash, kept| kept.expires_ms > now_ms && kept_hash != id_hash);
+        let excess = (sessions.len() + 1).saturating_sub(keep.max(1));
+        if excess > 0 {
+            let mut by_expiry: Vec<(u64, String)> = sessions
+                .iter()
+                .map(|(kept_hash, kept)| (kept.expires_ms, kept_hash.clone()))
+                .collect();
+            by_expiry.sort();
+            for (_, doomed) in by_expiry.into_iter().take(excess) {
+                sessions.remove(&doomed);
+            }
+        }
+        sessions.insert(id_hash.to_owned(), session.clone());
+        Ok(())
+    }
+
+    fn session(&self, id_hash: &str, now_ms: u64) -> Result<Option<Session>, StoreError> {
+        Ok(self
+            .lock_sessions()?
+            .get(id_hash)
+            .filter(|session| session.expires_ms > now_ms)
+            .cloned())
+    }
+
+    fn close_session(&self, id_hash: &str) -> Result<bool, StoreError> {
+        Ok(self.lock_sessions()?.remove(id_hash).is_some())
     }
 }

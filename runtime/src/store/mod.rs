@@ -166,11 +166,31 @@ pub trait Store: Send + Sync {
     /// The token whose secret has this SHA-256 (lower-case hex), if it exists.
     fn token_by_hash(&self, hash: &str) -> Result<Option<Token>, StoreError>;
 
-    /// Deletes the token of that name; whether there was one.
+    /// Deletes the token of that name, and the browser sessions opened with it, in one
+    /// transaction; whether there was one.
     fn revoke_token(&self, name: &str) -> Result<bool, StoreError>;
 
     /// Records that the token with this hash was used at `at_ms` (nothing when it is gone).
     fn token_used(&self, hash: &str, at_ms: u64) -> Result<(), StoreError>;
+
+    /// Stores a browser session of `serve` under the SHA-256 of its id (`id_hash`), replacing
+    /// one stored under that hash. In the same transaction it deletes every session expired at
+    /// `now_ms`, then as many of those closest to expiry as it takes to keep at most `keep`
+    /// sessions (at least 1), this one included (`serve` keeps [`MAX_SESSIONS`]).
+    fn open_session(
+        &self,
+        id_hash: &str,
+        session: &Session,
+        now_ms: u64,
+        keep: usize,
+    ) -> Result<(), StoreError>;
+
+    /// The session stored under `id_hash`, if it has not expired at `now_ms`. Only reads: it
+    /// runs on every request a browser sends.
+    fn session(&self, id_hash: &str, now_ms: u64) -> Result<Option<Session>, StoreError>;
+
+    /// Deletes the session stored under `id_hash`; whether there was one.
+    fn close_session(&self, id_hash: &str) -> Result<bool, StoreError>;
 }
 
 /// An access token of `stratum-mcp serve`, as stored: never its secret, only the secret's
@@ -188,6 +208,23 @@ pub struct Token {
     pub created_ms: u64,
     /// When a request last carried it (recorded at most once a minute per token).
     pub last_used_ms: Option<u64>,
+}
+
+/// The most browser sessions `serve` keeps in a store; beyond it, opening one ends those
+/// closest to expiry.
+pub const MAX_SESSIONS: usize = 10_000;
+
+/// A browser session of `stratum-mcp serve`, as stored under the SHA-256 of its id (the
+/// cookie's value, which the store never sees, so a copy of the table opens no session). It
+/// holds no rights of its own: every request looks its token up again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Session {
+    /// The SHA-256 of the token signed in with.
+    pub token_hash: String,
+    /// The value every state-changing request of the session must carry.
+    pub csrf: String,
+    /// Wall-clock milliseconds; the session has ended from then on.
+    pub expires_ms: u64,
 }
 
 /// What [`Store::prune`] deleted.

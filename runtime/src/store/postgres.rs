@@ -43,7 +43,7 @@ use super::dump::{
     header_of,
 };
 use super::rows::{PlanCache, decode, encode, load_plan, to_i64};
-use super::{Changes, FlowChange, Pruned, Snapshot, Store, StoreError, Token};
+use super::{Changes, FlowChange, Pruned, Session, Snapshot, Store, StoreError, Token};
 use crate::ids::FlowId;
 use crate::state::{Checkpoint, Event, EventBody, FlowHeader, StepState};
 
@@ -100,6 +100,16 @@ const MIGRATIONS: &[&str] = &[
         created_ms BIGINT NOT NULL,
         last_used_ms BIGINT
     );",
+    // 3: the browser sessions of `serve`, shared by every process on the database: the
+    // SHA-256 of each session's id (the cookie's value), never the id.
+    "CREATE TABLE stratum_sessions (
+        id_hash TEXT PRIMARY KEY,
+        token_hash TEXT NOT NULL,
+        csrf TEXT NOT NULL,
+        expires_ms BIGINT NOT NULL
+    );
+    CREATE INDEX stratum_sessions_expiry ON stratum_sessions (expires_ms);
+    CREATE INDEX stratum_sessions_token ON stratum_sessions (token_hash);",
 ];
 
 /// The schema version this program writes (and the newest it reads).
@@ -785,11 +795,23 @@ impl Store for PostgresStore {
 
     fn revoke_token(&self, name: &str) -> Result<bool, StoreError> {
         self.block(async {
-            let client = self.client().await?;
-            let deleted = client
+            let mut client = self.client().await?;
+            let tx = client
+                .transaction()
+                .await
+                .map_err(failed("begin a write transaction"))?;
+            tx.execute(
+                "DELETE FROM stratum_sessions WHERE token_hash IN \
+                 (SELECT hash FROM stratum_tokens WHERE name = $1)",
+                &[&name],
+            )
+            .await
+            .map_err(failed("end the sessions of an access token"))?;
+            let deleted = tx
                 .execute("DELETE FROM stratum_tokens WHERE name = $1", &[&name])
                 .await
                 .map_err(failed("revoke an access token"))?;
+            tx.commit().await.map_err(failed("commit the revocation"))?;
             Ok(deleted > 0)
         })
     }
@@ -808,6 +830,102 @@ impl Store for PostgresStore {
             Ok(())
         })
     }
+
+    fn open_session(
+        &self,
+        id_hash: &str,
+        session: &Session,
+        now_ms: u64,
+        keep: usize,
+    ) -> Result<(), StoreError> {
+        let now_ms = to_i64(now_ms, "a time")?;
+        let expires_ms = to_i64(session.expires_ms, "a time")?;
+        let keep = i64::try_from(keep.max(1)).unwrap_or(i64::MAX);
+        self.block(async {
+            let mut client = self.client().await?;
+            // Sign-ins in other processes wait (readers do not), so the count stays exact.
+            let tx = self
+                .locked(
+                    &mut client,
+                    "LOCK TABLE stratum_sessions IN SHARE ROW EXCLUSIVE MODE",
+                    "lock the browser sessions",
+                )
+                .await?;
+            let open = failed("open a browser session");
+            tx.execute(
+                "DELETE FROM stratum_sessions WHERE expires_ms <= $1 OR id_hash = $2",
+                &[&now_ms, &id_hash],
+            )
+            .await
+            .map_err(&open)?;
+            let count: i64 = get(
+                &tx.query_one("SELECT COUNT(*) FROM stratum_sessions", &[])
+                    .await
+                    .map_err(&open)?,
+                0,
+            )?;
+            let excess = count.saturating_add(1).saturating_sub(keep);
+            if excess > 0 {
+                tx.execute(
+                    "DELETE FROM stratum_sessions WHERE id_hash IN (SELECT id_hash FROM \
+                     stratum_sessions ORDER BY expires_ms, id_hash LIMIT $1)",
+                    &[&excess],
+                )
+                .await
+                .map_err(&open)?;
+            }
+            tx.execute(
+                "INSERT INTO stratum_sessions (id_hash, token_hash, csrf, expires_ms) \
+                 VALUES ($1, $2, $3, $4)",
+                &[&id_hash, &session.token_hash, &session.csrf, &expires_ms],
+            )
+            .await
+            .map_err(&open)?;
+            tx.commit().await.map_err(failed("commit the session"))
+        })
+    }
+
+    fn session(&self, id_hash: &str, now_ms: u64) -> Result<Option<Session>, StoreError> {
+        let now_ms = to_i64(now_ms, "a time")?;
+        self.block(async {
+            let client = self.client().await?;
+            let row = client
+                .query_opt(
+                    "SELECT token_hash, csrf, expires_ms FROM stratum_sessions \
+                     WHERE id_hash = $1 AND expires_ms > $2",
+                    &[&id_hash, &now_ms],
+                )
+                .await
+                .map_err(failed("read a browser session"))?;
+            row.as_ref().map(session_of).transpose()
+        })
+    }
+
+    fn close_session(&self, id_hash: &str) -> Result<bool, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            let deleted = client
+                .execute(
+                    "DELETE FROM stratum_sessions WHERE id_hash = $1",
+                    &[&id_hash],
+                )
+                .await
+                .map_err(failed("close a browser session"))?;
+            Ok(deleted > 0)
+        })
+    }
+}
+
+/// A row of `stratum_sessions` (token_hash, csrf, expires_ms).
+fn session_of(row: &Row) -> Result<Session, StoreError> {
+    let expires_ms: i64 = get(row, 2)?;
+    Ok(Session {
+        token_hash: get(row, 0)?,
+        csrf: get(row, 1)?,
+        expires_ms: u64::try_from(expires_ms).map_err(|_| {
+            StoreError::Corrupt(format!("a browser session expires at {expires_ms}"))
+        })?,
+    })
 }
 
 /// A row of `stratum_tokens` (name, hash, read_only, created_ms, last_used_ms).

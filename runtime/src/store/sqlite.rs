@@ -43,7 +43,7 @@ use super::dump::{
     header_of,
 };
 use super::rows::{self, PlanCache, decode, load_plan, to_i64};
-use super::{Changes, FlowChange, Pruned, Snapshot, Store, StoreError, Token};
+use super::{Changes, FlowChange, Pruned, Session, Snapshot, Store, StoreError, Token};
 use crate::ids::FlowId;
 use crate::state::{Checkpoint, Event, EventBody, FlowHeader, StepState};
 
@@ -103,6 +103,16 @@ const MIGRATIONS: &[&str] = &[
         created_ms INTEGER NOT NULL,
         last_used_ms INTEGER
     );",
+    // 3: the browser sessions of `serve`, shared by every process on the database: the
+    // SHA-256 of each session's id (the cookie's value), never the id.
+    "CREATE TABLE sessions (
+        id_hash TEXT PRIMARY KEY,
+        token_hash TEXT NOT NULL,
+        csrf TEXT NOT NULL,
+        expires_ms INTEGER NOT NULL
+    );
+    CREATE INDEX sessions_expiry ON sessions (expires_ms);
+    CREATE INDEX sessions_token ON sessions (token_hash);",
 ];
 
 /// The schema version this program writes (and the newest it reads).
@@ -473,10 +483,18 @@ impl Store for SqliteStore {
 
     fn revoke_token(&self, name: &str) -> Result<bool, StoreError> {
         let conn = self.writer();
-        let deleted = conn
+        let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)
+            .map_err(failed("begin a write transaction"))?;
+        tx.prepare_cached(
+            "DELETE FROM sessions WHERE token_hash IN (SELECT hash FROM tokens WHERE name = ?1)",
+        )
+        .and_then(|mut statement| statement.execute([name]))
+        .map_err(failed("end the sessions of an access token"))?;
+        let deleted = tx
             .prepare_cached("DELETE FROM tokens WHERE name = ?1")
             .and_then(|mut statement| statement.execute([name]))
             .map_err(failed("revoke an access token"))?;
+        tx.commit().map_err(failed("commit the revocation"))?;
         Ok(deleted > 0)
     }
 
@@ -487,6 +505,76 @@ impl Store for SqliteStore {
             .and_then(|mut statement| statement.execute(params![at_ms, hash]))
             .map_err(failed("record an access token's use"))?;
         Ok(())
+    }
+
+    fn open_session(
+        &self,
+        id_hash: &str,
+        session: &Session,
+        now_ms: u64,
+        keep: usize,
+    ) -> Result<(), StoreError> {
+        let now_ms = to_i64(now_ms, "a time")?;
+        let expires_ms = to_i64(session.expires_ms, "a time")?;
+        let keep = i64::try_from(keep.max(1)).unwrap_or(i64::MAX);
+        let conn = self.writer();
+        let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)
+            .map_err(failed("begin a write transaction"))?;
+        let open = failed("open a browser session");
+        tx.prepare_cached("DELETE FROM sessions WHERE expires_ms <= ?1 OR id_hash = ?2")
+            .and_then(|mut statement| statement.execute(params![now_ms, id_hash]))
+            .map_err(&open)?;
+        let count: i64 = tx
+            .prepare_cached("SELECT COUNT(*) FROM sessions")
+            .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
+            .map_err(&open)?;
+        let excess = count.saturating_add(1).saturating_sub(keep);
+        if excess > 0 {
+            tx.prepare_cached(
+                "DELETE FROM sessions WHERE id_hash IN \
+                 (SELECT id_hash FROM sessions ORDER BY expires_ms, id_hash LIMIT ?1)",
+            )
+            .and_then(|mut statement| statement.execute([excess]))
+            .map_err(&open)?;
+        }
+        tx.prepare_cached(
+            "INSERT INTO sessions (id_hash, token_hash, csrf, expires_ms) VALUES (?1, ?2, ?3, ?4)",
+        )
+        .and_then(|mut statement| {
+            statement.execute(params![
+                id_hash,
+                session.token_hash,
+                session.csrf,
+                expires_ms
+            ])
+        })
+        .map_err(&open)?;
+        tx.commit().map_err(failed("commit the session"))
+    }
+
+    fn session(&self, id_hash: &str, now_ms: u64) -> Result<Option<Session>, StoreError> {
+        let now_ms = to_i64(now_ms, "a time")?;
+        self.reading(|conn| {
+            conn.prepare_cached(
+                "SELECT token_hash, csrf, expires_ms FROM sessions \
+                 WHERE id_hash = ?1 AND expires_ms > ?2",
+            )
+            .and_then(|mut statement| {
+                statement
+                    .query_row(params![id_hash, now_ms], session_row)
+                    .optional()
+            })
+            .map_err(failed("read a browser session"))
+        })
+    }
+
+    fn close_session(&self, id_hash: &str) -> Result<bool, StoreError> {
+        let conn = self.writer();
+        let deleted = conn
+            .prepare_cached("DELETE FROM sessions WHERE id_hash = ?1")
+            .and_then(|mut statement| statement.execute([id_hash]))
+            .map_err(failed("close a browser session"))?;
+        Ok(deleted > 0)
     }
 }
 
@@ -617,6 +705,22 @@ fn import(conn: &Connection, dump: &Dump) -> Result<(), StoreError> {
 }
 
 /// A row of `tokens` (name, hash, read_only, created_ms, last_used_ms).
+/// A row of `sessions` (token_hash, csrf, expires_ms).
+fn session_row(row: &rusqlite::Row) -> rusqlite::Result<Session> {
+    let expires_ms: i64 = row.get(2)?;
+    Ok(Session {
+        token_hash: row.get(0)?,
+        csrf: row.get(1)?,
+        expires_ms: u64::try_from(expires_ms).map_err(|error| {
+            rusqlite::Error::FromSqlConversionFailure(
+                2,
+                rusqlite::types::Type::Integer,
+                Box::new(error),
+            )
+        })?,
+    })
+}
+
 fn token_row(row: &rusqlite::Row) -> rusqlite::Result<Token> {
     let time = |index: usize| -> rusqlite::Result<u64> {
         let value: i64 = row.get(index)?;

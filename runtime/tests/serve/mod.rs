@@ -1,9 +1,10 @@
 //! `stratum-mcp serve` as tests start it: the real binary on a free port of 127.0.0.1 over a
-//! state directory of its own, its operator CLI on the same database, and what a browser does
-//! (sign in, find a form's CSRF token).
+//! state directory of its own (with its SQLite database, or a PostgreSQL URL), its operator CLI
+//! on the same store, and what a browser does (sign in, find a form's CSRF token).
 
 #![allow(dead_code)]
 
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -18,27 +19,46 @@ pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_stratum-mcp")
 }
 
-/// A state directory with its database.
+/// A state directory with its database (or a PostgreSQL store).
 pub struct State {
     pub dir: tempfile::TempDir,
+    /// The PostgreSQL store every process uses instead of the directory's SQLite file.
+    pub database_url: Option<String>,
 }
 
 impl State {
     pub fn new() -> State {
         State {
             dir: tempfile::tempdir().unwrap(),
+            database_url: None,
         }
     }
 
+    /// A state directory whose processes use the PostgreSQL store at `url`.
+    pub fn postgres(url: String) -> State {
+        State {
+            database_url: Some(url),
+            ..State::new()
+        }
+    }
+
+    /// The SQLite database (unused with [`State::postgres`]).
     pub fn db(&self) -> PathBuf {
         self.dir.path().join("state.db")
     }
 
-    /// Runs an operator command on the database; its exit status and JSON answer.
+    /// The binary's global options that choose the store.
+    pub fn store_args(&self) -> Vec<OsString> {
+        match &self.database_url {
+            Some(url) => vec!["--database-url".into(), url.into()],
+            None => vec!["--db".into(), self.db().into()],
+        }
+    }
+
+    /// Runs an operator command on the store; its exit status and JSON answer.
     pub fn cli(&self, args: &[&str]) -> (i32, Value) {
         let output = Process::new(binary())
-            .arg("--db")
-            .arg(self.db())
+            .args(self.store_args())
             .args(args)
             .env_remove("STRATUM_DATABASE_URL")
             .output()
@@ -78,8 +98,7 @@ impl Serve {
     /// The server once it listens, or its exit status and standard error.
     pub fn try_start(state: &State, args: &[&str]) -> Result<Serve, (Option<i32>, String)> {
         let mut child = Process::new(binary())
-            .arg("--db")
-            .arg(state.db())
+            .args(state.store_args())
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
             .env_remove("STRATUM_DATABASE_URL")
