@@ -132,10 +132,7 @@ pub fn configure(text: &str) -> Result<(tokio_postgres::Config, Tls), StoreError
              never does; add sslmode=verify-full (or require) to the URL"
         )));
     }
-    let root_cert = found
-        .root_cert
-        .filter(|_| !system)
-        .map(PathBuf::from);
+    let root_cert = found.root_cert.filter(|_| !system).map(PathBuf::from);
     config.ssl_mode(mode.wire());
     let connector = connector(mode, root_cert.as_deref())?;
     Ok((
@@ -284,9 +281,10 @@ fn extract(text: &str) -> Result<(String, Found), StoreError> {
 /// A `postgres://` URL split before its `?`: where tokio-postgres looks for parameters (after
 /// the credentials, which end at the first `@`).
 fn url_query(text: &str) -> Option<(&str, &str)> {
-    let after_scheme = ["postgres://", "postgresql://"]
-        .iter()
-        .find_map(|scheme| text.strip_prefix(scheme).map(|rest| text.len() - rest.len()))?;
+    let after_scheme = ["postgres://", "postgresql://"].iter().find_map(|scheme| {
+        text.strip_prefix(scheme)
+            .map(|rest| text.len() - rest.len())
+    })?;
     let credentials_end = text
         .get(after_scheme..)
         .and_then(|rest| rest.find('@'))
@@ -566,10 +564,9 @@ mod tests {
 
     #[test]
     fn the_tls_parameters_are_taken_out_of_a_key_value_string() {
-        let (rest, taken) = extract(
-            "host=db sslmode=verify-ca user=ann sslrootcert='/a b/c\\'s.pem' dbname=x",
-        )
-        .unwrap();
+        let (rest, taken) =
+            extract("host=db sslmode=verify-ca user=ann sslrootcert='/a b/c\\'s.pem' dbname=x")
+                .unwrap();
         assert_eq!(rest, "host=db  user=ann  dbname=x");
         assert_eq!(taken, found(Some("verify-ca"), Some("/a b/c's.pem")));
         // Malformed: handed on whole, for tokio-postgres to report.
@@ -582,9 +579,18 @@ mod tests {
     fn modes_and_their_rules() {
         let mode = |url: &str| configure(url).map(|(_, tls)| tls.mode);
         assert_eq!(mode("postgres://db/x").unwrap(), SslMode::Prefer);
-        assert_eq!(mode("postgres://db/x?sslmode=disable").unwrap(), SslMode::Disable);
-        assert_eq!(mode("postgres://db/x?sslmode=require").unwrap(), SslMode::Require);
-        assert_eq!(mode("host=db sslmode=verify-ca").unwrap(), SslMode::VerifyCa);
+        assert_eq!(
+            mode("postgres://db/x?sslmode=disable").unwrap(),
+            SslMode::Disable
+        );
+        assert_eq!(
+            mode("postgres://db/x?sslmode=require").unwrap(),
+            SslMode::Require
+        );
+        assert_eq!(
+            mode("host=db sslmode=verify-ca").unwrap(),
+            SslMode::VerifyCa
+        );
         assert_eq!(
             mode("postgres://db/x?sslrootcert=system").unwrap(),
             SslMode::VerifyFull
