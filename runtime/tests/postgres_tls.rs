@@ -60,8 +60,20 @@ impl OwnServer {
         OwnServer { address, root }
     }
 
-    fn port(&self) -> &str {
-        self.address.rsplit_once(':').unwrap().1
+    /// A URL to the server by its address, with `params`. The password is never asked (trust
+    /// authentication): it is there to be kept out of every message.
+    fn by_address(&self, params: &str) -> String {
+        format!(
+            "postgres://postgres:secret@{}/postgres?{params}",
+            self.address
+        )
+    }
+
+    /// A URL to the server by the host name `name` (what the certificate is checked against),
+    /// reached at its address (`hostaddr`), so that no name is looked up.
+    fn by_name(&self, name: &str, params: &str) -> String {
+        let port = self.address.rsplit_once(':').unwrap().1;
+        format!("postgres://postgres:secret@{name}:{port}/postgres?hostaddr=127.0.0.1&{params}")
     }
 }
 
@@ -145,14 +157,8 @@ fn a_server_that_takes_only_tls_is_reached_when_its_certificate_verifies() {
     certificates(certs.path());
     let ca = certs.path().join("ca.pem");
     let server = OwnServer::start(Some(certs.path()));
-    let port = server.port();
-    // The password is never asked (trust authentication): it is there to be kept out of
-    // every message.
-    let url = |host: &str, params: &str| {
-        format!("postgres://postgres:secret@{host}:{port}/postgres?{params}")
-    };
-    let by_address = |params: &str| url("127.0.0.1", params);
-    let by_name = |name: &str, params: &str| url(name, &format!("hostaddr=127.0.0.1&{params}"));
+    let by_address = |params: &str| server.by_address(params);
+    let by_name = |name: &str, params: &str| server.by_name(name, params);
     let ca_param = format!("sslrootcert={}", ca.display());
 
     // require with the authority: the pool's connections and the LISTEN one both use TLS
@@ -233,6 +239,45 @@ fn a_server_that_takes_only_tls_is_reached_when_its_certificate_verifies() {
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     let flows: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(flows.as_array().map(Vec::len), Some(1), "{flows:#}");
+}
+
+#[test]
+fn a_self_signed_certificate_verifies_when_named_unless_it_is_an_authoritys() {
+    // A self-signed server certificate: named as sslrootcert, it is its own authority.
+    let certs = tempfile::tempdir().unwrap();
+    let key = KeyPair::generate().unwrap();
+    let names = vec![SERVER_NAME.to_owned(), "127.0.0.1".to_owned()];
+    let certificate = CertificateParams::new(names.clone())
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    std::fs::write(certs.path().join("server.crt"), certificate.pem()).unwrap();
+    std::fs::write(certs.path().join("server.key"), key.serialize_pem()).unwrap();
+    let server = OwnServer::start(Some(certs.path()));
+    let own = format!("sslrootcert={}", certs.path().join("server.crt").display());
+    PostgresStore::connect(&server.by_name(SERVER_NAME, &format!("sslmode=verify-full&{own}")))
+        .unwrap();
+    drop(server);
+
+    // One marked as an authority (CA:TRUE, as `openssl req -x509` makes by default) cannot be
+    // a server's: the message says so rather than blame the authority.
+    let authorities = tempfile::tempdir().unwrap();
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(names).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let certificate = params.self_signed(&key).unwrap();
+    std::fs::write(authorities.path().join("server.crt"), certificate.pem()).unwrap();
+    std::fs::write(authorities.path().join("server.key"), key.serialize_pem()).unwrap();
+    let server = OwnServer::start(Some(authorities.path()));
+    let named = format!(
+        "sslrootcert={}",
+        authorities.path().join("server.crt").display()
+    );
+    let message = refusal(&server.by_address(&format!("sslmode=verify-ca&{named}")));
+    assert!(
+        message.contains("the server's certificate is an authority's"),
+        "{message}"
+    );
 }
 
 #[test]

@@ -203,7 +203,22 @@ fn certificate_advice(problem: &CertificateError, tls: &Tls, host: &str) -> Stri
              or correct this machine's clock"
                 .to_owned()
         }
-        other => format!("the server's certificate was refused ({other:?})"),
+        CertificateError::Other(other)
+            if matches!(
+                other.0.downcast_ref::<webpki::Error>(),
+                Some(webpki::Error::CaUsedAsEndEntity)
+            ) =>
+        {
+            "the server's certificate is an authority's (basic constraints CA:TRUE, as \
+             `openssl req -x509` and Debian's snakeoil certificate make by default), which \
+             cannot be verified as a server's: sign a server certificate with that authority \
+             and give the server that one"
+                .to_owned()
+        }
+        _ => "the server's certificate cannot be verified: give the server a certificate \
+              issued for its host name by a certificate authority, and that authority's \
+              certificate with sslrootcert=PATH"
+            .to_owned(),
     }
 }
 
