@@ -21,6 +21,9 @@
 //! runtime of its own. Call it from a thread that may block (as the MCP server does, with
 //! `spawn_blocking`), never from inside an async task.
 //!
+//! Every connection, the pool's and the `LISTEN` one, goes through one TLS connector, made
+//! from the URL's `sslmode` and `sslrootcert` ([`tls`]).
+//!
 //! Tables are created, and migrated, by the program in the first schema of the connection's
 //! `search_path` (by default `public`), named `stratum_*`; the schema version is a row of
 //! `stratum_schema`. A database from a newer program is refused and left untouched.
@@ -36,7 +39,7 @@ use stratum_compiler::plan::Plan;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{AsyncMessage, Client, IsolationLevel, NoTls, Row};
+use tokio_postgres::{AsyncMessage, Client, IsolationLevel, Row};
 
 use super::dump::{
     CacheRow, CheckpointRow, Dump, EventRow, FlowColumns, FlowRow, PlanRow, StepRow, ensure_empty,
@@ -46,6 +49,8 @@ use super::rows::{PlanCache, decode, encode, load_plan, to_i64};
 use super::{Changes, FlowChange, Pruned, Session, Snapshot, Store, StoreError, Token};
 use crate::ids::FlowId;
 use crate::state::{Checkpoint, Event, EventBody, FlowHeader, StepState};
+
+mod tls;
 
 /// The schema, one migration per version: migration `n` (from 0) takes the stored version
 /// `n` to `n + 1`. Append only; never edit one that has shipped.
@@ -157,6 +162,8 @@ pub struct PostgresStore {
     runtime: Option<tokio::runtime::Runtime>,
     pool: Pool,
     config: tokio_postgres::Config,
+    /// The connector of every connection, the pool's and the listener's.
+    tls: tls::Tls,
     options: PostgresOptions,
     /// The server and database, for messages (never the password).
     target: String,
@@ -179,13 +186,11 @@ impl PostgresStore {
 
     /// Connects to the database `url` names (`postgres://user@host:port/database?options`),
     /// creating or migrating the tables, so that a wrong URL or a server down is reported here.
+    /// Besides tokio-postgres's parameters the URL may hold libpq's `sslmode` (`disable`,
+    /// `prefer`, `require`, `verify-ca`, `verify-full`) and `sslrootcert` ([`tls`] says how
+    /// each is checked).
     pub fn connect_with(url: &str, options: PostgresOptions) -> Result<PostgresStore, StoreError> {
-        let mut config: tokio_postgres::Config = url.parse().map_err(|error| {
-            StoreError::Database(format!(
-                "the database URL is not valid: {error}; write it as \
-                 postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE"
-            ))
-        })?;
+        let (mut config, tls) = tls::configure(url)?;
         let target = describe_target(&config);
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(options.connect_timeout);
@@ -217,7 +222,7 @@ impl PostgresStore {
             })?;
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            tls.connector.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -236,6 +241,7 @@ impl PostgresStore {
             runtime: Some(runtime),
             pool,
             config,
+            tls,
             options,
             target,
             plans: Mutex::new(PlanCache::default()),
@@ -266,10 +272,14 @@ impl PostgresStore {
                 self.options.pool_timeout.as_secs()
             )),
             deadpool_postgres::PoolError::Backend(error) => StoreError::Database(format!(
-                "cannot connect to PostgreSQL at {}: {}; check that the server runs and that \
-                 STRATUM_DATABASE_URL (or --database-url) names it",
+                "cannot connect to PostgreSQL at {}: {}; {}",
                 self.target,
-                describe(&error)
+                describe(&error),
+                tls::advice(&error, &self.tls, &host_of(&self.config)).unwrap_or_else(|| {
+                    "check that the server runs and that STRATUM_DATABASE_URL (or \
+                     --database-url) names it"
+                        .to_owned()
+                })
             )),
             other => StoreError::Database(format!(
                 "cannot connect to PostgreSQL at {}: {other}",
@@ -363,11 +373,19 @@ impl PostgresStore {
             return Ok(listener.changed.clone());
         }
         let config = self.config.clone();
+        let tls = self.tls.clone();
         let listener = self.block(async move {
-            let (client, mut connection) = config
-                .connect(NoTls)
-                .await
-                .map_err(failed("connect to listen for changes"))?;
+            let (client, mut connection) =
+                config
+                    .connect(tls.connector.clone())
+                    .await
+                    .map_err(|error| match tls::advice(&error, &tls, &host_of(&config)) {
+                        Some(advice) => StoreError::Database(format!(
+                            "cannot connect to listen for changes: {}; {advice}",
+                            describe(&error)
+                        )),
+                        None => failed("connect to listen for changes")(error),
+                    })?;
             let changed = Arc::new(Notify::new());
             let signal = changed.clone();
             // Polling the connection is what drives it; notifications come out of it.
@@ -1490,14 +1508,19 @@ fn describe(error: &tokio_postgres::Error) -> String {
     text
 }
 
-/// `user@host:port/database`, for messages.
-fn describe_target(config: &tokio_postgres::Config) -> String {
-    let host = match config.get_hosts().first() {
+/// The (first) host the configuration names: the name a certificate must carry.
+fn host_of(config: &tokio_postgres::Config) -> String {
+    match config.get_hosts().first() {
         Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),
         #[cfg(unix)]
         Some(tokio_postgres::config::Host::Unix(path)) => path.display().to_string(),
         None => "localhost".to_owned(),
-    };
+    }
+}
+
+/// `user@host:port/database`, for messages.
+fn describe_target(config: &tokio_postgres::Config) -> String {
+    let host = host_of(config);
     let port = config.get_ports().first().copied().unwrap_or(5432);
     let user = config
         .get_user()

@@ -52,7 +52,8 @@ struct Cli {
     #[arg(long, value_name = "PATH", env = "STRATUM_DB", global = true)]
     db: Option<PathBuf>,
     /// The state database as a URL: postgres://USER@HOST:PORT/DATABASE for a team's shared
-    /// PostgreSQL, or sqlite:PATH (instead of --db).
+    /// PostgreSQL (over TLS: ?sslmode=verify-full, with &sslrootcert=CA.pem for a private
+    /// authority), or sqlite:PATH (instead of --db).
     #[arg(
         long,
         value_name = "URL",
