@@ -70,8 +70,8 @@ async fn watch(store: Arc<dyn Store>, sender: broadcast::Sender<Changed>) {
     let mut seen: Option<HashMap<FlowId, u64>> = None;
     loop {
         if sender.receiver_count() == 0 {
-            // Nobody listens: what changes meanwhile is read in full when someone does.
-            seen = None;
+            // Nobody listens: nothing is read. What changes meanwhile is announced when someone
+            // does (against the versions last seen, which are kept).
             tokio::time::sleep(POLL).await;
             continue;
         }
@@ -97,23 +97,28 @@ async fn watch(store: Arc<dyn Store>, sender: broadcast::Sender<Changed>) {
             .into_iter()
             .map(|header| (header.id, header.version))
             .collect();
-        if let Some(before) = &seen {
-            let mut changed: Vec<String> = now
-                .iter()
-                .filter(|(id, version)| before.get(*id) != Some(*version))
-                .map(|(id, _)| id.to_string())
-                .chain(
-                    before
-                        .keys()
-                        .filter(|id| !now.contains_key(*id))
-                        .map(ToString::to_string),
-                )
-                .collect();
-            if !changed.is_empty() {
-                changed.sort();
-                // No receiver left between the check and now: nothing to do.
-                let _ = sender.send(Arc::from(changed.join(" ")));
-            }
+        let Some(before) = &seen else {
+            // The first look: nothing to compare with, and a page may have read the store
+            // before it (between its own refresh and now); every page looks again.
+            let _ = sender.send(Arc::from("*"));
+            seen = Some(now);
+            continue;
+        };
+        let mut changed: Vec<String> = now
+            .iter()
+            .filter(|(id, version)| before.get(*id) != Some(*version))
+            .map(|(id, _)| id.to_string())
+            .chain(
+                before
+                    .keys()
+                    .filter(|id| !now.contains_key(*id))
+                    .map(ToString::to_string),
+            )
+            .collect();
+        if !changed.is_empty() {
+            changed.sort();
+            // No receiver left between the check and now: nothing to do.
+            let _ = sender.send(Arc::from(changed.join(" ")));
         }
         seen = Some(now);
     }
