@@ -442,3 +442,45 @@ fn test_schemas_older_than_a_day_are_dropped_by_a_later_run() {
     assert!(!left.contains(&old), "the old schema was dropped");
     assert!(left.contains(&recent), "a recent schema stays: {recent}");
 }
+
+/// `flow_versions` (what the console's change feed reads instead of every header) says what
+/// the headers say, on every store.
+#[test]
+fn every_store_lists_each_flows_version_as_its_header_has_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores: [(&str, Arc<dyn Store>); 3] = [
+        ("memory", Arc::new(stratum_runtime::MemoryStore::new())),
+        (
+            "SQLite",
+            Arc::new(SqliteStore::open(dir.path().join("state.db")).unwrap()),
+        ),
+        (
+            "PostgreSQL",
+            Arc::new(PostgresStore::connect(&support::postgres::database_url()).unwrap()),
+        ),
+    ];
+    for (name, store) in stores {
+        let mut scenario =
+            Scenario::with(&linear::linear_spec(3), store.clone(), Config::default());
+        for _ in 0..3 {
+            scenario.start(None, linear::inputs());
+        }
+        let first = scenario.flow(1);
+        scenario.done(&first, &linear::step_id(0), linear::result(0));
+        let mut versions = store.flow_versions().unwrap();
+        let mut headers: Vec<_> = store
+            .list_flows()
+            .unwrap()
+            .into_iter()
+            .map(|header| (header.id, header.version))
+            .collect();
+        versions.sort();
+        headers.sort();
+        assert_eq!(versions.len(), 3, "{name}");
+        assert_eq!(versions, headers, "{name}");
+        assert!(
+            versions.iter().any(|(_, version)| *version > 1),
+            "{name}: a flow moved"
+        );
+    }
+}

@@ -131,6 +131,16 @@ pub trait Store: Send + Sync {
     /// Every flow's header, newest first (for operators).
     fn list_flows(&self) -> Result<Vec<FlowHeader>, StoreError>;
 
+    /// Every flow's id and version, in no particular order: what a watcher compares to know
+    /// which flows changed, without reading (and decoding) every header.
+    fn flow_versions(&self) -> Result<Vec<(FlowId, u64)>, StoreError> {
+        Ok(self
+            .list_flows()?
+            .into_iter()
+            .map(|header| (header.id, header.version))
+            .collect())
+    }
+
     /// Deletes, in one write transaction, every flow tree (a top-level flow with all its
     /// sub-flows) whose flows have all finished, the last of them before
     /// `finished_before_ms`, then the plans no remaining flow runs on. A tree with a running

@@ -519,6 +519,24 @@ impl Store for PostgresStore {
         })
     }
 
+    fn flow_versions(&self) -> Result<Vec<(FlowId, u64)>, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            let rows = client
+                .query("SELECT id, version FROM stratum_flows", &[])
+                .await
+                .map_err(failed("list the flows' versions"))?;
+            rows.iter()
+                .map(|row| {
+                    let id: String = row.try_get(0).map_err(failed("list the flows' versions"))?;
+                    let version: i64 =
+                        row.try_get(1).map_err(failed("list the flows' versions"))?;
+                    super::rows::flow_version(&id, version)
+                })
+                .collect()
+        })
+    }
+
     fn prune(&self, finished_before_ms: u64) -> Result<Pruned, StoreError> {
         self.block(async {
             let mut client = self.client().await?;

@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use stratum_compiler::plan::Plan;
 
 use super::StoreError;
+use crate::ids::FlowId;
 
 /// How many parsed plans a store keeps in memory. A plan of a 10,000-step spec is about
 /// 16 MiB of JSON, so the bound matters to a long-running server.
@@ -71,6 +72,15 @@ pub(crate) fn nesting_beyond(bytes: &[u8], limit: usize) -> bool {
 pub(crate) fn to_i64(value: u64, what: &str) -> Result<i64, StoreError> {
     i64::try_from(value)
         .map_err(|_| StoreError::Database(format!("{what} ({value}) is too large to store")))
+}
+
+/// A flow's id and version as a row holds them (text, a signed integer).
+pub(crate) fn flow_version(id: &str, version: i64) -> Result<(FlowId, u64), StoreError> {
+    let flow = FlowId::parse(id)
+        .ok_or_else(|| StoreError::Corrupt(format!("the flow id {id:?} is not a flow id")))?;
+    let version = u64::try_from(version)
+        .map_err(|_| StoreError::Corrupt(format!("flow {id} has version {version}")))?;
+    Ok((flow, version))
 }
 
 /// Loads a stored plan's JSON, refusing one that is damaged or is another plan than its key

@@ -382,6 +382,25 @@ impl Store for SqliteStore {
         Ok(headers)
     }
 
+    fn flow_versions(&self) -> Result<Vec<(FlowId, u64)>, StoreError> {
+        self.reading(|conn| {
+            let mut statement = conn
+                .prepare_cached("SELECT id, version FROM flows")
+                .map_err(failed("list the flows' versions"))?;
+            let rows = statement
+                .query_map([], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+                })
+                .map_err(failed("list the flows' versions"))?;
+            let mut versions = Vec::new();
+            for row in rows {
+                let (id, version) = row.map_err(failed("list the flows' versions"))?;
+                versions.push(super::rows::flow_version(&id, version)?);
+            }
+            Ok(versions)
+        })
+    }
+
     fn prune(&self, finished_before_ms: u64) -> Result<Pruned, StoreError> {
         let conn = self.writer();
         let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)

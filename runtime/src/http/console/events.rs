@@ -3,9 +3,10 @@
 //!
 //! One watcher per server, not one per page: while anyone listens, it waits for the store to
 //! change ([`Store::wait_for_change`]: PostgreSQL's `NOTIFY` wakes it at once, SQLite is
-//! polled every [`POLL`]), reads the flow headers, and broadcasts the ids whose version moved
-//! as one `change` event (`data`: the ids, space-separated). With no listener it reads
-//! nothing. Another process's changes are seen as well as this one's: the store is the truth.
+//! polled every [`POLL`]), reads every flow's version ([`Store::flow_versions`], not the
+//! headers), and broadcasts the ids whose version moved as one `change` event (`data`: the
+//! ids, space-separated). With no listener it reads nothing. Another process's changes are
+//! seen as well as this one's: the store is the truth.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -81,11 +82,11 @@ async fn watch(store: Arc<dyn Store>, sender: broadcast::Sender<Changed>) {
             if !first {
                 reader.wait_for_change(POLL)?;
             }
-            reader.list_flows()
+            reader.flow_versions()
         })
         .await;
-        let headers = match read {
-            Ok(Ok(headers)) => headers,
+        let versions = match read {
+            Ok(Ok(versions)) => versions,
             Ok(Err(error)) => {
                 tracing::warn!("the console's change feed cannot read the store: {error}");
                 tokio::time::sleep(POLL).await;
@@ -93,10 +94,7 @@ async fn watch(store: Arc<dyn Store>, sender: broadcast::Sender<Changed>) {
             }
             Err(_) => continue,
         };
-        let now: HashMap<FlowId, u64> = headers
-            .into_iter()
-            .map(|header| (header.id, header.version))
-            .collect();
+        let now: HashMap<FlowId, u64> = versions.into_iter().collect();
         let Some(before) = &seen else {
             // The first look: nothing to compare with, and a page may have read the store
             // before it (between its own refresh and now); every page looks again.
