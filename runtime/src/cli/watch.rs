@@ -1,6 +1,7 @@
 //! `stratum-mcp watch`: follows flows as they move, by polling the store. Each poll reads
-//! the flow headers; only a flow whose version moved is read further (its new trace events,
-//! refused attempts included), so a poll costs one small read per change, not per flow.
+//! every flow's version ([`Store::flow_versions`]); only when one moved does it read the
+//! headers, and only a flow whose version moved is read further (its new trace events,
+//! refused attempts included), so a quiet poll decodes nothing.
 //!
 //! What it reports, one [`Happening`] each: a flow started, a step dispatched, a step done,
 //! an attempt refused, a step failed for good, a step skipped, a gate waiting, a gate
@@ -99,6 +100,9 @@ pub struct Watcher {
     seen: HashMap<FlowId, Seen>,
     plans: Plans,
     first: bool,
+    /// Every flow's version at the last poll: a poll that finds them all unchanged reads
+    /// nothing else.
+    versions: HashMap<FlowId, u64>,
 }
 
 impl Watcher {
@@ -109,12 +113,18 @@ impl Watcher {
             seen: HashMap::new(),
             plans: Plans::default(),
             first: true,
+            versions: HashMap::new(),
         }
     }
 
     /// What happened since the last poll. The first poll tells where each running flow
     /// stands (and, for a single watched flow, whether it has finished).
     pub fn poll(&mut self, store: &dyn Store, now_ms: u64) -> Result<Vec<Happening>, StoreError> {
+        let versions: HashMap<FlowId, u64> = store.flow_versions()?.into_iter().collect();
+        if !self.first && versions == self.versions {
+            return Ok(Vec::new());
+        }
+        self.versions = versions;
         let headers = self.watched(store.list_flows()?);
         let mut happenings = Vec::new();
         let first = std::mem::replace(&mut self.first, false);
