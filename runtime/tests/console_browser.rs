@@ -15,7 +15,9 @@ mod mcp;
 mod serve;
 
 use browser::Browser;
-use mcp::{McpServer, Protocol, drive, drive_to_gate, example, examples, status};
+use mcp::{
+    McpServer, Protocol, drive, drive_to_gate, example, examples, start_reviewed_work, status,
+};
 use serde_json::{Value, json};
 use serve::{Serve, State};
 
@@ -293,14 +295,7 @@ async fn a_failed_ensure_shows_its_violation_on_the_flow_page() {
     let secret = state.token("alice", false);
     let serve = Serve::start(&state, &[]);
     let mut server = agent(&serve, &state, &secret).await;
-    let planned = server
-        .call(
-            "stratum_plan",
-            json!({"spec": example("reviewed-work.stratum.yaml"), "flow": "reviewed_work",
-                   "inputs": {"text": "t"}}),
-        )
-        .await;
-    let id = planned["flow_id"].as_str().unwrap().to_owned();
+    let id = start_reviewed_work(&mut server).await;
     let failed = server
         .call(
             "stratum_step_done",

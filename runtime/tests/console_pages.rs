@@ -10,7 +10,7 @@ mod serve;
 
 use std::time::{Duration, Instant};
 
-use mcp::{McpServer, Protocol, example, status};
+use mcp::{McpServer, Protocol, example, flow_at_gate, status};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use serve::{Serve, State, csrf_of, http, sign_in};
@@ -48,22 +48,7 @@ impl Fixture {
             )
             .await;
         assert_eq!(status(&done), "complete");
-        let planned = agent
-            .call(
-                "stratum_plan",
-                json!({"spec": example("reviewed-work.stratum.yaml"), "flow": "reviewed_work",
-                       "inputs": {"text": "t"}}),
-            )
-            .await;
-        let at_gate = planned["flow_id"].as_str().unwrap().to_owned();
-        let gate = agent
-            .call(
-                "stratum_step_done",
-                json!({"flow_id": at_gate, "step_id": "work",
-                       "result": {"result": "r1", "quality_score": 0.9}}),
-            )
-            .await;
-        assert_eq!(status(&gate), "await_gate");
+        let at_gate = flow_at_gate(&mut agent).await;
         let running = start_sentiment(&mut agent).await;
         Fixture {
             state,

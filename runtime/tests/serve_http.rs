@@ -14,7 +14,7 @@ use std::process::Command as Process;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp::{BOTH, McpServer, Protocol, drive, example, examples, status};
+use mcp::{BOTH, McpServer, Protocol, drive, example, examples, flow_at_gate, status};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use serve::{Serve, State, binary, csrf_of, http, sign_in};
@@ -146,27 +146,6 @@ async fn agents_drive_every_example_over_http_with_the_stdio_answers() {
         server.stop().await;
     }
     stdio.stop().await;
-}
-
-/// A `reviewed_work` flow at its `review` gate, started over HTTP; its id.
-async fn flow_at_gate(server: &mut McpServer) -> String {
-    let planned = server
-        .call(
-            "stratum_plan",
-            json!({"spec": example("reviewed-work.stratum.yaml"), "flow": "reviewed_work",
-                   "inputs": {"text": "t"}}),
-        )
-        .await;
-    let flow = planned["flow_id"].as_str().unwrap().to_owned();
-    let gate = server
-        .call(
-            "stratum_step_done",
-            json!({"flow_id": flow, "step_id": "work",
-                   "result": {"result": "r1", "quality_score": 0.9}}),
-        )
-        .await;
-    assert_eq!(status(&gate), "await_gate");
-    flow
 }
 
 #[tokio::test]

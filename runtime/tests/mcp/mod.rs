@@ -284,6 +284,32 @@ pub fn error_type(answer: &Value) -> &str {
         .unwrap_or("")
 }
 
+/// A `reviewed_work` flow (`examples/reviewed-work.stratum.yaml`) just started; its id.
+pub async fn start_reviewed_work(server: &mut McpServer) -> String {
+    let planned = server
+        .call(
+            "stratum_plan",
+            json!({"spec": example("reviewed-work.stratum.yaml"), "flow": "reviewed_work",
+                   "inputs": {"text": "t"}}),
+        )
+        .await;
+    planned["flow_id"].as_str().unwrap().to_owned()
+}
+
+/// A `reviewed_work` flow at its `review` gate (its `work` step done); its id.
+pub async fn flow_at_gate(server: &mut McpServer) -> String {
+    let flow = start_reviewed_work(server).await;
+    let gate = server
+        .call(
+            "stratum_step_done",
+            json!({"flow_id": flow, "step_id": "work",
+                   "result": {"result": "r1", "quality_score": 0.9}}),
+        )
+        .await;
+    assert_eq!(status(&gate), "await_gate");
+    flow
+}
+
 pub fn example(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../examples")

@@ -382,9 +382,12 @@ fn connector(mode: SslMode, root_cert: Option<&Path>) -> Result<MakeRustlsConnec
         .with_safe_default_protocol_versions()
         .map_err(|error| StoreError::Database(format!("cannot set up TLS: {error}")))?;
     let verifier: Arc<dyn ServerCertVerifier> = match mode {
-        SslMode::Disable | SslMode::Prefer => Arc::new(AnyCertificate { algorithms }),
+        SslMode::Disable | SslMode::Prefer => Arc::new(AuthorityOnly {
+            roots: None,
+            algorithms,
+        }),
         SslMode::VerifyCa => Arc::new(AuthorityOnly {
-            roots: roots(root_cert)?,
+            roots: Some(roots(root_cert)?),
             algorithms,
         }),
         SslMode::Require | SslMode::VerifyFull => {
@@ -439,10 +442,15 @@ fn roots(root_cert: Option<&Path>) -> Result<Arc<RootCertStore>, StoreError> {
     Ok(Arc::new(roots))
 }
 
-/// `verify-ca`: the certificate chains to a trusted authority and is in date; any host name.
+/// `verify-ca` (with `roots`): the certificate chains to a trusted authority and is in date;
+/// any host name. `prefer` (no `roots`): encryption against a passive listener, as in libpq.
+/// Checking the certificate there would stop no active attacker, who can answer that the
+/// server has no TLS, which `prefer` accepts; and it would break servers with self-signed
+/// certificates (Debian's default) that connected before. The handshake's own signatures are
+/// checked either way.
 #[derive(Debug)]
 struct AuthorityOnly {
-    roots: Arc<RootCertStore>,
+    roots: Option<Arc<RootCertStore>>,
     algorithms: WebPkiSupportedAlgorithms,
 }
 
@@ -455,58 +463,16 @@ impl ServerCertVerifier for AuthorityOnly {
         _ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        let certificate = ParsedCertificate::try_from(end_entity)?;
-        verify_server_cert_signed_by_trust_anchor(
-            &certificate,
-            &self.roots,
-            intermediates,
-            now,
-            self.algorithms.all,
-        )?;
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.algorithms.supported_schemes()
-    }
-}
-
-/// `prefer`: encryption against a passive listener, as in libpq. Checking the certificate
-/// would stop no active attacker, who can answer that the server has no TLS, which `prefer`
-/// accepts; and it would break servers with self-signed certificates (Debian's default) that
-/// connected before. The handshake's own signatures are still checked.
-#[derive(Debug)]
-struct AnyCertificate {
-    algorithms: WebPkiSupportedAlgorithms,
-}
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
+        if let Some(roots) = &self.roots {
+            let certificate = ParsedCertificate::try_from(end_entity)?;
+            verify_server_cert_signed_by_trust_anchor(
+                &certificate,
+                roots,
+                intermediates,
+                now,
+                self.algorithms.all,
+            )?;
+        }
         Ok(ServerCertVerified::assertion())
     }
 
