@@ -9,7 +9,9 @@ mod mcp;
 use std::future::Future;
 use std::pin::Pin;
 
-use mcp::{BOTH, McpServer, Protocol, drive, error_type, example, examples, status};
+use mcp::{
+    BOTH, McpServer, Protocol, drive, error_type, example, examples, run_every_example, status,
+};
 use serde_json::{Value, json};
 
 fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
@@ -98,23 +100,7 @@ async fn every_example_runs_to_completion_on_both_protocols() {
     for protocol in BOTH {
         let (home, work) = dirs();
         let mut server = McpServer::start(home.path(), work.path(), protocol).await;
-        for (file, flow, inputs, script) in examples() {
-            let spec = example(file);
-            let validation = server.call("stratum_validate", json!({"spec": spec})).await;
-            assert_eq!(validation["valid"], json!(true), "{file}: {validation:#}");
-            let first = server
-                .call(
-                    "stratum_plan",
-                    json!({"spec": spec, "flow": flow, "inputs": inputs}),
-                )
-                .await;
-            let last = drive(&mut server, first, &script).await;
-            assert_eq!(status(&last), "complete", "{file}: {last:#}");
-            let audit = server
-                .call("stratum_audit", json!({"flow_id": last["flow_id"]}))
-                .await;
-            assert_eq!(status(&audit), "complete", "{file}: {audit:#}");
-        }
+        run_every_example(&mut server).await;
         server.stop().await;
     }
 }

@@ -14,7 +14,7 @@ use std::process::Command as Process;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp::{BOTH, McpServer, Protocol, drive, example, examples, flow_at_gate, status};
+use mcp::{BOTH, McpServer, Protocol, example, flow_at_gate, run_every_example, status};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use serve::{Serve, State, binary, csrf_of, http, sign_in};
@@ -123,23 +123,7 @@ async fn agents_drive_every_example_over_http_with_the_stdio_answers() {
             serde_json::to_value(&stdio.tools).unwrap(),
             "the same tools, descriptions, annotations and schemas as on stdio"
         );
-        for (file, flow, inputs, script) in examples() {
-            let spec = example(file);
-            let validation = server.call("stratum_validate", json!({"spec": spec})).await;
-            assert_eq!(validation["valid"], json!(true), "{file}");
-            let first = server
-                .call(
-                    "stratum_plan",
-                    json!({"spec": spec, "flow": flow, "inputs": inputs}),
-                )
-                .await;
-            let last = drive(&mut server, first, &script).await;
-            assert_eq!(status(&last), "complete", "{file}: {last:#}");
-            let audit = server
-                .call("stratum_audit", json!({"flow_id": last["flow_id"]}))
-                .await;
-            assert_eq!(status(&audit), "complete", "{file}");
-        }
+        run_every_example(&mut server).await;
         // A refusal has the stdio shape too.
         let refused = server.refused("stratum_audit", json!({"flow_id": 7})).await;
         assert_eq!(refused["error_type"], "invalid_argument");

@@ -284,6 +284,28 @@ pub fn error_type(answer: &Value) -> &str {
         .unwrap_or("")
 }
 
+/// Validates, starts and drives every example to completion on `server`, as an agent would,
+/// and checks that each flow's audit says so.
+pub async fn run_every_example(server: &mut McpServer) {
+    for (file, flow, inputs, script) in examples() {
+        let spec = example(file);
+        let validation = server.call("stratum_validate", json!({"spec": spec})).await;
+        assert_eq!(validation["valid"], json!(true), "{file}: {validation:#}");
+        let first = server
+            .call(
+                "stratum_plan",
+                json!({"spec": spec, "flow": flow, "inputs": inputs}),
+            )
+            .await;
+        let last = drive(server, first, &script).await;
+        assert_eq!(status(&last), "complete", "{file}: {last:#}");
+        let audit = server
+            .call("stratum_audit", json!({"flow_id": last["flow_id"]}))
+            .await;
+        assert_eq!(status(&audit), "complete", "{file}: {audit:#}");
+    }
+}
+
 /// A `reviewed_work` flow (`examples/reviewed-work.stratum.yaml`) just started; its id.
 pub async fn start_reviewed_work(server: &mut McpServer) -> String {
     let planned = server

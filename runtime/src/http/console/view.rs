@@ -5,7 +5,7 @@
 //! run on the read snapshot, its changes thrown away. The page therefore shows exactly what
 //! an agent picking the flow up would be told, and looking at a flow changes nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -68,6 +68,8 @@ pub struct FlowView {
     pub dispatch: Option<Value>,
     pub children: Vec<Child>,
     pub checkpoints: Vec<Checkpoint>,
+    /// How each step stands, by index: worked out once, in one pass over the trace.
+    looks: Vec<StepLook>,
 }
 
 impl FlowView {
@@ -89,7 +91,7 @@ impl FlowView {
             let summary = query::summary(&header, &plan)?;
             let flow = query::flow_of(&plan, &header)?;
             let steps: BTreeMap<u32, StepState> = snapshot.steps_from(id, 0)?.into_iter().collect();
-            let events = snapshot
+            let events: Vec<Event> = snapshot
                 .events(id)?
                 .into_iter()
                 .filter(|event| !event.reverted)
@@ -126,6 +128,7 @@ impl FlowView {
                 };
                 Some(exec::run(&mut Work::new(snapshot), &command, &ctx)?.to_json())
             };
+            let looks = looks(&header, flow, &steps, &events);
             view = Some(FlowView {
                 header,
                 summary,
@@ -135,6 +138,7 @@ impl FlowView {
                 dispatch,
                 children,
                 checkpoints,
+                looks,
             });
             Ok(())
         })?;
@@ -148,49 +152,10 @@ impl FlowView {
 
     /// How step `index` stands in the current round.
     pub fn look(&self, index: u32) -> StepLook {
-        let running = self.header.status == FlowStatus::Running;
-        let at_cursor = self.header.cursor == Cursor::Step(index);
-        let step = self
-            .flow()
-            .ok()
-            .and_then(|flow| flow.steps.get(index as usize));
-        if running && at_cursor {
-            return match step.map(|step| &step.action) {
-                Some(Action::Gate { .. }) => StepLook::Gate,
-                _ => StepLook::Current,
-            };
-        }
-        let failed_flow_here = self.header.status == FlowStatus::Failed && at_cursor;
-        let failed_record = step.is_some_and(|step| {
-            self.last_record(&step.id).is_some_and(
-                |record| matches!(record, Record::Step(done) if !done.violations.is_empty()),
-            )
-        });
-        let state = self.steps.get(&index);
-        if failed_flow_here || failed_record {
-            StepLook::Failed
-        } else if state.is_some_and(|state| state.skipped) {
-            StepLook::Skipped
-        } else if state.is_some_and(|state| state.output.is_some()) {
-            StepLook::Done
-        } else {
-            StepLook::Pending
-        }
-    }
-
-    /// The step's last trace record of the current round.
-    fn last_record(&self, step_id: &str) -> Option<&Record> {
-        self.events
-            .iter()
-            .rev()
-            .find_map(|event| match &event.body {
-                EventBody::Record(record)
-                    if event.round == self.header.round && record.step_id() == step_id =>
-                {
-                    Some(record)
-                }
-                _ => None,
-            })
+        self.looks
+            .get(index as usize)
+            .copied()
+            .unwrap_or(StepLook::Pending)
     }
 
     /// Attempts still allowed at step `index` (its retries less the attempts made).
@@ -204,4 +169,47 @@ impl FlowView {
     pub fn status(&self) -> SummaryStatus {
         self.summary.status
     }
+}
+
+/// How every step of `flow` stands in the current round: the cursor's step is current (a
+/// gate: waiting); a step whose last record of the round is a failure, or where a failed flow
+/// stopped, failed; then skipped, done (it has a result) or not yet.
+fn looks(
+    header: &FlowHeader,
+    flow: &plan::Flow,
+    steps: &BTreeMap<u32, StepState>,
+    events: &[Event],
+) -> Vec<StepLook> {
+    // Each step's last record of the current round, in one pass.
+    let mut last_failed: HashMap<&str, bool> = HashMap::new();
+    for event in events.iter().filter(|event| event.round == header.round) {
+        if let EventBody::Record(record) = &event.body {
+            let failed = matches!(record, Record::Step(done) if !done.violations.is_empty());
+            last_failed.insert(record.step_id(), failed);
+        }
+    }
+    let running = header.status == FlowStatus::Running;
+    (0u32..)
+        .zip(&flow.steps)
+        .map(|(index, step)| {
+            let at_cursor = header.cursor == Cursor::Step(index);
+            let state = steps.get(&index);
+            if running && at_cursor {
+                match step.action {
+                    Action::Gate { .. } => StepLook::Gate,
+                    _ => StepLook::Current,
+                }
+            } else if (header.status == FlowStatus::Failed && at_cursor)
+                || last_failed.get(step.id.as_str()) == Some(&true)
+            {
+                StepLook::Failed
+            } else if state.is_some_and(|state| state.skipped) {
+                StepLook::Skipped
+            } else if state.is_some_and(|state| state.output.is_some()) {
+                StepLook::Done
+            } else {
+                StepLook::Pending
+            }
+        })
+        .collect()
 }
