@@ -161,8 +161,8 @@ pub struct Step {
     pub iteration: Option<Iteration>,
     /// A reasoning certificate template, as written.
     pub reasoning_template: Option<Value>,
-    /// Where to go when the step succeeds (or is skipped): the next step in order, its
-    /// `next`, or the end.
+    /// Where to go when the step succeeds: the next step in order, its `next`, or the end. A
+    /// skipped step goes on in order whatever its `next` says: a skip is not a success.
     pub next: Target,
     /// Where to go when its attempts are exhausted; `None`: the flow fails.
     pub on_fail: Option<Target>,

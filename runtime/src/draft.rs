@@ -45,8 +45,6 @@ pub struct Saved {
 pub enum DraftError {
     #[error("{0}")]
     InvalidDraft(String),
-    #[error("the project directory `{}` does not exist; create it or give an existing one", .0.display())]
-    DirectoryNotFound(PathBuf),
     #[error("the project path `{}` is not a directory; give the project's directory", .0.display())]
     NotADirectory(PathBuf),
     #[error("cannot open the project directory `{}`: {source}", .path.display())]
@@ -54,6 +52,12 @@ pub enum DraftError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "`{}` leads outside the server's root (a symbolic link?); over HTTP a draft is written \
+         only under the directory the server runs in",
+        .0.display()
+    )]
+    OutsideRoot(PathBuf),
     #[error("cannot write `{}`: {source}", .path.display())]
     WriteFailed {
         path: PathBuf,
@@ -76,10 +80,10 @@ impl DraftError {
     pub fn error_type(&self) -> &'static str {
         match self {
             DraftError::InvalidDraft(_) => "invalid_draft",
-            DraftError::DirectoryNotFound(_)
-            | DraftError::NotADirectory(_)
-            | DraftError::DirectoryUnreadable { .. } => "directory_not_found",
-            DraftError::WriteFailed { .. } => "write_failed",
+            DraftError::NotADirectory(_) | DraftError::DirectoryUnreadable { .. } => {
+                "directory_not_found"
+            }
+            DraftError::WriteFailed { .. } | DraftError::OutsideRoot(_) => "write_failed",
         }
     }
 
@@ -92,29 +96,38 @@ impl DraftError {
     }
 }
 
-/// Checks a draft and saves it under `project_dir`, replacing an earlier one.
+/// Checks a draft and saves it under `project_dir`, replacing an earlier one. The project
+/// directory and its `.stratum` are created when missing, as the reference does.
 pub fn save_draft(draft: &Value, project_dir: &Path) -> Result<Saved, DraftError> {
+    save_draft_under(draft, project_dir, None)
+}
+
+/// [`save_draft`] for a caller confined to `root` (over HTTP): the draft directory, once
+/// created, must resolve under `root`, so a `.stratum` that is a symbolic link out of it is
+/// refused before anything is written there. `root` is canonical.
+pub fn save_draft_under(
+    draft: &Value,
+    project_dir: &Path,
+    root: Option<&Path>,
+) -> Result<Saved, DraftError> {
     let (bytes, phases) = checked(draft)?;
-    let project_dir = match std::fs::canonicalize(project_dir) {
-        Ok(dir) => dir,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return Err(DraftError::DirectoryNotFound(project_dir.to_owned()));
-        }
-        Err(source) => {
-            return Err(DraftError::DirectoryUnreadable {
-                path: project_dir.to_owned(),
-                source,
-            });
-        }
-    };
-    if !project_dir.is_dir() {
-        return Err(DraftError::NotADirectory(project_dir));
+    if project_dir.exists() && !project_dir.is_dir() {
+        return Err(DraftError::NotADirectory(project_dir.to_owned()));
     }
     let dir = project_dir.join(DRAFT_DIR);
     std::fs::create_dir_all(&dir).map_err(|source| DraftError::WriteFailed {
         path: dir.clone(),
         source,
     })?;
+    let dir = std::fs::canonicalize(&dir).map_err(|source| DraftError::DirectoryUnreadable {
+        path: dir.clone(),
+        source,
+    })?;
+    if let Some(root) = root
+        && !dir.starts_with(root)
+    {
+        return Err(DraftError::OutsideRoot(project_dir.join(DRAFT_DIR)));
+    }
     let path = dir.join(DRAFT_FILE);
     write_atomically(&dir, &path, &bytes).map_err(|source| DraftError::WriteFailed {
         path: path.clone(),

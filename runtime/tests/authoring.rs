@@ -358,28 +358,43 @@ fn nesting_up_to_the_limit_is_accepted() {
 }
 
 #[test]
-fn the_project_directory_must_exist_and_be_a_directory() {
+fn a_missing_project_directory_is_created_as_the_reference_does() {
     let project = temp_dir();
-    let missing = project.path().join("absent");
-    let error = save_draft(&json!({}), &missing).err();
-    assert_eq!(
-        error.as_ref().map(DraftError::failure).map(|f| json!(f)),
-        Some(json!({
-            "status": "error",
-            "error_type": "directory_not_found",
-            "message": format!(
-                "the project directory `{}` does not exist; create it or give an existing one",
-                missing.display()
-            ),
-        }))
-    );
-    assert!(!missing.exists());
+    let missing = project.path().join("absent/nested");
+    let saved = save_draft(&json!({"name": "p"}), &missing).expect("saved");
+    assert_eq!(saved.status, "saved");
+    assert!(saved_text(&missing).contains("\"name\": \"p\""));
 
     write(project.path(), "file", "");
     let error = save_draft(&json!({}), &project.path().join("file")).err();
     assert_eq!(
         error.as_ref().map(DraftError::error_type),
         Some("directory_not_found")
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_draft_directory_linked_out_of_the_root_is_refused_under_a_root() {
+    let root = temp_dir();
+    let outside = temp_dir();
+    let project = root.path().join("p");
+    std::fs::create_dir(&project).expect("created");
+    std::os::unix::fs::symlink(outside.path(), project.join(".stratum")).expect("linked");
+    let canonical = root.path().canonicalize().expect("canonical");
+    let error = draft::save_draft_under(&json!({}), &project, Some(&canonical)).err();
+    assert_eq!(
+        error.as_ref().map(DraftError::error_type),
+        Some("write_failed")
+    );
+    assert!(
+        error
+            .map(|error| error.to_string())
+            .is_some_and(|message| message.contains("outside the server's root")),
+    );
+    assert!(
+        !outside.path().join("pipeline-draft.json").exists(),
+        "nothing was written through the link"
     );
 }
 

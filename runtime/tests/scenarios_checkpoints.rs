@@ -147,6 +147,30 @@ fn commit_response_shape_and_label_trim() {
 }
 
 #[test]
+fn checkpoints_are_listed_in_the_order_they_were_first_committed() {
+    let mut s = Scenario::new(SPEC);
+    s.start(Some("pipeline"), json!({"source": "s3://bucket/rows.csv"}));
+    let flow = s.flow(1);
+    s.commit(&flow, "zeta");
+    s.done(&flow, "load", json!({"rows": 10}));
+    let second = s.commit(&flow, "alpha");
+    assert_eq!(
+        second["checkpoints"],
+        json!(["zeta", "alpha"]),
+        "commit order, not name order"
+    );
+    s.done(&flow, "clean", json!({"rows": 8}));
+    let again = s.commit(&flow, "zeta");
+    assert_eq!(
+        again["checkpoints"],
+        json!(["zeta", "alpha"]),
+        "a label committed again keeps its place, as a Python dict keeps a key's"
+    );
+    let missing = s.revert(&flow, "omega");
+    assert_eq!(missing["available"], json!(["zeta", "alpha"]));
+}
+
+#[test]
 fn commit_same_label_overwrites() {
     let mut s = Scenario::new(SPEC);
     s.start(Some("pipeline"), json!({"source": "s3://bucket/rows.csv"}));
@@ -314,7 +338,11 @@ fn revert_to_unknown_label_is_checkpoint_not_found() {
     s.commit(&flow, "after_load");
     let missing = s.revert(&flow, "after_clean");
     assert_eq!(error_type(&missing), "checkpoint_not_found");
-    assert_eq!(missing["available"], json!(["after_load", "start"]));
+    assert_eq!(
+        missing["available"],
+        json!(["start", "after_load"]),
+        "in commit order, as the reference lists them"
+    );
     let still = s.resume(&flow);
     assert_eq!(still["step_id"], "clean", "nothing moved");
     insta::assert_snapshot!(s.transcript());

@@ -764,6 +764,11 @@ fn iteration_abort_of_a_scored_loop_reports_the_best_result() {
         Some(3),
         "two reports and the abort"
     );
+    assert_eq!(
+        log.pointer("/2/exit_criterion_met"),
+        Some(&json!(false)),
+        "an aborted loop did not meet its criterion, as the reference records"
+    );
     insta::assert_snapshot!(s.transcript());
 }
 

@@ -965,6 +965,73 @@ fn reference_bug_27_a_long_chain_of_skipped_steps_does_not_overflow() {
     assert_eq!(at(&done, "/trace/1499/type"), "skip");
 }
 
+/// The issue's loop: `critique` routes back to `draft` on success, and is skipped once the draft
+/// is final.
+const SKIP_WITH_NEXT: &str = r#"
+version: "0.2"
+contracts:
+  Draft:
+    text: {type: string}
+    final: {type: boolean}
+flows:
+  write:
+    input: {}
+    steps:
+      - id: draft
+        intent: "Write the draft"
+        output_contract: Draft
+      - id: critique
+        intent: "Critique the draft"
+        inputs: {text: "$.steps.draft.output.text"}
+        skip_if: "$.steps.draft.output.final == True"
+        next: draft
+      - id: publish
+        intent: "Publish the draft"
+        inputs: {text: "$.steps.draft.output.text"}
+"#;
+
+#[test]
+fn a_skipped_step_goes_on_in_order_not_to_its_next() {
+    let mut s = Scenario::new(SKIP_WITH_NEXT);
+    s.start(None, json!({}));
+    let flow = s.flow(1);
+    s.note("a first draft is not final: critique runs and its next sends the flow back to draft");
+    let critique = s.done(&flow, "draft", json!({"text": "v1", "final": false}));
+    assert_eq!(at(&critique, "/step_id"), "critique");
+    let again = s.done(&flow, "critique", json!({"notes": "tighten it"}));
+    assert_eq!(at(&again, "/step_id"), "draft", "`next` is success routing");
+    s.note("the final draft: critique is skipped, and a skip is not a success: on to publish");
+    let publish = s.done(&flow, "draft", json!({"text": "v2", "final": true}));
+    assert_eq!(at(&publish, "/status"), "execute_step", "{publish}");
+    assert_eq!(
+        at(&publish, "/step_id"),
+        "publish",
+        "a skipped step goes on in order, as the reference's does"
+    );
+    assert_eq!(at(&publish, "/inputs"), json!({"text": "v2"}));
+    let done = s.done(
+        &flow,
+        "publish",
+        json!({"url": "https://example.test/post"}),
+    );
+    assert_eq!(at(&done, "/status"), "complete");
+}
+
+#[test]
+fn skip_step_on_a_step_with_next_goes_on_in_order() {
+    let mut s = Scenario::new(SKIP_WITH_NEXT);
+    s.start(None, json!({}));
+    let flow = s.flow(1);
+    let critique = s.done(&flow, "draft", json!({"text": "v1", "final": false}));
+    assert_eq!(at(&critique, "/step_id"), "critique");
+    let publish = s.skip(&flow, "critique", "good enough");
+    assert_eq!(
+        at(&publish, "/step_id"),
+        "publish",
+        "stratum_skip_step does not take the step's success route either: {publish}"
+    );
+}
+
 const SKIP_COMMAND: &str = r#"
 version: "0.2"
 functions:

@@ -327,6 +327,36 @@ async fn authoring_tools_over_http_reach_only_under_the_servers_root() {
         !outside.path().join(".stratum").exists(),
         "no draft was written outside the root"
     );
+
+    let saved = agent
+        .call(
+            "stratum_draft_pipeline",
+            json!({"project_dir": "fresh/project", "draft": {"name": "x"}}),
+        )
+        .await;
+    assert_eq!(saved["status"], "saved", "{saved:#}");
+    assert!(
+        state
+            .dir
+            .path()
+            .join("fresh/project/.stratum/pipeline-draft.json")
+            .is_file(),
+        "a project directory that does not exist yet is created under the root: {saved:#}"
+    );
+    let linked = state.dir.path().join("linked");
+    std::fs::create_dir(&linked).unwrap();
+    std::os::unix::fs::symlink(outside.path(), linked.join(".stratum")).unwrap();
+    let refused = agent
+        .call(
+            "stratum_draft_pipeline",
+            json!({"project_dir": "linked", "draft": {"name": "x"}}),
+        )
+        .await;
+    assert_eq!(refused["error_type"], "write_failed", "{refused:#}");
+    assert!(
+        !outside.path().join("pipeline-draft.json").exists(),
+        "no draft was written through a `.stratum` linked out of the root"
+    );
     agent.stop().await;
 }
 

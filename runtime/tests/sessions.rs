@@ -182,10 +182,13 @@ fn a_version_2_sqlite_database_gains_the_sessions_table_and_keeps_its_tokens() {
         .unwrap()
         .add_token(&token("alice", &"a".repeat(64)))
         .unwrap();
-    // As the previous program left it: no sessions table, schema version 2.
+    // As the program of schema version 2 left it: no sessions table, no checkpoint positions.
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("DROP TABLE sessions; PRAGMA user_version = 2;")
-        .unwrap();
+    conn.execute_batch(
+        "DROP TABLE sessions; ALTER TABLE checkpoints DROP COLUMN position; \
+         PRAGMA user_version = 2;",
+    )
+    .unwrap();
     drop(conn);
     let store = SqliteStore::open(&path).unwrap();
     assert_eq!(store.tokens().unwrap(), [token("alice", &"a".repeat(64))]);
@@ -196,7 +199,7 @@ fn a_version_2_sqlite_database_gains_the_sessions_table_and_keeps_its_tokens() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     assert_eq!(version, stratum_runtime::store::sqlite::SCHEMA_VERSION);
 }
 
@@ -208,7 +211,11 @@ fn a_version_2_postgres_schema_gains_the_sessions_table() {
         .add_token(&token("alice", &"a".repeat(64)))
         .unwrap();
     support::postgres::admin(&url, |client| {
-        client.batch_execute("DROP TABLE stratum_sessions; UPDATE stratum_schema SET version = 2")
+        client.batch_execute(
+            "DROP TABLE stratum_sessions; \
+             ALTER TABLE stratum_checkpoints DROP COLUMN position; \
+             UPDATE stratum_schema SET version = 2",
+        )
     })
     .unwrap();
     let store = PostgresStore::connect(&url).unwrap();
@@ -222,7 +229,7 @@ fn a_version_2_postgres_schema_gains_the_sessions_table() {
             .map(|row| row.get::<_, i64>(0))
     })
     .unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     assert_eq!(version, stratum_runtime::store::postgres::SCHEMA_VERSION);
 }
 

@@ -88,6 +88,32 @@ fn a_flow_completes_and_its_audit_survives_a_restart() {
     assert_eq!(status(&resumed), "complete", "{resumed:#}");
 }
 
+#[test]
+fn a_version_3_database_keeps_its_checkpoints_in_commit_order() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = db_in(&dir);
+    let mut s = Scenario::with(REVIEWED_WORK, open(&path), Config::default());
+    s.start(Some("reviewed_work"), json!({"text": "draft"}));
+    let flow = s.flow(1);
+    s.commit(&flow, "zeta");
+    s.commit(&flow, "alpha");
+    drop(s);
+    // As the previous program left it: no position column, schema version 3.
+    let conn = rusqlite::Connection::open(&path).expect("the database opens");
+    conn.execute_batch("ALTER TABLE checkpoints DROP COLUMN position; PRAGMA user_version = 3;")
+        .expect("the schema is taken back to version 3");
+    drop(conn);
+    let mut again = Scenario::with(REVIEWED_WORK, open(&path), Config::default());
+    let listed = again.revert(&flow, "omega");
+    assert_eq!(
+        listed["available"],
+        json!(["zeta", "alpha"]),
+        "the rows' insertion order is their commit order"
+    );
+    let third = again.commit(&flow, "beta");
+    assert_eq!(third["checkpoints"], json!(["zeta", "alpha", "beta"]));
+}
+
 #[cfg(unix)]
 #[test]
 fn the_directory_is_private_and_the_files_are_the_users_alone() {
@@ -183,14 +209,14 @@ fn a_database_from_a_newer_program_is_refused_and_left_alone() {
             error,
             StoreError::NewerSchema {
                 found: 99,
-                supported: 3
+                supported: 4
             }
         ),
         "{error:?}"
     );
     assert_eq!(
         error.to_string(),
-        "the state database has schema version 99, newer than this program's 3; upgrade \
+        "the state database has schema version 99, newer than this program's 4; upgrade \
          stratum-mcp, or use another state database"
     );
     let conn = rusqlite::Connection::open(&path).expect("sqlite opens");
@@ -237,7 +263,7 @@ fn reopening_an_up_to_date_database_migrates_nothing() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("user_version");
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     let journal: String = conn
         .query_row("PRAGMA journal_mode", [], |row| row.get(0))
         .expect("journal_mode");

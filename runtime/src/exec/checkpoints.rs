@@ -46,8 +46,8 @@ pub(crate) fn commit(
             steps,
         },
     )?;
-    let mut checkpoints = work.checkpoint_labels(&run.id)?;
-    checkpoints.sort();
+    // In the order the labels were first committed, as the reference lists them.
+    let checkpoints = work.checkpoint_labels(&run.id)?;
     let index = current(&header);
     Ok(Response::Committed(Committed {
         status: "committed",
@@ -69,8 +69,7 @@ pub(crate) fn revert(
         return Ok(already_finished(&header));
     }
     let Some(checkpoint) = work.checkpoint(&run.id, label.trim())? else {
-        let mut available = work.checkpoint_labels(&run.id)?;
-        available.sort();
+        let available = work.checkpoint_labels(&run.id)?;
         let mut error = ErrorResponse::new(
             "checkpoint_not_found",
             format!("No checkpoint '{label}' on flow '{}'", run.id),

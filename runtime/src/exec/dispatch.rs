@@ -420,7 +420,7 @@ fn skip_step_now(
         index,
         reason.map(str::to_owned).unwrap_or(because),
     )?;
-    move_to(work, run, index, step.next, Move::Forward)
+    move_to(work, run, index, run.after_skip(index), Move::Forward)
 }
 
 /// Writes a skip record and marks the step skipped (output null).

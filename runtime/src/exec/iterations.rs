@@ -440,6 +440,8 @@ pub(crate) fn abort(
             report: json!({
                 "iteration": state.count,
                 "round": header.round,
+                // Aborting is not meeting the criterion: `false`, as the reference records it.
+                "exit_criterion_met": false,
                 "outcome": "exit_abort",
                 "reason": reason,
                 "timestamp_ms": run.ctx.now_ms,

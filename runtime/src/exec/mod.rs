@@ -195,6 +195,15 @@ impl Run<'_> {
         index.and_then(|index| self.steps().get(index as usize).map(|step| step.id.clone()))
     }
 
+    /// Where a step goes when it is skipped: the next step in order, or the end. A skip is not
+    /// success, so a step's `next` (its success route) does not apply, as in the reference.
+    pub(crate) fn after_skip(&self, index: u32) -> plan::Target {
+        match index.checked_add(1) {
+            Some(following) if following < self.total_steps() => plan::Target::Step(following),
+            _ => plan::Target::End,
+        }
+    }
+
     pub(crate) fn total_steps(&self) -> u32 {
         u32::try_from(self.steps().len()).unwrap_or(u32::MAX)
     }

@@ -362,7 +362,8 @@ pub(crate) fn skip_step(
     }
     iterations::clear_step(work, run, index)?;
     dispatch::record_skip(work, run, index, reason.to_owned())?;
-    if let Some(stopped) = dispatch::move_to(work, run, index, step.next, Move::Forward)? {
+    let target = run.after_skip(index);
+    if let Some(stopped) = dispatch::move_to(work, run, index, target, Move::Forward)? {
         return Ok(stopped);
     }
     dispatch::advance(work, run, Note::default())

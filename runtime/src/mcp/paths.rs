@@ -35,7 +35,77 @@ pub fn directory(
     }
 }
 
-fn under_root(root: Option<&Path>, argument: &str, given: &str) -> Result<PathBuf, ArgumentError> {
+/// A directory a tool may create and write into (`stratum_draft_pipeline`'s `project_dir`),
+/// and the canonical root its writes must stay under (over HTTP).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Writable {
+    pub path: PathBuf,
+    pub root: Option<PathBuf>,
+}
+
+/// The directory `given` names, which need not exist yet: over HTTP its deepest existing
+/// ancestor must resolve under the root and the rest must be plain names (no `..`), so that
+/// creating it makes directories under the root only.
+pub fn writable_directory(
+    scope: &PathScope,
+    root: Option<&Path>,
+    argument: &str,
+    given: &str,
+) -> Result<Writable, ArgumentError> {
+    match scope {
+        PathScope::Anywhere => Ok(Writable {
+            path: PathBuf::from(given),
+            root: None,
+        }),
+        PathScope::UnderRoot => {
+            let root = canonical_root(root, argument)?;
+            let path = creatable_under(&root, argument, given)?;
+            Ok(Writable {
+                path,
+                root: Some(root),
+            })
+        }
+    }
+}
+
+/// `root/given` with its existing part resolved, refused when that part leaves the root or
+/// the missing part climbs.
+fn creatable_under(root: &Path, argument: &str, given: &str) -> Result<PathBuf, ArgumentError> {
+    let refuse = |message: String| ArgumentError {
+        argument: Some(argument.to_owned()),
+        message,
+    };
+    let outside = || {
+        refuse(format!(
+            "`{given}` is outside the server's root; over HTTP, `{argument}` must name a \
+             directory under the directory the server runs in (--root), such as `.` or \
+             `project`"
+        ))
+    };
+    let joined = root.join(given);
+    let mut existing = joined.as_path();
+    let mut missing = Vec::new();
+    // `symlink_metadata`: a dangling link exists, and resolving it below refuses it, rather
+    // than creating its target wherever it points.
+    while existing.symlink_metadata().is_err() {
+        let (Some(name), Some(parent)) = (existing.file_name(), existing.parent()) else {
+            return Err(outside());
+        };
+        missing.push(name);
+        existing = parent;
+    }
+    let resolved = existing.canonicalize().map_err(|_| outside())?;
+    if !resolved.starts_with(root) {
+        return Err(outside());
+    }
+    // The missing part is plain names: the walk up stopped with a refusal at any `..` in it
+    // (`file_name` is `None` there), so creating it cannot climb out of `resolved`.
+    let mut path = resolved;
+    path.extend(missing.iter().rev());
+    Ok(path)
+}
+
+fn canonical_root(root: Option<&Path>, argument: &str) -> Result<PathBuf, ArgumentError> {
     let refuse = |message: String| ArgumentError {
         argument: Some(argument.to_owned()),
         message,
@@ -46,12 +116,20 @@ fn under_root(root: Option<&Path>, argument: &str, given: &str) -> Result<PathBu
              (start it with --root DIR)"
         ))
     })?;
-    let root = root.canonicalize().map_err(|error| {
+    root.canonicalize().map_err(|error| {
         refuse(format!(
             "the server's root directory cannot be read ({error}); ask its operator to check \
              --root"
         ))
-    })?;
+    })
+}
+
+fn under_root(root: Option<&Path>, argument: &str, given: &str) -> Result<PathBuf, ArgumentError> {
+    let refuse = |message: String| ArgumentError {
+        argument: Some(argument.to_owned()),
+        message,
+    };
+    let root = canonical_root(root, argument)?;
     let joined = root.join(given);
     let resolved = joined.canonicalize().map_err(|_| {
         refuse(format!(
@@ -135,6 +213,62 @@ mod tests {
         let error =
             directory(&PathScope::UnderRoot, Some(root.path()), "dir", "escape").unwrap_err();
         assert!(error.message.contains("outside the server's root"));
+    }
+
+    #[test]
+    fn a_writable_directory_may_not_exist_yet_but_stays_under_the_root() {
+        let root = root();
+        let scope = PathScope::UnderRoot;
+        let canonical = root.path().canonicalize().unwrap();
+        let writable =
+            writable_directory(&scope, Some(root.path()), "project_dir", "new/project").unwrap();
+        assert_eq!(writable.path, canonical.join("new/project"));
+        assert_eq!(writable.root.as_deref(), Some(canonical.as_path()));
+        assert_eq!(
+            writable_directory(&scope, Some(root.path()), "project_dir", "workflows/../x")
+                .unwrap()
+                .path,
+            canonical.join("x")
+        );
+        for given in [
+            "..",
+            "../sibling",
+            "/elsewhere/new",
+            "absent/../../x",
+            "a/b/..",
+        ] {
+            let error =
+                writable_directory(&scope, Some(root.path()), "project_dir", given).unwrap_err();
+            assert!(
+                error.message.contains("outside the server's root"),
+                "{given}: {error:?}"
+            );
+        }
+        assert_eq!(
+            writable_directory(&PathScope::Anywhere, None, "project_dir", "/any/where").unwrap(),
+            Writable {
+                path: PathBuf::from("/any/where"),
+                root: None
+            }
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_writable_directory_through_a_link_out_of_the_root_is_refused() {
+        let root = root();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.path().join("escape")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("absent"), root.path().join("dangling"))
+            .unwrap();
+        for given in ["escape", "escape/new", "dangling", "dangling/new"] {
+            let error = writable_directory(&PathScope::UnderRoot, Some(root.path()), "dir", given)
+                .unwrap_err();
+            assert!(
+                error.message.contains("outside the server's root"),
+                "{given}: {error:?}"
+            );
+        }
     }
 
     #[test]

@@ -345,9 +345,15 @@ impl Shared {
             }
             ToolName::DraftPipeline => {
                 let args: args::DraftPipelineArgs = args::parse(name, arguments)?;
-                let dir = directory("project_dir", &args.project_dir)?;
+                let dir = paths::writable_directory(
+                    &caller.paths,
+                    self.config.limits.root.as_deref(),
+                    "project_dir",
+                    &args.project_dir,
+                )?;
+                let draft = Value::Object(args.draft);
                 return Ok(
-                    match crate::draft::save_draft(&Value::Object(args.draft), &dir) {
+                    match crate::draft::save_draft_under(&draft, &dir.path, dir.root.as_deref()) {
                         Ok(saved) => to_value(&saved),
                         Err(error) => to_value(&error.failure()),
                     },

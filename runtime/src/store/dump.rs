@@ -58,6 +58,8 @@ pub struct EventRow {
 pub struct CheckpointRow {
     pub flow: String,
     pub label: String,
+    /// The label's place in its flow's commit order (first commit of the label).
+    pub position: i64,
     pub body: String,
 }
 
@@ -142,11 +144,13 @@ impl Dump {
             );
         }
         for row in &self.checkpoints {
+            let position = row.position.to_le_bytes();
             feed(
                 "checkpoint",
                 &[
                     row.flow.as_bytes(),
                     row.label.as_bytes(),
+                    &position,
                     row.body.as_bytes(),
                 ],
             );

@@ -38,7 +38,8 @@ struct Rows {
     header: Option<FlowHeader>,
     steps: BTreeMap<u32, StepState>,
     events: Vec<Event>,
-    checkpoints: BTreeMap<String, Checkpoint>,
+    /// In the order their labels were first committed; a label committed again keeps its place.
+    checkpoints: Vec<Checkpoint>,
 }
 
 impl MemoryStore {
@@ -117,14 +118,14 @@ impl Snapshot for Data {
         Ok(self
             .flows
             .get(id)
-            .and_then(|rows| rows.checkpoints.get(label).cloned()))
+            .and_then(|rows| rows.checkpoints.iter().find(|c| c.label == label).cloned()))
     }
 
     fn checkpoint_labels(&mut self, id: &FlowId) -> Result<Vec<String>, StoreError> {
         Ok(self
             .flows
             .get(id)
-            .map(|rows| rows.checkpoints.keys().cloned().collect())
+            .map(|rows| rows.checkpoints.iter().map(|c| c.label.clone()).collect())
             .unwrap_or_default())
     }
 
@@ -171,8 +172,14 @@ impl Data {
             }
             rows.events.extend(change.events);
             for checkpoint in change.checkpoints {
-                rows.checkpoints
-                    .insert(checkpoint.label.clone(), checkpoint);
+                match rows
+                    .checkpoints
+                    .iter_mut()
+                    .find(|kept| kept.label == checkpoint.label)
+                {
+                    Some(kept) => *kept = checkpoint,
+                    None => rows.checkpoints.push(checkpoint),
+                }
             }
         }
         for (key, value) in changes.cache {

@@ -115,6 +115,10 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX stratum_sessions_expiry ON stratum_sessions (expires_ms);
     CREATE INDEX stratum_sessions_token ON stratum_sessions (token_hash);",
+    // 4: a flow's checkpoints are listed in the order their labels were first committed, as
+    // the reference lists them. Rows already there keep label order among themselves (the
+    // table kept no commit order).
+    "ALTER TABLE stratum_checkpoints ADD COLUMN position BIGINT NOT NULL DEFAULT 0;",
 ];
 
 /// The schema version this program writes (and the newest it reads).
@@ -640,14 +644,17 @@ impl Store for PostgresStore {
                     body: get(&row, 4)?,
                 });
             }
-            for row in
-                read("SELECT flow, label, body FROM stratum_checkpoints ORDER BY flow, label")
-                    .await?
+            for row in read(
+                "SELECT flow, label, position, body FROM stratum_checkpoints \
+                     ORDER BY flow, label",
+            )
+            .await?
             {
                 dump.checkpoints.push(CheckpointRow {
                     flow: get(&row, 0)?,
                     label: get(&row, 1)?,
-                    body: get(&row, 2)?,
+                    position: get(&row, 2)?,
+                    body: get(&row, 3)?,
                 });
             }
             for row in read("SELECT key, value FROM stratum_cache ORDER BY key").await? {
@@ -758,14 +765,18 @@ impl Store for PostgresStore {
             }
             let statement = tx
                 .prepare_cached(
-                    "INSERT INTO stratum_checkpoints (flow, label, body) VALUES ($1, $2, $3)",
+                    "INSERT INTO stratum_checkpoints (flow, label, position, body) \
+                     VALUES ($1, $2, $3, $4)",
                 )
                 .await
                 .map_err(&copy)?;
             for row in &dump.checkpoints {
-                tx.execute(&statement, &[&row.flow, &row.label, &row.body])
-                    .await
-                    .map_err(&copy)?;
+                tx.execute(
+                    &statement,
+                    &[&row.flow, &row.label, &row.position, &row.body],
+                )
+                .await
+                .map_err(&copy)?;
             }
             let statement = tx
                 .prepare_cached("INSERT INTO stratum_cache (key, value) VALUES ($1, $2)")
@@ -1215,18 +1226,19 @@ impl Snapshot for Reader<'_, '_, '_> {
     fn checkpoint_labels(&mut self, id: &FlowId) -> Result<Vec<String>, StoreError> {
         self.lock(id)?;
         let rows = self.rows(
-            "SELECT label FROM stratum_checkpoints WHERE flow = $1 ORDER BY label",
+            "SELECT label, position FROM stratum_checkpoints WHERE flow = $1",
             &[&id.as_str()],
             "read the checkpoint labels",
             Some(id),
         )?;
         let mut labels = rows
             .iter()
-            .map(|row| get(row, 0))
-            .collect::<Result<Vec<String>, _>>()?;
-        // By bytes, as SQLite orders them, whatever the database's collation.
+            .map(|row| Ok((get::<i64>(row, 1)?, get::<String>(row, 0)?)))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        // In commit order; ties (rows of an older schema) by the labels' bytes, as SQLite
+        // orders them, whatever the database's collation.
         labels.sort();
-        Ok(labels)
+        Ok(labels.into_iter().map(|(_, label)| label).collect())
     }
 
     fn cached(&mut self, key: &str) -> Result<Option<Value>, StoreError> {
@@ -1441,7 +1453,9 @@ async fn write_flow(tx: &Transaction<'_>, id: &FlowId, change: &FlowChange) -> R
     for checkpoint in &change.checkpoints {
         run(
             tx,
-            "INSERT INTO stratum_checkpoints (flow, label, body) VALUES ($1, $2, $3) \
+            "INSERT INTO stratum_checkpoints (flow, label, position, body) \
+             VALUES ($1, $2, (SELECT COALESCE(MAX(position), 0) + 1 FROM stratum_checkpoints \
+                              WHERE flow = $1), $3) \
              ON CONFLICT (flow, label) DO UPDATE SET body = excluded.body",
             &[&id_text, &checkpoint.label, &encode(checkpoint)?],
             "store a checkpoint",

@@ -113,6 +113,11 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX sessions_expiry ON sessions (expires_ms);
     CREATE INDEX sessions_token ON sessions (token_hash);",
+    // 4: a flow's checkpoints are listed in the order their labels were first committed, as
+    // the reference lists them. Rows already there were inserted in that order, and an
+    // upsert keeps a row's rowid, so the rowid is their position.
+    "ALTER TABLE checkpoints ADD COLUMN position INTEGER NOT NULL DEFAULT 0;
+    UPDATE checkpoints SET position = rowid;",
 ];
 
 /// The schema version this program writes (and the newest it reads).
@@ -633,13 +638,18 @@ fn export(conn: &Connection) -> Result<Dump, StoreError> {
                 })
             },
         )?,
-        checkpoints: collect(conn, "SELECT flow, label, body FROM checkpoints", |row| {
-            Ok(CheckpointRow {
-                flow: row.get(0)?,
-                label: row.get(1)?,
-                body: row.get(2)?,
-            })
-        })?,
+        checkpoints: collect(
+            conn,
+            "SELECT flow, label, position, body FROM checkpoints",
+            |row| {
+                Ok(CheckpointRow {
+                    flow: row.get(0)?,
+                    label: row.get(1)?,
+                    position: row.get(2)?,
+                    body: row.get(3)?,
+                })
+            },
+        )?,
         cache: collect(conn, "SELECT key, value FROM cache", |row| {
             Ok(CacheRow {
                 key: row.get(0)?,
@@ -710,8 +720,8 @@ fn import(conn: &Connection, dump: &Dump) -> Result<(), StoreError> {
     }
     for row in &dump.checkpoints {
         run(
-            "INSERT INTO checkpoints (flow, label, body) VALUES (?1, ?2, ?3)",
-            &[&row.flow, &row.label, &row.body],
+            "INSERT INTO checkpoints (flow, label, position, body) VALUES (?1, ?2, ?3, ?4)",
+            &[&row.flow, &row.label, &row.position, &row.body],
         )?;
     }
     for row in &dump.cache {
@@ -950,11 +960,13 @@ impl Snapshot for Reader<'_> {
     }
 
     fn checkpoint_labels(&mut self, id: &FlowId) -> Result<Vec<String>, StoreError> {
-        // Ordered as the memory store's map orders them: by the labels' bytes (SQLite's
-        // BINARY collation).
+        // In commit order; labels break ties between rows of an older schema, by their bytes
+        // (SQLite's BINARY collation), as every store does.
         let mut statement = self
             .conn
-            .prepare_cached("SELECT label FROM checkpoints WHERE flow = ?1 ORDER BY label")
+            .prepare_cached(
+                "SELECT label FROM checkpoints WHERE flow = ?1 ORDER BY position, label",
+            )
             .map_err(failed("read the checkpoint labels"))?;
         let rows = statement
             .query_map([id.as_str()], |row| row.get::<_, String>(0))
@@ -1109,7 +1121,9 @@ fn write_flow(conn: &Connection, id: &FlowId, change: &FlowChange) -> Result<(),
     }
     for checkpoint in &change.checkpoints {
         conn.prepare_cached(
-            "INSERT INTO checkpoints (flow, label, body) VALUES (?1, ?2, ?3) \
+            "INSERT INTO checkpoints (flow, label, position, body) \
+             VALUES (?1, ?2, (SELECT COALESCE(MAX(position), 0) + 1 FROM checkpoints \
+                              WHERE flow = ?1), ?3) \
              ON CONFLICT (flow, label) DO UPDATE SET body = excluded.body",
         )
         .and_then(|mut statement| {
