@@ -35,7 +35,10 @@ pub fn find(topic: &str) -> Result<&'static Difference, String> {
             let close = stratum_compiler::diagnostic::did_you_mean(&wanted, topics)
                 .map(|best| format!("; did you mean `{best}`?"))
                 .unwrap_or_default();
-            format!("no topic `{topic}`{close} (`stratum-mcp explain` lists them all)")
+            format!(
+                "no topic or diagnostic code `{topic}`{close} (`stratum-mcp explain` lists the \
+                 topics; codes look like E0011)"
+            )
         })
 }
 
@@ -299,8 +302,9 @@ mod tests {
         assert_eq!(
             find("retries-exausted").err(),
             Some(
-                "no topic `retries-exausted`; did you mean `retries-exhausted`? \
-                 (`stratum-mcp explain` lists them all)"
+                "no topic or diagnostic code `retries-exausted`; did you mean \
+                 `retries-exhausted`? (`stratum-mcp explain` lists the topics; codes look like \
+                 E0011)"
                     .to_owned()
             )
         );

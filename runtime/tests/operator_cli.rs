@@ -189,7 +189,11 @@ async fn a_gate_approved_from_the_cli_is_seen_by_the_server() {
         (&json!("approve"), &json!("lgtm"), &json!("human"))
     );
 
-    // Resolving it again from the command line is a conflict, and changes nothing.
+    // Resolving it again from the command line is a conflict, and changes nothing (`kill`, and
+    // `reject`, the reference CLI's word for it).
+    let conflict = cli(home.path(), &["gate", "kill", &flow, "review"]);
+    assert_eq!(code(&conflict), 2);
+    assert_eq!(json_of(&conflict, "gate.schema.json")["conflict"], true);
     let conflict = cli(home.path(), &["gate", "reject", &flow, "review"]);
     assert_eq!(code(&conflict), 2);
     let conflict = json_of(&conflict, "gate.schema.json");
@@ -433,6 +437,7 @@ fn explain_lists_topics_and_explains_each() {
     assert_eq!(code(&list), 0);
     let topics: Vec<String> = stdout(&list)
         .lines()
+        .take_while(|line| !line.is_empty())
         .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
         .collect();
     assert_eq!(
@@ -447,6 +452,25 @@ fn explain_lists_topics_and_explains_each() {
     let unknown = cli(home.path(), &["explain", "retries-exausted"]);
     assert_eq!(code(&unknown), 2);
     assert!(stderr(&unknown).contains("did you mean `retries-exhausted`?"));
+}
+
+/// The hook and every diagnostic name codes; a person who installed only the server reads them
+/// here, with no `stratumc` at hand.
+#[test]
+fn explain_explains_diagnostic_codes_too() {
+    let home = tempfile::tempdir().unwrap();
+    let list = cli(home.path(), &["explain"]);
+    assert!(stdout(&list).contains("stratum-mcp explain E0011"));
+    for asked in ["E0011", "e0011", "unknown-key"] {
+        let one = cli(home.path(), &["explain", asked]);
+        assert_eq!(code(&one), 0, "{asked}: {}", stderr(&one));
+        let text = stdout(&one);
+        assert!(text.starts_with("E0011 (unknown-key): "), "{asked}: {text}");
+        assert!(
+            text.contains(stratum_compiler::diagnostic::Code::E0011.explanation()),
+            "{asked}: the compiler's own explanation"
+        );
+    }
 }
 
 #[test]

@@ -505,3 +505,49 @@ fn the_hook_ignores_what_it_cannot_use() {
         );
     }
 }
+
+/// The `yaml` code blocks of a text, each with its indentation taken off.
+fn yaml_blocks(text: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let Some(indent) = line.strip_suffix("```yaml").map(str::len) else {
+            continue;
+        };
+        let body: Vec<&str> = lines
+            .by_ref()
+            .take_while(|line| line.trim() != "```")
+            .map(|line| line.get(indent..).unwrap_or(""))
+            .collect();
+        blocks.push(body.join("\n"));
+    }
+    blocks
+}
+
+#[test]
+fn the_skill_and_the_claude_md_block_show_a_spec_that_checks_clean() {
+    for (what, text) in [
+        ("the skill", setup::SKILL.to_owned()),
+        ("the CLAUDE.md block", setup::claude_md_block("\n")),
+    ] {
+        let blocks = yaml_blocks(&text);
+        assert_eq!(blocks.len(), 1, "{what} shows one example spec");
+        for spec in blocks {
+            let mut sources = stratum_compiler::source::SourceMap::new();
+            let compilation = stratum_compiler::check_bytes(
+                &mut sources,
+                "example.stratum.yaml",
+                spec.as_bytes(),
+            );
+            let problems: Vec<String> = compilation
+                .diagnostics
+                .iter()
+                .map(|d| format!("{:?}: {}", d.code, d.message))
+                .collect();
+            assert_eq!(problems, Vec::<String>::new(), "{what}'s example:\n{spec}");
+            for key in ["output_contract", "ensure", "mode: gate"] {
+                assert!(spec.contains(key), "{what}'s example shows `{key}`");
+            }
+        }
+    }
+}

@@ -59,6 +59,14 @@ pub fn read(root: &Node, src: &SourceFile, diagnostics: &mut Vec<Diagnostic>) ->
     ast
 }
 
+/// Keys people write for another one, too far from it for a did-you-mean, each with the keys
+/// it may stand for (the first valid at its place is suggested): `output_fields` is what the
+/// runtime's dispatches call the fields to report, and agents write it back into specs.
+const KEY_ALIASES: &[(&str, &[&str])] = &[
+    ("output_fields", &["output_contract", "output"]),
+    ("postconditions", &["ensure"]),
+];
+
 struct Reader<'a> {
     src: &'a SourceFile,
     /// The version the spec is read by.
@@ -332,7 +340,13 @@ impl Reader<'_> {
             format!("unknown key `{name}` in {}", shape.what)
         };
         let mut diagnostic = Diagnostic::new(code, message, key.span, "unknown key");
-        diagnostic = match did_you_mean(name, valid.iter().copied()) {
+        let meant = KEY_ALIASES
+            .iter()
+            .filter(|(alias, _)| *alias == name)
+            .flat_map(|(_, keys)| keys.iter())
+            .find(|key| valid.contains(key))
+            .copied();
+        diagnostic = match meant.or_else(|| did_you_mean(name, valid.iter().copied())) {
             Some(best) => diagnostic.help(format!("did you mean `{best}`?")).fix(
                 format!("rename to `{best}`"),
                 key.span,

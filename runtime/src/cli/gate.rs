@@ -1,4 +1,4 @@
-//! `stratum-mcp gate approve|reject|revise`: an operator resolves the gate a flow waits at,
+//! `stratum-mcp gate approve|revise|kill`: an operator resolves the gate a flow waits at,
 //! through the same command and store transaction as `stratum_gate_resolve`, so a running
 //! server sees the decision on its next call and can never resolve the gate a second time.
 //!
@@ -15,12 +15,14 @@ use crate::command::Command;
 use crate::response::Response;
 use crate::store::StoreError;
 
-/// What the operator decided. `reject` is the reference's word for `kill`.
+/// What the operator decided: the words of `stratum_gate_resolve`, the console and the audit.
+/// `reject`, the reference CLI's word for `kill`, is still accepted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Decision {
     Approve,
-    Reject,
     Revise,
+    #[value(alias = "reject")]
+    Kill,
 }
 
 impl Decision {
@@ -28,7 +30,7 @@ impl Decision {
     pub fn outcome(self) -> &'static str {
         match self {
             Decision::Approve => "approve",
-            Decision::Reject => "kill",
+            Decision::Kill => "kill",
             Decision::Revise => "revise",
         }
     }

@@ -47,7 +47,7 @@ pub fn all() -> Vec<(&'static str, Value)> {
         (
             "gate.schema.json",
             schema(
-                "stratum-mcp gate approve|reject|revise FLOW STEP --json",
+                "stratum-mcp gate approve|revise|kill FLOW STEP --json",
                 "The gate resolved (exit 0), no such flow (exit 1), or a conflict (exit 2).",
                 any_of(&[
                     |generator| generator.subschema_for::<GateMutation>().to_value(),

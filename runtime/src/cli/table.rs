@@ -52,7 +52,7 @@ pub fn gates(gates: &[PendingGate]) -> String {
         &rows,
     );
     text.push_str(
-        "\nresolve one with: stratum-mcp gate approve|reject|revise FLOW GATE --note TEXT\n",
+        "\nresolve one with: stratum-mcp gate approve|revise|kill FLOW GATE --note TEXT\n",
     );
     text
 }

@@ -24,18 +24,51 @@ const BODY: &str = "\
 For any task of more than a couple of steps (a feature, a refactor, a migration, a review),
 run it as a Stratum flow through the `stratum` MCP server instead of improvising:
 
-1. Write the plan as a `.stratum.yaml` spec: steps with an `intent`, typed outputs, `ensure`
-   postconditions that prove each step done, `retries`, and a `gate` where a person must decide.
-   Check it with `stratum_validate` and fix every error it lists in one edit.
+1. Write the plan as a `.stratum.yaml` spec: steps with an `intent`, an `output_contract`,
+   `ensure` postconditions that prove each step done, `retries`, and a gate where a person must
+   decide. Check it with `stratum_validate` and fix every error it lists in one edit. A
+   minimal one:
+
+   ```yaml
+   version: \"0.2\"
+   contracts:
+     Change:
+       summary: {type: string}
+       tests_pass: {type: boolean}
+   functions:
+     approve_change:
+       mode: gate
+   flows:
+     ship:
+       input:
+         task: {type: string}
+       steps:
+         - id: implement
+           intent: \"Implement the task, then run the tests\"
+           inputs: {task: \"$.input.task\"}
+           output_contract: Change
+           ensure:
+             - \"result.tests_pass == True\"
+           retries: 2
+         - id: review
+           function: approve_change
+           on_approve: ~
+           on_revise: implement
+           on_kill: ~
+   ```
 2. Start it with `stratum_plan(spec, flow, inputs)`; keep the `flow_id` it returns.
-3. Do what each dispatch asks (`execute_step`: follow `intent` with `inputs`, produce the
-   `output_fields`), then report with `stratum_step_done(flow_id, step_id, result)`. The server
-   checks the result and answers with the next step.
+3. Do what each dispatch asks (`execute_step`: follow `intent` with `inputs`, produce an object
+   with the dispatch's `output_fields`), then report with
+   `stratum_step_done(flow_id, step_id, result)`. The server checks the result and answers with
+   the next step.
 4. If it answers `ensure_failed`, `schema_failed` or `guardrail_blocked`, read `violations`,
    fix the work and report the same step again (`retries_remaining` says how many tries are left).
-5. At `await_gate`, ask the person when the decision is theirs, then call
-   `stratum_gate_resolve(flow_id, step_id, outcome, rationale, resolved_by)`; never approve on
-   their behalf (`resolved_by: human` only when a person decided).
+5. At `await_gate`, when the decision is the person's, tell them how to make it:
+   `stratum-mcp gate approve <flow_id> <step_id> --note \"why\"` (or `revise`, `kill`), or the
+   web console when the server runs as `stratum-mcp serve`; then `stratum_resume(flow_id)`. If
+   they tell you their decision, record it with `stratum_gate_resolve(flow_id, step_id, outcome,
+   rationale, resolved_by)`; never approve on their behalf (`resolved_by: human` only when a
+   person decided).
 6. After a restart or a lost answer, `stratum_resume(flow_id)` gives the current step again.
 7. When the flow is `complete`, call `stratum_audit(flow_id)` and sum up the trace (steps,
    retries, gate decisions) in the final message and the commit.

@@ -101,7 +101,7 @@ pub fn post_tool_use_hook(stdin: &str) -> HookOutcome {
             n => format!(" and {n} {}", plural(n, "warning", "warnings")),
         };
         text.push_str(&format!(
-            "stratum: {file} has {errors} {}{warnings}: fix the errors in one edit before running it (`stratumc explain <code>` explains a code)\n",
+            "stratum: {file} has {errors} {}{warnings}: fix the errors in one edit before running it (`stratum-mcp explain <code>` explains a code)\n",
             plural(errors, "error", "errors"),
         ));
         return HookOutcome {

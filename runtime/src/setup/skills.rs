@@ -26,10 +26,42 @@ each step's work, the server checks the result against the spec and tells you wh
 
 ## 1. Write the spec
 
-- One step per unit of work, with an `intent` saying what to do and `output_fields` to report.
-- Put what proves the step done in `ensure` (`result.tests_pass == true`,
-  `file_exists("src/api.rs")`), give fallible steps `retries`, and add a `gate` where a person
-  must approve.
+- One step per unit of work, with an `intent` saying what to do and an `output_contract` naming
+  the contract (a record type under `contracts:`) its result must be.
+- Put what proves the step done in `ensure` (`result.tests_pass == True`,
+  `file_exists("src/api.rs")`), give fallible steps `retries`, and add a gate (a step whose
+  function has `mode: gate`) where a person must approve.
+
+A complete spec to start from:
+
+```yaml
+version: "0.2"
+contracts:
+  Change:
+    summary: {type: string}
+    tests_pass: {type: boolean}
+functions:
+  approve_change:
+    mode: gate
+flows:
+  ship:
+    input:
+      task: {type: string}
+    steps:
+      - id: implement
+        intent: "Implement the task, then run the tests"
+        inputs: {task: "$.input.task"}
+        output_contract: Change
+        ensure:
+          - "result.tests_pass == True"
+        retries: 2
+      - id: review
+        function: approve_change
+        on_approve: ~
+        on_revise: implement
+        on_kill: ~
+```
+
 - Call `stratum_validate(spec)` with the YAML text. It lists every error at once with line,
   column, suggestion and, when mechanical, `fix.edits`: fix them all in one edit.
 
@@ -42,7 +74,7 @@ Call `stratum_plan(spec, flow, inputs)`; keep the `flow_id`. Then loop on the an
 | `execute_step` | Follow `intent` with `inputs`; produce an object with the `output_fields` that satisfies every `ensure`; call `stratum_step_done(flow_id, step_id, result)`. |
 | `ensure_failed`, `schema_failed`, `guardrail_blocked` | The result was refused. Read `violations`, fix the work (not the check), report the same step again. `retries_remaining` counts the tries left. |
 | `execute_flow` | A sub-flow started: work through `child_step` on the child's `flow_id`; when the child answers `complete`, report that answer to the parent step. |
-| `await_gate` | A decision is needed. Ask the person when it is theirs; then `stratum_gate_resolve(flow_id, step_id, outcome, rationale, resolved_by)` with `approve`, `revise` or `kill`. `resolved_by: human` only when a person decided. |
+| `await_gate` | A decision is needed. When it is the person's, tell them how to decide: `stratum-mcp gate approve <flow_id> <step_id> --note "why"` (or `revise`, `kill`) in a terminal, or the gate's page in the web console when the server runs as `stratum-mcp serve`; then `stratum_resume(flow_id)` for what comes next. When they tell you their decision instead, record it with `stratum_gate_resolve(flow_id, step_id, outcome, rationale, resolved_by: "human")`; `resolved_by: human` only when a person decided. |
 | `complete` | Done: `output` is the flow's result, `trace` its record. |
 | `killed`, `budget_exhausted`, `failed` | The flow ended without completing; say why. |
 | `error` | Nothing changed. `error_type` and `message` say why: `wrong_step` (report the step the last dispatch named), `retries_exhausted` (the step failed for good), `flow_not_found`, a spec error with `diagnostics` to fix. |

@@ -105,12 +105,12 @@ enum Command {
         #[arg(long, global = true)]
         json: bool,
     },
-    /// Approve, reject (kill) or revise the gate a flow waits at
+    /// Approve, revise or kill the gate a flow waits at
     #[command(
-        after_help = "Examples:\n  stratum-mcp gate approve 3f2a9c1e-… review --note \"ship it\"\n  stratum-mcp gate revise 3f2a9c1e-… review --note \"add tests\"\n  stratum-mcp gate reject 3f2a9c1e-… review --resolved-by agent\n\nA server running the flow sees the decision on its next call. The answer is JSON (schema: runtime/schemas/gate.schema.json), or one line on a terminal.\n\nExit status: 0 when the gate was resolved, 1 for an unknown flow, 2 when the flow does not wait at that gate (another step is current, someone resolved it first, or the flow has finished), 3 when the state database cannot be used."
+        after_help = "Examples:\n  stratum-mcp gate approve 3f2a9c1e-… review --note \"ship it\"\n  stratum-mcp gate revise 3f2a9c1e-… review --note \"add tests\"\n  stratum-mcp gate kill 3f2a9c1e-… review --note \"not this way\"\n\nA server running the flow sees the decision on its next call. The answer is JSON (schema: runtime/schemas/gate.schema.json), or one line on a terminal.\n\nExit status: 0 when the gate was resolved, 1 for an unknown flow, 2 when the flow does not wait at that gate (another step is current, someone resolved it first, or the flow has finished), 3 when the state database cannot be used."
     )]
     Gate {
-        /// What to decide (`reject` kills the flow, or runs its `on_kill` step)
+        /// What to decide (`kill` ends the flow, or runs its `on_kill` step; `reject` is accepted for `kill`)
         #[arg(value_enum)]
         decision: Decision,
         /// The flow's id

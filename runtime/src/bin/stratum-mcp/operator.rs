@@ -346,7 +346,9 @@ pub fn compile(tasks_dir: &Path, output: Option<&Path>, flow: &str) -> ExitCode 
     }
 }
 
-/// `explain`: the runtime's deliberate differences from the reference.
+/// `explain`: the runtime's deliberate differences from the reference, and the compiler's
+/// diagnostic codes (which `stratumc explain` also prints), so that a person who installed only
+/// the server can read what a code in a diagnostic means.
 pub fn explain(topic: Option<&str>) -> ExitCode {
     use stratum_runtime::differences::{DIFFERENCES, find};
     let Some(topic) = topic else {
@@ -359,11 +361,25 @@ pub fn explain(topic: Option<&str>) -> ExitCode {
             .iter()
             .map(|difference| format!("{:<width$}  {}\n", difference.topic, difference.summary))
             .collect();
+        let list = format!(
+            "{list}\nDiagnostic codes are explained too: `stratum-mcp explain E0011` (or a slug \
+             such as `unknown-key`).\n"
+        );
         return print::text_with(&list, 0);
     };
-    match find(topic) {
-        Ok(difference) => print::text_with(&difference.text(), 0),
-        Err(message) => {
+    let code = stratum_compiler::diagnostic::Code::parse(topic.trim());
+    match (find(topic), code) {
+        (Ok(difference), _) => print::text_with(&difference.text(), 0),
+        (Err(_), Some(code)) => print::text_with(
+            &format!(
+                "{code} ({}): {}\n\n{}",
+                code.slug(),
+                code.summary(),
+                code.explanation()
+            ),
+            0,
+        ),
+        (Err(message), None) => {
             eprintln!("error: {message}");
             ExitCode::from(stratum_compiler::cli::USAGE_OR_IO_ERROR)
         }

@@ -206,7 +206,7 @@ pub async fn decide(
     let decision = match posted.decision.as_str() {
         "approve" => Decision::Approve,
         "revise" => Decision::Revise,
-        "kill" => Decision::Reject,
+        "kill" => Decision::Kill,
         other => {
             let notice = format!(
                 "<p role=\"alert\" class=\"problem\">There is no decision “{}”: choose approve, \
