@@ -140,10 +140,13 @@ async fn a_gate_approved_from_the_cli_is_seen_by_the_server() {
                 "on_revise": "work", "on_kill": null, "timeout": 3600}])
     );
 
+    // The short id `watch`, `query flows` and the console show names the flow too.
+    let short = flow.get(..8).unwrap().to_uppercase();
     let state = json_of(
-        &cli(home.path(), &["query", "flow", &flow]),
+        &cli(home.path(), &["query", "flow", &short]),
         "query-flow.schema.json",
     );
+    assert_eq!(state["flow_id"], flow.as_str(), "{state:#}");
     assert_eq!(state["current_idx"], 1);
     assert_eq!(
         state["ordered_steps"],
@@ -155,7 +158,7 @@ async fn a_gate_approved_from_the_cli_is_seen_by_the_server() {
 
     let approved = cli(
         home.path(),
-        &["gate", "approve", &flow, "review", "--note", "lgtm"],
+        &["gate", "approve", &short, "review", "--note", "lgtm"],
     );
     assert_eq!(code(&approved), 0, "{}", stderr(&approved));
     let approved = json_of(&approved, "gate.schema.json");
@@ -551,6 +554,36 @@ fn install_then_uninstall_leaves_a_project_as_it_was() {
     let again = cli(project.path(), &["install", "--json"]);
     let again: Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(again["changed"], false, "a second install changes nothing");
+
+    // Claude Code starts `stratum-mcp` by name: install says so when PATH has none.
+    let binary = Path::new(mcp::binary());
+    let its_dir = binary.parent().unwrap();
+    for (path_var, warned) in [
+        (std::ffi::OsString::from("/nonexistent"), true),
+        (std::env::join_paths([its_dir]).unwrap(), false),
+    ] {
+        let installed = Command::new(binary)
+            .args(["install", "--json"])
+            .env("PATH", &path_var)
+            .current_dir(project.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(code(&installed), 0, "{}", stderr(&installed));
+        assert_eq!(
+            stderr(&installed).contains("`stratum-mcp` is not on PATH"),
+            warned,
+            "PATH={path_var:?}: {}",
+            stderr(&installed)
+        );
+        if warned {
+            assert!(
+                stderr(&installed).contains(&its_dir.display().to_string()),
+                "the warning names this program's directory: {}",
+                stderr(&installed)
+            );
+        }
+    }
 
     // The hook it registered, run as Claude Code runs it.
     let spec = project.path().join("flow.stratum.yaml");

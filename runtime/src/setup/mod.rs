@@ -23,6 +23,7 @@ mod files;
 mod hook;
 mod json_edit;
 mod mcp_json;
+mod on_path;
 mod report;
 mod skills;
 
@@ -30,6 +31,7 @@ use std::path::{Path, PathBuf};
 
 pub use claude_md::{BEGIN_MARKER, END_MARKER, block as claude_md_block};
 pub use hook::{HOOK_COMMAND, HookOutcome, post_tool_use_hook};
+pub use on_path::{find_on_path, not_on_path_warning};
 pub use report::{Action, Entry, Report};
 pub use skills::SKILL;
 

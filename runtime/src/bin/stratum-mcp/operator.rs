@@ -11,11 +11,12 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 use stratum_compiler::source::SourceMap;
+use stratum_runtime::cli::flow_ref::{self, FlowRef};
 use stratum_runtime::cli::gate::{self, Decision, ResolvedBy};
 use stratum_runtime::cli::{migrate, prune as pruning, query, table, token, watch as watching};
 use stratum_runtime::store::Location;
 use stratum_runtime::{
-    Config, FlowId, MemoryStore, Runtime, SqliteOptions, SqliteStore, Store, StoreError,
+    Config, MemoryStore, Runtime, SqliteOptions, SqliteStore, Store, StoreError,
 };
 
 use crate::print;
@@ -101,8 +102,37 @@ pub fn query_flows(at: &StoreAt, json: bool) -> ExitCode {
     })
 }
 
+/// The whole id of the flow `given` names (a start of it will do), or the exit for a name that
+/// fits no flow or several, said on standard error (and as JSON with `json`).
+fn named_flow(
+    store: &dyn Store,
+    given: &str,
+    json: bool,
+) -> Result<Result<String, ExitCode>, StoreError> {
+    Ok(match flow_ref::resolve(store, given)? {
+        FlowRef::One(id) => Ok(id.to_string()),
+        // The caller's own lookup reports the unknown flow in its usual words.
+        FlowRef::None => Ok(given.to_owned()),
+        FlowRef::Many { shown, total } => {
+            let mut answer = gate::not_found(given);
+            answer.error.message = flow_ref::ambiguous(given, &shown, total);
+            Err(if wants_json(json) {
+                print::json_with(&to_json(&answer), NOT_FOUND)
+            } else {
+                eprintln!("error: {}", answer.error.message);
+                ExitCode::from(NOT_FOUND)
+            })
+        }
+    })
+}
+
 pub fn query_flow(at: &StoreAt, id: &str, json: bool) -> ExitCode {
     with_store(at, |store| {
+        let id = match named_flow(store.as_ref(), id, json)? {
+            Ok(id) => id,
+            Err(exit) => return Ok(exit),
+        };
+        let id = id.as_str();
         let Some(state) = query::flow(store.as_ref(), id)? else {
             let missing = gate::not_found(id);
             return Ok(if wants_json(json) {
@@ -141,8 +171,12 @@ pub fn gate(
     json: bool,
 ) -> ExitCode {
     with_store(at, |store| {
+        let flow = match named_flow(store.as_ref(), flow, json)? {
+            Ok(id) => id,
+            Err(exit) => return Ok(exit),
+        };
         let runtime = Runtime::new(store, Config::default());
-        let answer = gate::resolve(&runtime, flow, step, decision, note, resolved_by)?;
+        let answer = gate::resolve(&runtime, &flow, step, decision, note, resolved_by)?;
         let code = answer.exit_code();
         Ok(if wants_json(json) {
             print::json_with(&answer.to_json(), code)
@@ -156,16 +190,20 @@ pub fn gate(
 }
 
 pub fn watch(at: &StoreAt, flow: Option<&str>, interval_ms: u64, json: bool) -> ExitCode {
-    let only = match flow {
-        Some(text) => match FlowId::parse(text) {
-            Some(id) => Some(id),
-            None => return unknown_flow(text),
-        },
-        None => None,
-    };
     with_store(at, |mut store| {
+        let only = match flow {
+            Some(text) => match flow_ref::resolve(store.as_ref(), text)? {
+                FlowRef::One(id) => Some(id),
+                FlowRef::None => return Ok(unknown_flow(text)),
+                FlowRef::Many { shown, total } => {
+                    eprintln!("error: {}", flow_ref::ambiguous(text, &shown, total));
+                    return Ok(ExitCode::from(NOT_FOUND));
+                }
+            },
+            None => None,
+        };
         if let Some(id) = &only
-            && store.list_flows()?.iter().all(|header| &header.id != id)
+            && store.flow_versions()?.iter().all(|(known, _)| known != id)
         {
             return Ok(unknown_flow(id.as_str()));
         }

@@ -10,7 +10,16 @@ use stratum_runtime::setup::{self, InstallArgs, Report, SetupError, UninstallArg
 use crate::print;
 
 pub fn install(args: &InstallArgs) -> ExitCode {
-    run(args.json, |cwd, home| setup::install(args, cwd, home))
+    let exit = run(args.json, |cwd, home| setup::install(args, cwd, home));
+    // On standard error, so that `--json` output stays one document.
+    if setup::find_on_path("stratum-mcp", std::env::var_os("PATH").as_deref()).is_none() {
+        let this_program = std::env::current_exe().ok();
+        eprintln!(
+            "{}",
+            setup::not_on_path_warning("stratum-mcp", this_program.as_deref())
+        );
+    }
+    exit
 }
 
 pub fn uninstall(args: &UninstallArgs) -> ExitCode {
