@@ -334,6 +334,10 @@ async fn a_gate_is_decided_from_the_console_once_and_the_audit_names_the_token()
         again.contains("<p role=\"alert\" class=\"problem\">The gate review of flow"),
         "{again}"
     );
+    assert!(
+        !again.contains("stratum_plan") && !again.contains("stratum_step_done"),
+        "a person is not given an agent's advice: {again}"
+    );
 
     let (code, flow) = fixture
         .state

@@ -144,9 +144,41 @@ impl GateAnswer {
             ),
             GateAnswer::NotFound(missing) => format!("error: {}", missing.error.message),
             GateAnswer::Conflict(conflict) => {
-                format!("conflict ({}): {}", conflict.error_type, conflict.message)
+                format!(
+                    "conflict ({}): {}",
+                    conflict.error_type,
+                    conflict.for_person()
+                )
             }
         }
+    }
+}
+
+impl Conflict {
+    /// The runtime's message says what an agent should call next; a person at a terminal (or
+    /// the console) is told what to run instead. The fact, the message's first clause, is kept.
+    pub fn for_person(&self) -> String {
+        let fact = self
+            .message
+            .split(';')
+            .next()
+            .unwrap_or(&self.message)
+            .trim_end_matches('.');
+        let (flow, step) = (&self.flow_id, &self.step_id);
+        let advice = match self.error_type.as_str() {
+            "flow_already_complete" => format!(
+                "nothing is left to decide; `stratum-mcp query flow {flow}` shows how it ended"
+            ),
+            "wrong_step" | "not_a_gate_step" => {
+                "`stratum-mcp query gates` lists the gates waiting for a decision".to_owned()
+            }
+            "max_rounds_exceeded" => format!(
+                "decide it with `stratum-mcp gate approve {flow} {step}` or `stratum-mcp gate \
+                 kill {flow} {step}`"
+            ),
+            _ => return self.message.clone(),
+        };
+        format!("{fact}; {advice}")
     }
 }
 
@@ -220,5 +252,46 @@ pub fn not_found(flow_id: &str) -> NotFound {
             code: "NOT_FOUND".to_owned(),
             message: format!("Flow '{flow_id}' not found"),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conflict(error_type: &str, message: &str) -> Conflict {
+        Conflict {
+            schema_version: SchemaVersion,
+            conflict: true,
+            flow_id: "6e85abb0-0000-4000-8000-000000000001".to_owned(),
+            step_id: "review".to_owned(),
+            error_type: error_type.to_owned(),
+            message: message.to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_person_is_told_what_to_run_not_what_an_agent_calls() {
+        let finished = conflict(
+            "flow_already_complete",
+            "Flow '6e85abb0-0000-4000-8000-000000000001' has already finished (complete); start \
+             a new flow with stratum_plan, or read what happened with stratum_audit",
+        );
+        let text = finished.for_person();
+        assert_eq!(
+            text,
+            "Flow '6e85abb0-0000-4000-8000-000000000001' has already finished (complete); nothing \
+             is left to decide; `stratum-mcp query flow 6e85abb0-0000-4000-8000-000000000001` \
+             shows how it ended"
+        );
+        let elsewhere = conflict(
+            "not_a_gate_step",
+            "Step 'work' is not a gate step: the flow is at 'work', not at 'review'; finish it \
+             with stratum_step_done",
+        );
+        assert!(!elsewhere.for_person().contains("stratum_step_done"));
+        assert!(elsewhere.for_person().contains("stratum-mcp query gates"));
+        let other = conflict("invalid_outcome", "outcome must be one of …");
+        assert_eq!(other.for_person(), "outcome must be one of …");
     }
 }

@@ -267,7 +267,7 @@ pub async fn decide(
                  below is as it stands now.</p>\n",
                 step = escape(&step_id),
                 flow = escape(&flow_id),
-                message = escape(&conflict.message),
+                message = escape(&conflict.for_person()),
                 kind = escape(&conflict.error_type)
             );
             gates_page(&app, &identity, StatusCode::CONFLICT, notice).await
