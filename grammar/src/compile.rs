@@ -699,7 +699,9 @@ impl Compiler {
                 args,
             } => {
                 leaf = true;
-                let mut info = self.expr(receiver, chain_base);
+                // The receiver is an operand of its own: in `result.name.endswith('.gz')` the
+                // name is what decided, and the call may be the whole expression.
+                let mut info = self.expr(receiver, operand);
                 match Method::from_name(&name.name) {
                     Some(method) => {
                         for arg in args {

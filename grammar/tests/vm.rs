@@ -342,6 +342,15 @@ fn explanations_show_the_operands_that_decided() {
         .collect();
     assert_eq!(operands, ["result.tests"]);
 
+    // A method's receiver is shown, even where the call is the whole expression.
+    let program = self::program("result.artifact.endswith('.tar.gz')");
+    let result = json!({"artifact": "build.zip"});
+    let explanation = program.explain(&Bindings::new().name("result", &result), &Limits::default());
+    assert_eq!(
+        explanation.to_string(),
+        "ensure `result.artifact.endswith('.tar.gz')` failed: `result.artifact` was 'build.zip'"
+    );
+
     // An error is explained too.
     let program = self::program("result.a / result.b > 1");
     let result = json!({"a": 1, "b": 0});
