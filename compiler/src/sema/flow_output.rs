@@ -177,13 +177,15 @@ fn check_flow(
     let order = &model.dag.order;
     let reached = reached(flow, model, table);
     // The steps a gate's kill routes to: after them the flow ends unless they route on.
-    let cleanups: Vec<usize> = steps
-        .iter()
-        .zip(&model.steps)
-        .filter(|(_, info)| matches!(info.kind, StepKind::Gate(_)))
-        .filter_map(|(step, _)| step.on_kill.as_ref()?.value.as_deref())
-        .filter_map(|name| table.get(name))
-        .collect();
+    let mut cleanup = vec![false; steps.len()];
+    for (step, info) in steps.iter().zip(&model.steps) {
+        let target = step.on_kill.as_ref().and_then(|kill| kill.value.as_deref());
+        if let (StepKind::Gate(_), Some(index)) = (info.kind, target.and_then(|t| table.get(t)))
+            && let Some(slot) = cleanup.get_mut(index)
+        {
+            *slot = true;
+        }
+    }
 
     // Each step that may produce the flow's result, once, with the first end it reaches.
     let mut producers: Vec<(usize, Option<End>)> = Vec::new();
@@ -227,7 +229,7 @@ fn check_flow(
             continue;
         }
         let last = at + 1 == order.len();
-        if step.next.is_some() || !(last || cleanups.contains(&index)) {
+        if step.next.is_some() || !(last || cleanup.get(index).copied().unwrap_or(false)) {
             continue;
         }
         add(index, None);
