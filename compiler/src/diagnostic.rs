@@ -146,6 +146,8 @@ codes! {
     E0074 Error "values-items-mismatch" "`values` or `items` that do not fit the field's type";
     E0075 Error "contract-too-large" "a contract's schema, nested contracts inlined, is larger or deeper than accepted";
     E0076 Error "input-type-mismatch" "a function or flow step passes an input of another type than the function or flow declares";
+    E0077 Error "flow-output-mismatch" "a step whose output can end the flow produces another contract than the flow's `output`";
+    E0078 Error "literal-input-without-type" "a number, boolean, list or mapping passed as a step input that nothing declares a type for";
 
     W0001 Warning "unknown-contract-field-key" "a key in a contract field definition that nothing reads";
     // Retired: reported as the error E0047 since the comparison cannot hold. Kept so that the

@@ -169,8 +169,10 @@ pub static DIFFERENCES: &[Difference] = &[
                     enforced, the flow's output contract is never checked and inputs are never \
                     validated.",
         ours: "every result is checked against its schema and contract; the final output against \
-               the flow's `output` contract; inputs against the flow's input schema at start, \
-               with every problem listed; undeclared inputs are refused with a did-you-mean.",
+               the flow's `output` contract (and a step that would end the flow with another \
+               contract is reported before the flow runs: `stratumc explain E0077`); inputs \
+               against the flow's input schema at start, with every problem listed; undeclared \
+               inputs are refused with a did-you-mean.",
         why: "the spec's types are promises; the runtime keeps them.",
     },
     Difference {

@@ -1996,7 +1996,9 @@ fn pass() -> Act {
 
 /// The flow's output breaks its contract, its producer's final failure routes by `on_fail` to a
 /// later step that is skipped, so the flow reaches its end again with the same output: the
-/// producer was blamed again and again, recursing until the stack overflowed.
+/// producer was blamed again and again, recursing until the stack overflowed. (`C1` has the
+/// fields of `C0`, so the spec checks clean, as `stratumc check` reports a contract without
+/// them (E0077); its range is what no score the agent reports meets.)
 #[test]
 fn output_contract_failure_recovered_forward_into_a_skip_ends() {
     let spec = r#"
@@ -2005,7 +2007,7 @@ contracts:
   C0:
     score: {type: number}
   C1:
-    ok: {type: boolean}
+    score: {type: number, minimum: 2}
 flows:
   main:
     input: {text: {type: string}}

@@ -140,7 +140,7 @@ functions:
   approval: {mode: gate, timeout: 60}
 flows:
   child:
-    input: {text: {type: string}, prior: {type: Out}}
+    input: {text: {type: string}, prior: {type: Out}, count: {type: integer}}
     output: Out
     steps:
       - id: inner
@@ -162,7 +162,7 @@ flows:
         on_kill: ~
       - id: publish
         flow: child
-        inputs: {prior: "$.steps.first.output", text: "$.input.text"}
+        inputs: {prior: "$.steps.first.output", text: "$.input.text", count: 3}
         depends_on: [review]
         ensure: ["result.n > 0", "1 < 2"]
         next: fix
@@ -170,7 +170,7 @@ flows:
         intent: "Fix it"
         depends_on: [publish]
         output_contract: Out
-        inputs: {seen: "$.steps.first.output.ok", note: "plain text", count: 3}
+        inputs: {seen: "$.steps.first.output.ok", note: "plain text"}
         skip_if: "False"
         retries: 4
       - id: last
@@ -223,6 +223,8 @@ fn routing_bindings_defaults_and_removed_constants() {
         1,
         "`1 < 2` always holds and is left out"
     );
+    // A number, where the called flow declares an integer input.
+    assert_eq!(publish.inputs[2].value, Binding::Const(3.into()));
     match &publish.inputs[0].value {
         Binding::Step { step: 0, path } => {
             assert!(plan.paths[*path as usize].is_empty(), "the whole output")
@@ -236,7 +238,6 @@ fn routing_bindings_defaults_and_removed_constants() {
     );
     assert_eq!(fix.retries, 4);
     assert_eq!(fix.inputs[1].value, Binding::Const("plain text".into()));
-    assert_eq!(fix.inputs[2].value, Binding::Const(3.into()));
     match &fix.inputs[0].value {
         Binding::Step { step: 0, path } => assert_eq!(plan.paths[*path as usize], ["ok"]),
         other => panic!("a step binding, not {other:?}"),

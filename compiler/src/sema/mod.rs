@@ -9,7 +9,8 @@
 //! dependency graph, reports its cycles and orders its steps; [`rules`] checks which keys go
 //! together on steps, functions, gates and the workflow; [`compose`] builds the graph of
 //! flows running flows and reports recursion; [`typecheck`] type-checks every expression in
-//! its environment; [`usage`] warns about what is declared but never used or reached.
+//! its environment; [`flow_output`] checks the result that reaches each end of a flow against
+//! the flow's `output`; [`usage`] warns about what is declared but never used or reached.
 //!
 //! Invariants: the middle end never reports what the front end already reported (a value the
 //! front end rejected is `None` in the AST), and a name that does not resolve is reported once,
@@ -20,6 +21,7 @@ pub mod compose;
 pub mod contract_type;
 pub mod dag;
 pub mod fields;
+pub mod flow_output;
 pub mod json_schema;
 pub mod resolve;
 pub mod rules;
@@ -106,7 +108,15 @@ pub fn analyze(
     rules::check(ast, &symbols, &contracts, &flows, diagnostics);
     let calls = compose::check(ast, &flows, diagnostics);
     typecheck::check(ast, &symbols, &contracts, &flows, &expressions, diagnostics);
-    usage::check(ast, &symbols, &contracts, &flows, diagnostics);
+    let mismatched_outputs = flow_output::check(ast, &symbols, &contracts, &flows, diagnostics);
+    usage::check(
+        ast,
+        &symbols,
+        &contracts,
+        &flows,
+        &mismatched_outputs,
+        diagnostics,
+    );
     Model {
         symbols,
         contracts,

@@ -14,8 +14,9 @@
 //! Inputs and `skip_if` may name any step because what they name becomes a dependency; the
 //! other expressions add no edge, so a step they name must already be an ancestor (`E0041`).
 //! Also reports an `accumulate` that is not a list (`E0045`), a `score_expr` that is not a
-//! number (`E0046`), and a function or flow step input whose value is not of the type the
-//! function or the called flow declares (`E0076`).
+//! number (`E0046`), a function or flow step input whose value is not of the type the
+//! function or the called flow declares (`E0076`), and a literal input of another kind than a
+//! string where nothing declares a type (`E0078`).
 //!
 //! Invariant: a type that an earlier error left unknown is `any`, which checks clean.
 
@@ -177,6 +178,9 @@ fn check_flow(
                 }),
             _ => None,
         };
+        if declares_no_inputs(ast, info.kind) && !is_version_01(ast) {
+            untyped_literals(step, info.kind, diagnostics);
+        }
         if let Some((Type::Record(record), declared, callee)) = callee {
             check_input_types(
                 step,
@@ -452,6 +456,92 @@ fn check_input_types(
                 "this is a whole step output: pass one of its fields, such as {}",
                 crate::diagnostic::backticked(several)
             )),
+        };
+        diagnostics.push(diagnostic);
+    }
+}
+
+/// Whether nothing declares the types of the step's inputs: an inline or judge step, or a
+/// step that runs a function or flow without `input`. (A name missing from an `input` that
+/// exists is reported as such: `W0021`, `E0043`.)
+fn declares_no_inputs(ast: &Ast, kind: StepKind) -> bool {
+    match kind {
+        StepKind::Inline | StepKind::Judge => true,
+        StepKind::Function(index) | StepKind::Gate(index) => ast
+            .functions
+            .get(index)
+            .is_some_and(|function| function.input.is_none()),
+        StepKind::Flow(index) => ast
+            .flows
+            .get(index)
+            .is_some_and(|flow| flow.input.is_none()),
+        StepKind::Unknown => false,
+    }
+}
+
+/// Whether the spec says version 0.1, where a literal input of another kind than a string is
+/// already reported by the front end (`E0016`).
+fn is_version_01(ast: &Ast) -> bool {
+    ast.version
+        .as_ref()
+        .is_some_and(|version| version.value == crate::syntax::ast::Version::V0_1)
+}
+
+/// E0078 `literal-input-without-type`: a step passes a number, boolean, list or mapping as an
+/// input that no function or flow declares a type for. Why: every input is a string in the
+/// reference implementation, which rejects the spec ("3 is not of type 'string'"); only a
+/// declared type (checked by `E0076`) says that a value of another kind is meant. Fix: quote
+/// the value, or pass it to a function or flow that declares the input's type.
+fn untyped_literals(step: &Step, kind: StepKind, diagnostics: &mut Vec<Diagnostic>) {
+    for input in step.inputs.iter().flat_map(|inputs| &inputs.value) {
+        let InputValue::Literal(node) = &input.value else {
+            continue;
+        };
+        let (what, scalar) = match node.kind {
+            NodeKind::Bool(_) => ("a boolean", true),
+            NodeKind::Int(_) | NodeKind::Float(_) => ("a number", true),
+            NodeKind::Seq(_) => ("a list", false),
+            NodeKind::Map(_) => ("a mapping", false),
+            // `~` passes no value; what the front end dropped is reported there.
+            NodeKind::Null | NodeKind::Str(_) | NodeKind::Invalid => continue,
+        };
+        let name = input.name.value.as_str();
+        let diagnostic = Diagnostic::new(
+            Code::E0078,
+            format!(
+                "input `{name}` is {what}, but nothing declares its type, so it must be a string"
+            ),
+            node.span,
+            format!("{what}, not a string"),
+        );
+        let declare = match kind {
+            StepKind::Function(_) | StepKind::Gate(_) => {
+                "declare the input with its type in the function's `input`"
+            }
+            StepKind::Flow(_) => "declare the input with its type in the flow's `input`",
+            _ => "call a function that declares the input with its type",
+        };
+        let diagnostic = if scalar {
+            let span = node.span;
+            let start = crate::source::Span::point(span.file, span.start as usize);
+            let end = crate::source::Span::point(span.file, span.end as usize);
+            let mut diagnostic =
+                diagnostic.help(format!("quote the value to pass it as text, or {declare}"));
+            diagnostic.fix = Some(crate::diagnostic::Fix {
+                message: "put the value in quotes".to_owned(),
+                edits: [start, end]
+                    .into_iter()
+                    .map(|span| crate::diagnostic::Edit {
+                        span,
+                        replacement: "\"".to_owned(),
+                    })
+                    .collect(),
+            });
+            diagnostic
+        } else {
+            diagnostic.help(format!(
+                "pass it as JSON text in a quoted string, or {declare}"
+            ))
         };
         diagnostics.push(diagnostic);
     }

@@ -1,6 +1,7 @@
 //! Warnings about what a spec declares but never uses: contracts and functions nothing names
 //! (`W0010`, `W0011`), steps that no route reaches (`W0012`), and a flow whose declared output
-//! contract no step produces (`W0013`).
+//! contract no step produces, nor a contract that fits it (`W0013`; not given where the error
+//! `E0077` already names the step that ends the flow with another contract).
 //!
 //! Reachability follows the routing the runtime applies, over the execution order: a step goes
 //! on to the next one in order, or to its `next`; on failure to its `on_fail`; when skipped, to
@@ -22,6 +23,7 @@ pub fn check(
     symbols: &Symbols,
     contracts: &ContractTypes,
     flows: &[FlowModel],
+    mismatched_outputs: &[bool],
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     unused_contracts(ast, symbols, contracts, diagnostics);
@@ -30,7 +32,14 @@ pub fn check(
         if let Some(table) = symbols.steps.get(model.index) {
             unreachable_steps(flow, model, table, diagnostics);
         }
-        unproduced_output(flow, model, symbols, diagnostics);
+        // A step that ends the flow with another contract is the error E0077, which says more.
+        if !mismatched_outputs
+            .get(model.index)
+            .copied()
+            .unwrap_or(false)
+        {
+            unproduced_output(flow, model, symbols, contracts, diagnostics);
+        }
     }
 }
 
@@ -156,20 +165,23 @@ fn routes(step: &Step, kind: StepKind, after: Option<usize>, table: &Table) -> V
     }
 }
 
-fn unreachable_steps(
-    flow: &Flow,
-    model: &FlowModel,
-    table: &Table,
-    diagnostics: &mut Vec<Diagnostic>,
-) {
-    let steps = flow_steps(flow);
-    let order = &model.dag.order;
-    let mut position = vec![0; steps.len()];
-    for (at, &index) in order.iter().enumerate() {
+/// Per step (declaration index), its position in the execution order.
+fn positions(model: &FlowModel) -> Vec<usize> {
+    let mut position = vec![0; model.steps.len()];
+    for (at, &index) in model.dag.order.iter().enumerate() {
         if let Some(slot) = position.get_mut(index) {
             *slot = at;
         }
     }
+    position
+}
+
+/// Per step (declaration index), whether some route of the flow leads to it from its first
+/// step in execution order.
+pub(crate) fn reached(flow: &Flow, model: &FlowModel, table: &Table) -> Vec<bool> {
+    let steps = flow_steps(flow);
+    let order = &model.dag.order;
+    let position = positions(model);
     let after = |index: usize| {
         position
             .get(index)
@@ -192,6 +204,19 @@ fn unreachable_steps(
                 .flatten(),
         );
     }
+    reached
+}
+
+fn unreachable_steps(
+    flow: &Flow,
+    model: &FlowModel,
+    table: &Table,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let steps = flow_steps(flow);
+    let order = &model.dag.order;
+    let position = positions(model);
+    let reached = reached(flow, model, table);
     for &index in order {
         if reached.get(index).copied().unwrap_or(true) {
             continue;
@@ -267,6 +292,7 @@ fn unproduced_output(
     flow: &Flow,
     model: &FlowModel,
     symbols: &Symbols,
+    contracts: &ContractTypes,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     let Some(output) = &flow.output else {
@@ -275,15 +301,27 @@ fn unproduced_output(
     if symbols.contracts.get(&output.value).is_none() {
         return;
     }
+    let Some(expected) = contracts.contract(&output.value) else {
+        return;
+    };
     // A step whose kind is unknown may be meant to produce it: stay silent rather than guess.
     let unknown = model
         .steps
         .iter()
         .any(|info| info.kind == StepKind::Unknown);
-    let produced = model
-        .steps
-        .iter()
-        .any(|info| info.contract.as_deref() == Some(output.value.as_str()));
+    // A contract with the fields the output requires passes the runtime's check as well.
+    let produced = model.steps.iter().any(|info| {
+        info.contract.as_deref().is_some_and(|produced| {
+            produced == output.value
+                || crate::sema::flow_output::mismatch(
+                    expected,
+                    &info.result,
+                    &output.value,
+                    produced,
+                )
+                .is_none()
+        })
+    });
     if produced || unknown {
         return;
     }
