@@ -39,9 +39,7 @@ pub fn read(text: &str) -> Result<Vocabulary, String> {
         None | Some(NodeKind::Null) => return Ok(Vocabulary::default()),
         Some(NodeKind::Map(entries)) => entries,
         Some(_) => {
-            return Err(schema_error(
-                "top-level must be a mapping".to_owned(),
-            ));
+            return Err(schema_error("top-level must be a mapping".to_owned()));
         }
     };
 
@@ -114,9 +112,7 @@ pub fn read(text: &str) -> Result<Vocabulary, String> {
             None | Some(NodeKind::Null) => String::new(),
             Some(NodeKind::Str(reason)) => reason.value.clone(),
             Some(_) => {
-                return Err(schema_error(format!(
-                    "reason for {shown} must be a string"
-                )));
+                return Err(schema_error(format!("reason for {shown} must be a string")));
             }
         };
         vocabulary.entries.push(Canonical {
@@ -275,7 +271,10 @@ mod tests {
     #[test]
     fn schema_errors_are_the_references_word_for_word() {
         let cases = [
-            ("- a\n", "vocabulary.yaml schema error: top-level must be a mapping"),
+            (
+                "- a\n",
+                "vocabulary.yaml schema error: top-level must be a mapping",
+            ),
             (
                 "1x: {reject: [a]}\n",
                 "vocabulary.yaml schema error: canonical name '1x' must match identifier \

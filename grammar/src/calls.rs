@@ -6,9 +6,9 @@ use std::rc::Rc;
 use crate::compile::{Builtin, Method};
 use crate::files;
 use crate::planning;
-use crate::vocabulary;
 use crate::value::{self, Fault, Meter, Res, SeqKind, Val, is_py_space};
 use crate::vm::{self, EvalErrorKind, Limits};
+use crate::vocabulary;
 
 fn arity(name: &str, args: usize, min: usize, max: usize) -> Res<()> {
     if (min..=max).contains(&args) {

@@ -96,7 +96,10 @@ fn each_whole_word_use_of_a_rejected_alias_is_a_violation() {
             "contracts/vocabulary.yaml",
             "color = colour hue ; US spelling\nsize = sz\n",
         )
-        .write("src/a.py", "x = 1\nhue = colour + colour_x\r\nsz(colour2, sz)\n")
+        .write(
+            "src/a.py",
+            "x = 1\nhue = colour + colour_x\r\nsz(colour2, sz)\n",
+        )
         .write("src/b.py", "sizes and hues\n");
     assert_eq!(
         violations(project.eval(CALL, &files(&["src/a.py", "./src/b.py"]))),
@@ -129,7 +132,10 @@ fn clean_files_missing_files_and_no_files_pass() {
         Ok(json!(true))
     );
     assert_eq!(project.eval(CALL, &files(&[])), Ok(json!(true)));
-    assert_eq!(project.eval(CALL, &json!({ "files": null })), Ok(json!(true)));
+    assert_eq!(
+        project.eval(CALL, &json!({ "files": null })),
+        Ok(json!(true))
+    );
     // The same file twice, by two spellings, is scanned once.
     project.write("src/c.py", "colour\n");
     assert_eq!(
@@ -197,7 +203,11 @@ fn paths_stay_inside_the_root_and_big_files_are_skipped() {
     // Without a reader, the host cannot read the vocabulary: an error that says so.
     let bare = Limits::default().with_root(&project.0);
     let error = eval(CALL, &files(&["src/big.py"]), &bare).expect_err("no reader");
-    assert!(error.message.contains("no vocabulary reader"), "{}", error.message);
+    assert!(
+        error.message.contains("no vocabulary reader"),
+        "{}",
+        error.message
+    );
 }
 
 fn git(root: &Path, args: &[&str]) -> bool {
