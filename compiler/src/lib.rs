@@ -6,7 +6,8 @@
 //! [`sema::analyze`] resolves names, builds each flow's DAG and checks types and format rules,
 //! and [`render`] turns diagnostics into human, one-line, JSON, GitHub and SARIF output;
 //! [`graph`] draws a checked spec's flows as Graphviz or Mermaid, and [`spec_schema`] turns the
-//! format's key tables into a JSON Schema for editors. The library does no IO; the
+//! format's key tables into a JSON Schema for editors; [`vocabulary`] reads the YAML of the
+//! vocabulary files that the `vocabulary_compliance` built-in scans for. The library does no IO; the
 //! `stratumc` binary reads files and writes reports.
 
 pub mod cli;
@@ -21,6 +22,7 @@ pub mod sema;
 pub mod source;
 pub mod spec_schema;
 pub mod syntax;
+pub mod vocabulary;
 
 use diagnostic::Diagnostic;
 use sema::Model;

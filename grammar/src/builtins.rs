@@ -7,13 +7,14 @@
 //! and `T` for the item type.
 //!
 //! The functions are `len bool int str any all min max file_exists file_contains
-//! no_file_conflicts plan_completion` (the last two are the reference's planning built-ins);
+//! no_file_conflicts plan_completion vocabulary_compliance` (the last three are the reference's
+//! verdict built-ins, with its semantics);
 //! the methods are, on strings, `lower upper strip lstrip rstrip startswith endswith split
 //! count find replace join isdigit isalpha isspace isupper islower`, on lists `count index`,
 //! and on records `get keys values`. A few Python built-ins that specs reach for are
 //! deliberately not provided ([`NOT_PROVIDED`]): the reference runtime did not provide them
-//! either. One built-in the reference's `ensure` has is not supported ([`NOT_SUPPORTED`]): it
-//! cannot be provided with the reference's meaning.
+//! either. [`NOT_SUPPORTED`] lists the reference's `ensure` built-ins that cannot be provided
+//! with its meaning: none today, but the list (and E0049) stays for the next one.
 
 /// A built-in function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,7 +103,7 @@ const fn method(
 }
 
 /// Every built-in function.
-pub static FUNCTIONS: [Function; 12] = [
+pub static FUNCTIONS: [Function; 13] = [
     function(
         "len",
         "len(value: string | list | record) -> int",
@@ -186,6 +187,13 @@ pub static FUNCTIONS: [Function; 12] = [
         2,
         Some(3),
         "Whether the plan is done: an item whose `file` is not in `files_changed` is missing, no missing item may be `critical`, and at least `threshold` percent (default 90) of the items must be done; otherwise each missing item is a violation of its own.",
+    ),
+    function(
+        "vocabulary_compliance",
+        "vocabulary_compliance(path: string, files_changed: list<string>[, git_fallback: bool[, base: string]]) -> bool",
+        2,
+        Some(4),
+        "Whether the changed files use no alias that the vocabulary at `path` (canonical names, each with the aliases it `reject`s and a `reason`) rejects; each whole-word use is a violation of its own. With `git_fallback` and no files, the files git sees changed since `base` (default `HEAD`) are scanned. Arguments by position only.",
     ),
 ];
 
@@ -436,16 +444,10 @@ pub struct Unsupported {
     pub instead: &'static str,
 }
 
-/// The reference's extra `ensure` built-ins that cannot be provided faithfully. (Its `any`,
-/// `all`, `min`, `max`, `no_file_conflicts` and `plan_completion` are in [`FUNCTIONS`].)
-pub static NOT_SUPPORTED: [Unsupported; 1] = [Unsupported {
-    name: "vocabulary_compliance",
-    reason: "in the reference it reads a YAML vocabulary file and may run `git diff`; an \
-             expression here reads files only through `file_exists` and `file_contains`, \
-             and runs no command",
-    instead: "check the vocabulary in a step of its own and test its result, or look for \
-              a rejected word with `file_contains(path, word)`",
-}];
+/// The reference's extra `ensure` built-ins that cannot be provided faithfully: none since
+/// `vocabulary_compliance` joined [`FUNCTIONS`] (as its `any`, `all`, `min`, `max`,
+/// `no_file_conflicts` and `plan_completion` did). E0049 reports a call of one.
+pub static NOT_SUPPORTED: [Unsupported; 0] = [];
 
 /// The reference built-in `name`, if it is one of those not supported here.
 pub fn not_supported(name: &str) -> Option<&'static Unsupported> {

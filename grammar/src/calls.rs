@@ -8,6 +8,7 @@ use crate::files;
 use crate::planning;
 use crate::value::{self, Fault, Meter, Res, SeqKind, Val, is_py_space};
 use crate::vm::{self, EvalErrorKind, Limits};
+use crate::vocabulary;
 
 fn arity(name: &str, args: usize, min: usize, max: usize) -> Res<()> {
     if (min..=max).contains(&args) {
@@ -163,6 +164,10 @@ pub(crate) fn call<'a>(
         Builtin::PlanCompletion => {
             arity(name, args.len(), 2, 3)?;
             planning::plan_completion(arg(args, 0)?, arg(args, 1)?, args.get(2), meter)
+        }
+        Builtin::VocabularyCompliance => {
+            arity(name, args.len(), 2, 4)?;
+            vocabulary::vocabulary_compliance(args, meter, limits)
         }
     }
 }

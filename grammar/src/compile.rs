@@ -129,6 +129,7 @@ pub enum Builtin {
     FileContains,
     NoFileConflicts,
     PlanCompletion,
+    VocabularyCompliance,
 }
 
 /// The methods of strings, lists and objects.
@@ -158,7 +159,7 @@ pub enum Method {
 }
 
 impl Builtin {
-    pub const ALL: [Builtin; 12] = [
+    pub const ALL: [Builtin; 13] = [
         Builtin::Len,
         Builtin::Bool,
         Builtin::Int,
@@ -171,6 +172,7 @@ impl Builtin {
         Builtin::FileContains,
         Builtin::NoFileConflicts,
         Builtin::PlanCompletion,
+        Builtin::VocabularyCompliance,
     ];
 
     pub fn name(self) -> &'static str {
@@ -187,6 +189,7 @@ impl Builtin {
             Builtin::FileContains => "file_contains",
             Builtin::NoFileConflicts => "no_file_conflicts",
             Builtin::PlanCompletion => "plan_completion",
+            Builtin::VocabularyCompliance => "vocabulary_compliance",
         }
     }
 
@@ -196,7 +199,10 @@ impl Builtin {
 
     /// Whether the built-in reads the file system (never folded).
     pub fn reads_files(self) -> bool {
-        matches!(self, Builtin::FileExists | Builtin::FileContains)
+        matches!(
+            self,
+            Builtin::FileExists | Builtin::FileContains | Builtin::VocabularyCompliance
+        )
     }
 }
 
@@ -1024,6 +1030,7 @@ impl Compiler {
             max_value_bytes: FOLD_MAX_BYTES,
             root: None,
             max_file_bytes: 0,
+            vocabulary: None,
         };
         let bindings = Bindings::new();
         let (result, used) = vm::run_from(&self.program, start, &bindings, &limits, &mut NoTrace);

@@ -454,6 +454,7 @@ fn runs(op: &Op) -> bool {
                     | Builtin::FileContains
                     | Builtin::NoFileConflicts
                     | Builtin::PlanCompletion
+                    | Builtin::VocabularyCompliance
             ) && (1..=2).contains(argc)
         }
         // The methods whose result is a number, a bool or borrowed; not those that build a

@@ -20,7 +20,7 @@ fn file_fault(message: String) -> Fault {
 }
 
 /// The canonical path that `path` names under the root, or `None` when nothing exists there.
-fn resolve(limits: &Limits, path: &str) -> Res<Option<PathBuf>> {
+pub(crate) fn resolve(limits: &Limits, path: &str) -> Res<Option<PathBuf>> {
     let Some(root) = &limits.root else {
         return Err(file_fault(format!(
             "file built-ins need a project root: cannot look for `{path}`"

@@ -30,6 +30,7 @@ pub mod suggest;
 pub mod types;
 mod value;
 pub mod vm;
+pub mod vocabulary;
 
 pub use check::{Checked, check};
 pub use compile::{Program, compile};
@@ -40,3 +41,4 @@ pub use problem::{Problem, ProblemKind, Replacement, Severity};
 pub use span::Span;
 pub use types::{Env, Literal, Record, RecordField, Type};
 pub use vm::{Bindings, EvalError, EvalErrorKind, Limits};
+pub use vocabulary::{Canonical, Vocabulary, VocabularyReader};

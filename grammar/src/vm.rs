@@ -168,8 +168,12 @@ pub struct Limits {
     /// The project root that `file_exists` / `file_contains` paths resolve against; without
     /// one they fail.
     pub root: Option<PathBuf>,
-    /// `file_contains` is False for a file larger than this (the reference: 10 MiB).
+    /// `file_contains` is False for a file larger than this (the reference: 10 MiB), and
+    /// `vocabulary_compliance` skips it.
     pub max_file_bytes: u64,
+    /// How `vocabulary_compliance` reads a vocabulary file's YAML: the host's (this crate
+    /// knows no YAML); without one that built-in fails once it finds a vocabulary.
+    pub vocabulary: Option<crate::vocabulary::VocabularyReader>,
 }
 
 impl Default for Limits {
@@ -179,6 +183,7 @@ impl Default for Limits {
             max_value_bytes: 10 * 1024 * 1024,
             root: None,
             max_file_bytes: 10 * 1024 * 1024,
+            vocabulary: None,
         }
     }
 }
@@ -186,6 +191,11 @@ impl Default for Limits {
 impl Limits {
     pub fn with_root(mut self, root: impl Into<PathBuf>) -> Limits {
         self.root = Some(root.into());
+        self
+    }
+
+    pub fn with_vocabulary_reader(mut self, reader: crate::vocabulary::VocabularyReader) -> Limits {
+        self.vocabulary = Some(reader);
         self
     }
 }

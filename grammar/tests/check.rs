@@ -129,8 +129,8 @@ fn every_kind_has_cases() {
         ("lenn(result.items) > 0", UnknownFunction),
         ("abs(result.score) < 0.1", UnknownFunction),
         (
-            "vocabulary_compliance('vocabulary.yaml', result.files)",
-            UnsupportedBuiltin,
+            "vocabulary_compliance('vocabulary.yaml', result.files, 'yes')",
+            CallArguments,
         ),
         ("no_file_conflicts(result.items)", CallArguments),
         ("plan_completion(result.meta, result.label)", CallArguments),
@@ -181,6 +181,9 @@ fn planning_builtins_take_tasks_and_plan_items() {
         "plan_completion(result.plan, result.files, 80)",
         "plan_completion(result.plan, [f.lower() for f in result.files], 75.5)",
         "plan_completion(result.plan, None)",
+        "vocabulary_compliance('contracts/vocabulary.yaml', result.files)",
+        "vocabulary_compliance('contracts/vocabulary.yaml', result.files, True, 'main')",
+        "vocabulary_compliance('contracts/vocabulary.yaml', None, True)",
     ] {
         let checked = check_in(text, &env);
         assert!(
@@ -206,6 +209,18 @@ fn planning_builtins_take_tasks_and_plan_items() {
         (
             "plan_completion(result.plan, result.files, '80')",
             "`plan_completion` needs a number for `threshold`, found `string`",
+        ),
+        (
+            "vocabulary_compliance('v.yaml', result.files[0])",
+            "`vocabulary_compliance` needs a list of strings for `files_changed`, found `string`",
+        ),
+        (
+            "vocabulary_compliance('v.yaml', result.files, 1)",
+            "`vocabulary_compliance` needs a bool for `git_fallback`, found `int`",
+        ),
+        (
+            "vocabulary_compliance(result.files, result.files)",
+            "`vocabulary_compliance` needs a `string` for `path`, found `list<string>`",
         ),
     ] {
         let checked = check_in(text, &env);
@@ -328,7 +343,7 @@ fn problem_snapshot() {
         "plan_completion(result.meta, result.tests)",
         "plan_completion(result.tests, result.files)",
         "plan_completion(result.meta, result.files, '90')",
-        "vocabulary_compliance('vocabulary.yaml', result.files)",
+        "vocabulary_compliance(result.items, result.count, 'yes', 1)",
     ];
     let mut out = String::new();
     for text in cases {

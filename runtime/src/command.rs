@@ -143,7 +143,9 @@ impl Default for Config {
     fn default() -> Config {
         Config {
             max_reentries: DEFAULT_MAX_REENTRIES,
-            limits: stratum_grammar::Limits::default(),
+            // The YAML of `vocabulary_compliance`'s vocabulary files is the compiler's to read.
+            limits: stratum_grammar::Limits::default()
+                .with_vocabulary_reader(stratum_compiler::vocabulary::READER),
             pricing: Pricing::default(),
             guardrail_backtrack_limit: 1_000_000,
         }

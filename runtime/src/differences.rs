@@ -186,8 +186,8 @@ pub static DIFFERENCES: &[Difference] = &[
                     string.",
         ours: "`ensure '<expr>' failed: <message>`, then the operands it read: the message is \
                the built-in's own for a `no_file_conflicts` conflict, word for word, and this \
-               runtime's for a type error. `plan_completion`'s lines are one violation each, \
-               word for word, as in the reference.",
+               runtime's for a type error. `plan_completion`'s and `vocabulary_compliance`'s \
+               lines are one violation each, word for word, as in the reference.",
         why: "one shape for every failed `ensure`, with the values that decided it; the \
               planning built-ins' own words are kept, since agents act on them.",
     },

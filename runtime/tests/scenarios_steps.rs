@@ -1972,3 +1972,78 @@ fn planning_builtins_fail_with_the_references_violations() {
     );
     assert_eq!(at(&complete, "/status"), "complete");
 }
+
+const VOCABULARY_CHECKED: &str = r#"
+version: "0.2"
+contracts:
+  Change:
+    files_changed: {type: "string[]"}
+flows:
+  build:
+    input: {}
+    steps:
+      - id: implement
+        intent: "Implement the change in the project's words"
+        output_contract: Change
+        ensure: ["vocabulary_compliance('contracts/vocabulary.yaml', result.files_changed)"]
+        retries: 3
+"#;
+
+/// The reference's `vocabulary_compliance` reads the YAML vocabulary under the root and fails
+/// a step with one violation per use of a rejected alias, in the reference's words; a
+/// malformed vocabulary is the reference's schema error, word for word.
+#[test]
+fn vocabulary_compliance_fails_with_the_references_violations() {
+    let root = tempfile::tempdir().expect("a temporary directory");
+    let path = |name: &str| root.path().join(name);
+    std::fs::create_dir_all(path("contracts")).expect("contracts/");
+    std::fs::create_dir_all(path("src")).expect("src/");
+    std::fs::write(
+        path("contracts/vocabulary.yaml"),
+        "color:\n  reject: [colour]\n  reason: US spelling\nsize:\n  reject: [sz]\n",
+    )
+    .expect("the vocabulary");
+    std::fs::write(path("src/paint.py"), "colour = 1\nsz = colour\n").expect("a file");
+    std::fs::write(path("src/clean.py"), "color = 1\n").expect("a file");
+    let mut s = with_config(VOCABULARY_CHECKED, Config::default().with_root(root.path()));
+    s.start(None, json!({}));
+    let flow = s.flow(1);
+
+    let rejected = s.done(
+        &flow,
+        "implement",
+        json!({"files_changed": ["src/paint.py", "src/clean.py"]}),
+    );
+    assert_eq!(at(&rejected, "/status"), "ensure_failed");
+    assert_eq!(
+        at(&rejected, "/violations"),
+        json!([
+            "vocabulary violation: src/paint.py:1 uses 'colour' — canonical is 'color' (reason: US spelling)",
+            "vocabulary violation: src/paint.py:2 uses 'colour' — canonical is 'color' (reason: US spelling)",
+            "vocabulary violation: src/paint.py:2 uses 'sz' — canonical is 'size'",
+        ])
+    );
+
+    std::fs::write(path("contracts/vocabulary.yaml"), "- colour\n").expect("a bad vocabulary");
+    let malformed = s.done(
+        &flow,
+        "implement",
+        json!({"files_changed": ["src/clean.py"]}),
+    );
+    assert_eq!(
+        at(&malformed, "/violations"),
+        json!(["vocabulary.yaml schema error: top-level must be a mapping"])
+    );
+
+    std::fs::write(
+        path("contracts/vocabulary.yaml"),
+        "color:\n  reject: [colour]\n",
+    )
+    .expect("the vocabulary");
+    let clean = s.done(
+        &flow,
+        "implement",
+        json!({"files_changed": ["src/clean.py"]}),
+    );
+    assert_eq!(at(&clean, "/status"), "complete");
+}

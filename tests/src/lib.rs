@@ -124,6 +124,12 @@ pub const CODES_TESTED_ELSEWHERE: &[(Code, &str)] = &[
         "needs values to evaluate with: `stratumc eval` in compiler/tests/cli.rs (with its snapshot)",
     ),
     (
+        Code::E0049,
+        "dormant: every built-in of the reference's `ensure` is supported today (the last, \
+         `vocabulary_compliance`, joined them), so nothing reports it; the checker's path stays \
+         for the next one",
+    ),
+    (
         Code::W0002,
         "retired: a literal outside an enum's values is now the error E0047, so nothing reports it",
     ),

@@ -90,6 +90,7 @@ fn every_op_of_the_vm_follows_the_schema() {
         "min(result.a, 1) + max(result.b, 2) + int(str(bool(result.c)))",
         "file_exists('README.md') and file_contains('README.md', 'x')",
         "no_file_conflicts(result.tasks) and plan_completion(result.plan, result.files, 80)",
+        "vocabulary_compliance('contracts/vocabulary.yaml', result.files, True, 'main')",
         "$.input.n + $.steps.s1.output.m > iteration",
         "(result.a, result.b)",
     ];

@@ -132,7 +132,7 @@ impl Checker<'_> {
             "min" | "max" => Type::Any,
             _ => Type::Bool,
         };
-        if name.starts_with("file_") {
+        if name.starts_with("file_") || name == "vocabulary_compliance" {
             self.reads_input = true;
         }
         if !self.arity(&callee, args, span) {
@@ -276,6 +276,33 @@ impl Checker<'_> {
                              `plan_completion(items, files, 80)`",
                         ),
                     });
+                }
+            }
+            "vocabulary_compliance" => {
+                self.expect_string(&callee, "path", arg, ty, false);
+                // `None` (like an empty list) is no files: the reference scans none, or asks git.
+                if let Some((arg, ty)) = args_typed.next()
+                    && !matches!(shape(ty), Type::Null)
+                {
+                    self.expect_list(&callee, "files_changed", arg, ty, Items::Strings);
+                }
+                if let Some((arg, ty)) = args_typed.next()
+                    && !self.no_generator(&callee, arg)
+                    && !matches!(shape(ty), Type::Bool | Type::Any)
+                {
+                    self.bad_argument(
+                        &callee,
+                        format!(
+                            "`vocabulary_compliance` needs a bool for `git_fallback`, found {}",
+                            text::ty(ty)
+                        ),
+                        arg,
+                        ty,
+                        callee.signature_help(),
+                    );
+                }
+                if let Some((arg, ty)) = args_typed.next() {
+                    self.expect_string(&callee, "base", arg, ty, false);
                 }
             }
             _ => {

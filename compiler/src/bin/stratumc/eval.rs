@@ -103,6 +103,7 @@ pub(crate) fn eval(args: &EvalArgs) -> ExitCode {
     let bindings = values.bindings();
     let limits = Limits {
         root: args.root.clone(),
+        vocabulary: Some(stratum_compiler::vocabulary::READER),
         ..Limits::default()
     };
     // One traced run gives the value, its truthiness and, for a failed ensure, the operands.
