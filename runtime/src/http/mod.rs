@@ -247,8 +247,8 @@ pub async fn serve(
     })?;
     ready(bound);
     let listener = connections::Connections::new(listener, app.options().connections);
-    // Outermost, so that a request is in progress (and no timeout cuts it) from its start.
     let (router, _) = router(app.clone());
+    // Outermost, so that a request is in progress (and no timeout cuts it) from its start.
     let router = router.layer(axum::middleware::from_fn(connections::track_requests));
     let stopping = Arc::new(tokio::sync::Notify::new());
     let signal = stopping.clone();
