@@ -52,7 +52,8 @@ pub static DIFFERENCES: &[Difference] = &[
         ours: "the whole compiler runs: `stratum_validate` lists every error (and the warnings \
                apart); `stratum_plan` answers in the reference's error shape and adds \
                `diagnostics`, each with code, line, column, help and, when the fix is \
-               mechanical, `fix.edits`.",
+               mechanical, `fix.edits`; at most 200 in one answer, then \
+               `omitted_diagnostics` counts the rest (`stratumc check` lists every one).",
         why: "an agent fixes every problem in one edit, and typos in `ensure` fields are caught \
               before the flow runs instead of failing every attempt.",
     },
@@ -110,8 +111,10 @@ pub static DIFFERENCES: &[Difference] = &[
         summary: "oversized messages and arguments get an error, not silence",
         reference: "no limits; rmcp's own stdio transport drops a line over 16 MiB without an \
                     answer, which leaves the client waiting.",
-        ours: "a message over 8 MiB gets a JSON-RPC error for its id; `spec` and other arguments \
-               over 4 MiB or nested deeper than 64 levels get `invalid_argument`.",
+        ours: "a message over 8 MiB gets a JSON-RPC error for its id, naming its size; a line \
+               that is not a request (not JSON, not UTF-8, a batch, `null`, `42`) gets -32700 \
+               or -32600 with `\"id\": null`; `spec` and other arguments over 4 MiB or nested \
+               deeper than 64 levels get `invalid_argument`.",
         why: "bounded memory and time, and a client always hears back.",
     },
     Difference {

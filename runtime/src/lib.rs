@@ -24,6 +24,7 @@ pub mod exec;
 pub mod http;
 pub mod ids;
 pub mod mcp;
+pub mod plan_cache;
 pub mod response;
 pub mod setup;
 pub mod speckit;

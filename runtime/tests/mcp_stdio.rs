@@ -451,6 +451,39 @@ async fn a_spec_with_errors_reports_every_diagnostic() {
 }
 
 #[tokio::test]
+async fn a_spec_with_thousands_of_errors_gets_a_bounded_answer() {
+    // 20,000 bad lines (330 KB) drew a 19 MB answer listing every one.
+    let (home, work) = dirs();
+    let mut server = McpServer::start(home.path(), work.path(), Protocol::Stateless).await;
+    let spec = std::iter::once("version: \"0.2\"\n".to_owned())
+        .chain((0..20_000).map(|n| format!("bad_key_{n}: 1\n")))
+        .collect::<String>();
+    let validation = server.call("stratum_validate", json!({"spec": spec})).await;
+    assert_eq!(validation["valid"], false);
+    assert_eq!(validation["errors"].as_array().map(Vec::len), Some(200));
+    assert_eq!(validation["omitted_diagnostics"], 19_800);
+    assert!(validation.to_string().len() < 256 * 1024);
+    let plan = server
+        .call("stratum_plan", json!({"spec": spec, "flow": "main"}))
+        .await;
+    assert_eq!(status(&plan), "error");
+    assert_eq!(plan["diagnostics"].as_array().map(Vec::len), Some(200));
+    assert_eq!(plan["omitted_diagnostics"], 19_800);
+    assert_eq!(plan["path"], "bad_key_0");
+    assert!(plan.to_string().len() < 256 * 1024);
+    // A spec with few problems lists them all, and says nothing of omissions.
+    let few = server
+        .call(
+            "stratum_validate",
+            json!({"spec": "version: \"0.2\"\nbad: 1\n"}),
+        )
+        .await;
+    assert_eq!(few["errors"].as_array().map(Vec::len), Some(1));
+    assert!(few.get("omitted_diagnostics").is_none(), "{few}");
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn arguments_of_the_wrong_shape_are_refused_by_name() {
     let (home, work) = dirs();
     let mut server = McpServer::start(home.path(), work.path(), Protocol::Stateless).await;
@@ -664,4 +697,120 @@ async fn authoring_tools_answer_in_the_reference_shapes() {
         .await;
     assert_eq!(error_type(&invalid), "invalid_draft");
     server.stop().await;
+}
+
+/// The real binary over stdio, driven line by line: what a client that writes malformed
+/// lines gets back (JSON-RPC asks for an answer with `"id": null` when no id can be read).
+struct RawStdio {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl RawStdio {
+    fn start(home: &std::path::Path, cwd: &std::path::Path) -> RawStdio {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(mcp::binary())
+            .env("STRATUM_HOME", home)
+            .env_remove("STRATUM_DB")
+            .current_dir(cwd)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (sender, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        RawStdio {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    /// Sends `line` and returns the one message that answers it (within 20 s).
+    fn ask(&mut self, line: &[u8]) -> Value {
+        use std::io::Write;
+        self.stdin.write_all(line).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+        let answer = self
+            .lines
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("no answer to {}", String::from_utf8_lossy(line)));
+        serde_json::from_str(&answer).unwrap()
+    }
+}
+
+impl Drop for RawStdio {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn every_malformed_line_on_stdio_gets_a_json_rpc_error() {
+    let (home, work) = dirs();
+    let mut server = RawStdio::start(home.path(), work.path());
+    let initialized = server.ask(
+        br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+    );
+    assert!(initialized["result"].is_object(), "{initialized}");
+    // The id is the request's when it can be read from the line, else null.
+    let cases: [(&[u8], i64, Value); 7] = [
+        (
+            br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
+            -32600,
+            Value::Null,
+        ),
+        (b"{", -32700, Value::Null),
+        (b"null", -32600, Value::Null),
+        (b"42", -32600, Value::Null),
+        (b"\xff\xfe{}", -32700, Value::Null),
+        (
+            b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\xff\"}",
+            -32700,
+            json!(3),
+        ),
+        (br#"{"jsonrpc":"2.0"}"#, -32600, Value::Null),
+    ];
+    for (line, code, id) in cases {
+        let answer = server.ask(line);
+        let shown = String::from_utf8_lossy(line);
+        assert_eq!(answer["jsonrpc"], "2.0", "{shown}: {answer}");
+        assert_eq!(answer["id"], id, "{shown}: {answer}");
+        assert_eq!(answer["error"]["code"], code, "{shown}: {answer}");
+        assert!(answer["error"]["message"].is_string(), "{answer}");
+    }
+    // A tool call whose params do not fit: invalid params, not an unknown method.
+    let answer =
+        server.ask(br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":5}}"#);
+    assert_eq!(answer["id"], 5, "{answer}");
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    let answer = server.ask(br#"{"jsonrpc":"2.0","id":6,"method":"tools/cal","params":{}}"#);
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    // The size in the refusal of an oversized line is the line's.
+    let head = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"stratum_validate","arguments":{"spec":""#;
+    let tail = r#""}}}"#;
+    let line = format!("{head}{}{tail}", "#".repeat(9 * 1024 * 1024));
+    let answer = server.ask(line.as_bytes());
+    assert_eq!(answer["id"], 7, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!("the message is {} bytes", line.len())),
+        "{message}"
+    );
+    // Still serving.
+    let answer = server.ask(br#"{"jsonrpc":"2.0","id":8,"method":"ping"}"#);
+    assert_eq!(answer["id"], 8, "{answer}");
+    assert!(answer["result"].is_object(), "{answer}");
 }

@@ -4,7 +4,11 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+#[path = "serve/connections.rs"]
+mod connections;
 mod mcp;
+#[path = "serve/protocol.rs"]
+mod protocol;
 mod serve;
 
 use std::io::{Read, Write};
@@ -29,6 +33,7 @@ fn registered_routes() -> Vec<stratum_runtime::http::RouteInfo> {
             listen: "127.0.0.1:0".parse().unwrap(),
             allowed_hosts: vec![],
             secure_cookies: false,
+            connections: Default::default(),
         },
     );
     stratum_runtime::http::router(app).1
@@ -469,6 +474,7 @@ async fn a_read_only_token_cannot_post_a_form_that_changes_state() {
             listen: address,
             allowed_hosts: vec![],
             secure_cookies: false,
+            connections: Default::default(),
         },
     );
     /// What a console's gate form does: the CLI's resolution, as the signed-in token.

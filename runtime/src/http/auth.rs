@@ -144,14 +144,9 @@ fn host_allowed(app: &App, authority: &Authority) -> bool {
         if allowed == "*" {
             return true;
         }
-        match allowed.parse::<Authority>() {
-            Ok(entry) => {
-                let entry_name = entry.host().trim_start_matches('[').trim_end_matches(']');
-                entry_name.eq_ignore_ascii_case(name)
-                    && entry.port_u16().is_none_or(|wanted| Some(wanted) == port)
-            }
-            Err(_) => false,
-        }
+        allowed_entry(allowed).is_some_and(|(entry_name, entry_port)| {
+            same_host(&entry_name, name) && entry_port.is_none_or(|wanted| Some(wanted) == port)
+        })
     };
     ["localhost", "127.0.0.1", "::1"]
         .iter()
@@ -162,6 +157,31 @@ fn host_allowed(app: &App, authority: &Authority) -> bool {
             .allowed_hosts
             .iter()
             .any(|allowed| matches(allowed))
+}
+
+/// An allowed host as a name (brackets removed) and an optional port. A bare IPv6 address
+/// (`::1`, as the loopback entry and an IPv6 listen address are written) is not an authority
+/// (it would need brackets), so it is taken as an address first: parsed as an authority, it
+/// never matched, and `serve --listen [::1]:PORT` refused its own URL.
+fn allowed_entry(allowed: &str) -> Option<(String, Option<u16>)> {
+    if let Ok(address) = allowed.parse::<std::net::IpAddr>() {
+        return Some((address.to_string(), None));
+    }
+    let entry = allowed.parse::<Authority>().ok()?;
+    let name = entry.host().trim_start_matches('[').trim_end_matches(']');
+    Some((name.to_owned(), entry.port_u16()))
+}
+
+/// Whether two host names are the same host: addresses compared as addresses (`::1` is
+/// `0:0:0:0:0:0:0:1`), names without regard to case.
+fn same_host(entry: &str, name: &str) -> bool {
+    match (
+        entry.parse::<std::net::IpAddr>(),
+        name.parse::<std::net::IpAddr>(),
+    ) {
+        (Ok(entry), Ok(name)) => entry == name,
+        _ => entry.eq_ignore_ascii_case(name),
+    }
 }
 
 /// Every route but sign-in: who calls (401 without a valid token), the body's declared size

@@ -9,12 +9,23 @@
 //! protocols work (2025-11-25's `initialize` is answered, 2026-07-28 is stateless by design).
 //! rmcp's own `Host` check is off: [`super::auth::check_host`] applies the same rule to every
 //! route.
+//!
+//! A POST whose body is not a JSON-RPC message is answered by [`malformed_as_json_rpc`] with a
+//! JSON-RPC error (400, -32700 or -32600, `"id": null` unless an id can be read), as the
+//! Streamable HTTP transport asks: rmcp answers any body it cannot read with a bare 415, which
+//! is meant for a wrong `Content-Type` and tells a client nothing it can act on.
 
 use std::sync::Arc;
 
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::header::CONTENT_TYPE;
+use axum::http::{Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ErrorData, ListToolsResult, PaginatedRequestParams,
-    ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorData,
+    ListToolsResult, PaginatedRequestParams, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -43,6 +54,46 @@ pub fn service(app: App) -> Service {
         Arc::new(NeverSessionManager::default()),
         config,
     )
+}
+
+/// Answers a POST whose JSON body is not a JSON-RPC message with a JSON-RPC error instead of
+/// rmcp's 415. The body is handed to rmcp as read (its bytes shared, not copied) and examined
+/// only when rmcp refused it; a refusal of a request that was not declared JSON stays rmcp's
+/// 415, which is right for it.
+pub async fn malformed_as_json_rpc(request: Request, next: Next) -> Response {
+    let declared_json = request
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"));
+    if request.method() != Method::POST || !declared_json {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_MCP_BODY_BYTES).await else {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the request body is larger than the limit of {MAX_MCP_BODY_BYTES} bytes: send \
+                 a smaller spec or result (large artifacts belong in files)"
+            ),
+        )
+            .into_response();
+    };
+    let answer = next
+        .run(Request::from_parts(parts, Body::from(bytes.clone())))
+        .await;
+    if answer.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return answer;
+    }
+    let error = crate::mcp::transport::malformed_message_error(&bytes);
+    (
+        StatusCode::BAD_REQUEST,
+        [(CONTENT_TYPE, "application/json")],
+        error.to_string(),
+    )
+        .into_response()
 }
 
 /// The tools, for callers known by their token.
@@ -96,5 +147,13 @@ impl ServerHandler for HttpTools {
             paths: crate::mcp::PathScope::UnderRoot,
         };
         self.server.call_tool_as(request, caller).await
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(crate::mcp::server::custom_request_error(&request))
     }
 }

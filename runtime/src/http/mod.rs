@@ -23,11 +23,15 @@
 //!   token (form field `csrf` or header `x-csrf-token`), checked in one place ([`auth`]);
 //! - a browser session lives in the store, as the tokens do: every `serve` process on one
 //!   store accepts the cookie of any of them, before and after a restart;
+//! - a connection is held only while it is used: [`connections`] closes one whose request
+//!   headers are slow to arrive or that idles with no request in progress, and accepts no more
+//!   than a set number at once;
 //! - the server holds no flow state (as the stdio server): every call is one store command,
 //!   run on tokio's blocking pool, and its answer is sent after it committed. On SIGTERM or
 //!   Ctrl-C it stops accepting connections, lets the requests in flight finish, and exits.
 
 pub mod auth;
+pub mod connections;
 pub mod console;
 pub mod mcp;
 pub mod pages;
@@ -47,6 +51,7 @@ use crate::store::{Store, StoreError, Token};
 use crate::{Config, Runtime};
 
 pub use auth::Identity;
+pub use connections::ConnectionLimits;
 pub use routes::{Access, RouteInfo, Routes};
 
 /// Where `serve` listens by default: this machine only.
@@ -76,6 +81,8 @@ pub struct ServeOptions {
     /// Mark the session cookie `Secure` (browsers then send it over HTTPS only): for a server
     /// behind a TLS reverse proxy.
     pub secure_cookies: bool,
+    /// How many connections are held at once, and how long a slow or idle client may hold one.
+    pub connections: ConnectionLimits,
 }
 
 /// Why `serve` cannot start.
@@ -239,10 +246,14 @@ pub async fn serve(
         reason: error.to_string(),
     })?;
     ready(bound);
+    let listener = connections::Connections::new(listener, app.options().connections);
     let (router, _) = router(app.clone());
+    // Outermost, so that a request is in progress (and no timeout cuts it) from its start.
+    let router = router.layer(axum::middleware::from_fn(connections::track_requests));
     let stopping = Arc::new(tokio::sync::Notify::new());
     let signal = stopping.clone();
-    let served = axum::serve(listener, router).with_graceful_shutdown(async move {
+    let service = router.into_make_service_with_connect_info::<connections::ConnectionActivity>();
+    let served = axum::serve(listener, service).with_graceful_shutdown(async move {
         shutdown.await;
         tracing::info!("shutting down: no new connections; finishing the requests in flight");
         // Open console pages' event streams would otherwise hold the shutdown up.

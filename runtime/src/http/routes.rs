@@ -111,7 +111,10 @@ impl Routes {
         methods: &[&'static str],
         service: mcp::Service,
     ) -> Routes {
-        self.protected = self.protected.route_service(path, service);
+        let endpoint = Router::new()
+            .route_service(path, service)
+            .layer(middleware::from_fn(mcp::malformed_as_json_rpc));
+        self.protected = self.protected.merge(endpoint);
         self.list.extend(methods.iter().map(|method| RouteInfo {
             method,
             path,

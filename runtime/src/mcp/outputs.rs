@@ -13,6 +13,10 @@ pub struct Validation {
     pub valid: bool,
     pub errors: Vec<SpecDiagnostic>,
     pub warnings: Vec<SpecDiagnostic>,
+    /// How many diagnostics are not listed: an answer lists at most 200 (errors first);
+    /// `stratumc check` lists every one. Absent when all are listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub omitted_diagnostics: Option<usize>,
 }
 
 /// `stratum_plan` of a spec with errors: the first error in the reference's shape, and
@@ -28,8 +32,13 @@ pub struct SpecRejected {
     pub path: String,
     pub message: String,
     pub suggestion: Option<String>,
-    /// Every error and warning, in source order: fix all the errors in one edit.
+    /// Every error and warning, in source order: fix all the errors in one edit (at most 200;
+    /// `omitted_diagnostics` counts the rest).
     pub diagnostics: Vec<SpecDiagnostic>,
+    /// How many diagnostics are not listed beyond the first 200; `stratumc check` lists every
+    /// one. Absent when all are listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub omitted_diagnostics: Option<usize>,
 }
 
 /// A call the server could not run as sent: an argument of the wrong type or shape, an

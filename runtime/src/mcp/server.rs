@@ -2,19 +2,20 @@
 //! blocking pool, so a slow call never holds up the others, and is one store transaction, so
 //! another server process or the operator CLI on the same store sees it at once.
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
+    ErrorData, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler};
 use serde::Serialize;
 use serde_json::Value;
+use stratum_compiler::diagnostic::Severity;
 use stratum_compiler::plan::Plan;
 use stratum_compiler::source::SourceMap;
 
@@ -25,11 +26,9 @@ use super::paths::{self, PathScope};
 use super::tools::{self, ToolName, ToolSpec};
 use crate::command::Command;
 use crate::compile::{self, CompileError};
+use crate::plan_cache::{PlanCache, plan_size};
 use crate::store::{PostgresStore, SqliteOptions, SqliteStore, Store, StoreError};
 use crate::{Config, Runtime};
-
-/// How many compiled plans the server keeps, by the checksum of their spec text.
-const PLAN_CACHE_SIZE: usize = 32;
 
 /// The name every diagnostic of a spec sent as text carries.
 const SPEC_NAME: &str = "spec.stratum.yaml";
@@ -56,7 +55,8 @@ struct Shared {
     choice: StoreChoice,
     config: Config,
     runtime: Mutex<Option<Runtime>>,
-    plans: Mutex<VecDeque<(String, Arc<Plan>)>>,
+    /// Compiled plans by the SHA-256 of their spec text, bounded by size.
+    plans: Mutex<PlanCache>,
     compilations: AtomicU64,
 }
 
@@ -80,12 +80,17 @@ enum Outcome {
 
 impl StratumServer {
     pub fn new(choice: StoreChoice, config: Config) -> StratumServer {
+        StratumServer::with_plan_budget(choice, config, crate::plan_cache::PLAN_CACHE_BYTES)
+    }
+
+    /// A server that keeps at most `bytes` of compiled plans (their JSON size) in memory.
+    pub fn with_plan_budget(choice: StoreChoice, config: Config, bytes: usize) -> StratumServer {
         StratumServer {
             shared: Arc::new(Shared {
                 choice,
                 config,
                 runtime: Mutex::new(None),
-                plans: Mutex::new(VecDeque::new()),
+                plans: Mutex::new(PlanCache::with_budget(bytes)),
                 compilations: AtomicU64::new(0),
             }),
         }
@@ -94,6 +99,16 @@ impl StratumServer {
     /// How many specs this server compiled (a spec sent again is taken from the cache).
     pub fn compilations(&self) -> u64 {
         self.shared.compilations.load(Ordering::Relaxed)
+    }
+
+    /// The total size of the compiled plans the server keeps, in bytes (see
+    /// [`crate::plan_cache`]).
+    pub fn cached_plan_bytes(&self) -> usize {
+        self.shared
+            .plans
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .held_bytes()
     }
 
     /// Runs one tool call to its answer, on the calling thread: `Err` is a refusal of the
@@ -187,6 +202,67 @@ impl ServerHandler for StratumServer {
     ) -> Result<CallToolResponse, ErrorData> {
         self.call_tool_as(request, Caller::default()).await
     }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(custom_request_error(&request))
+    }
+}
+
+/// The methods of the protocol a client may call. rmcp reads a request of one of them whose
+/// params do not fit (`tools/call` with `"name": 5`) as a custom request, which its default
+/// answers "method not found" (-32601): the method exists, its params are wrong (-32602).
+const PROTOCOL_METHODS: [&str; 20] = [
+    "initialize",
+    "ping",
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "resources/directory/read",
+    "subscriptions/listen",
+    "prompts/list",
+    "prompts/get",
+    "logging/setLevel",
+    "completion/complete",
+    "skills/list",
+    "skills/get",
+    "tasks/get",
+    "tasks/cancel",
+];
+
+/// The answer to a request rmcp could not read as one of the protocol's: invalid params
+/// (-32602, saying what is wrong with them) for a method of the protocol, method not found
+/// (-32601) for any other.
+pub(crate) fn custom_request_error(request: &CustomRequest) -> ErrorData {
+    let method = request.method.as_str();
+    if !PROTOCOL_METHODS.contains(&method) {
+        return ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("no method `{method}`"),
+            None,
+        );
+    }
+    let why = if method == "tools/call" {
+        match request.params_as::<CallToolRequestParams>() {
+            Ok(Some(_)) => "they do not fit the request".to_owned(),
+            Ok(None) => "they are missing".to_owned(),
+            Err(error) => error.to_string(),
+        }
+    } else {
+        "they do not fit the request".to_owned()
+    };
+    ErrorData::invalid_params(
+        format!("the params of `{method}` are not valid: {why}"),
+        None,
+    )
 }
 
 const INSTRUCTIONS: &str = "Stratum runs typed workflow specs (`.stratum.yaml`): you write or \
@@ -389,11 +465,13 @@ impl Shared {
     /// compiled. A spec with errors gives the answer that reports them.
     fn plan(&self, text: &str) -> Result<Arc<Plan>, Value> {
         let key = stratum_compiler::plan::sha256(text.as_bytes());
-        {
-            let plans = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some((_, plan)) = plans.iter().find(|(cached, _)| *cached == key) {
-                return Ok(plan.clone());
-            }
+        let cached = self
+            .plans
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key);
+        if let Some(plan) = cached {
+            return Ok(plan);
         }
         self.compilations.fetch_add(1, Ordering::Relaxed);
         let plan = match compile::plan_from_spec(SPEC_NAME, text) {
@@ -409,13 +487,11 @@ impl Shared {
                 )));
             }
         };
-        let mut plans = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
-        if !plans.iter().any(|(cached, _)| *cached == key) {
-            if plans.len() >= PLAN_CACHE_SIZE {
-                plans.pop_front();
-            }
-            plans.push_back((key, plan.clone()));
-        }
+        let size = plan_size(&plan);
+        self.plans
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, plan.clone(), size);
         Ok(plan)
     }
 }
@@ -438,15 +514,21 @@ impl From<StoreError> for Refusal {
     }
 }
 
-/// `stratum_validate`: the compiler's check, every diagnostic.
+/// `stratum_validate`: the compiler's check, every diagnostic (up to the listed bound).
 pub fn validate(text: &str) -> Validation {
     let mut sources = SourceMap::new();
     let compilation = stratum_compiler::check_bytes(&mut sources, SPEC_NAME, text.as_bytes());
-    let report = diagnostics::report(&sources, &compilation.diagnostics);
+    let valid = !compilation
+        .diagnostics
+        .iter()
+        .any(|diagnostic| diagnostic.severity == Severity::Error);
+    let (listed, omitted) = diagnostics::listed_for_validation(&compilation.diagnostics);
+    let report = diagnostics::report(&sources, listed);
     Validation {
-        valid: report.errors.is_empty(),
+        valid,
         errors: report.errors,
         warnings: report.warnings,
+        omitted_diagnostics: (omitted > 0).then_some(omitted),
     }
 }
 
@@ -454,8 +536,21 @@ fn rejected(
     sources: &SourceMap,
     compiler_diagnostics: &[stratum_compiler::diagnostic::Diagnostic],
 ) -> SpecRejected {
-    let report = diagnostics::report(sources, compiler_diagnostics);
-    let first = report.errors.first().cloned();
+    let (listed, omitted) = diagnostics::listed_in_order(compiler_diagnostics);
+    let report = diagnostics::report(sources, listed);
+    // The first error heads the answer even when the listed ones are all warnings.
+    let first = match report.errors.first() {
+        Some(first) => Some(first.clone()),
+        None => {
+            let first_error = compiler_diagnostics
+                .iter()
+                .find(|diagnostic| diagnostic.severity == Severity::Error);
+            diagnostics::report(sources, first_error)
+                .errors
+                .into_iter()
+                .next()
+        }
+    };
     let mut all = report.errors;
     all.extend(report.warnings);
     all.sort_by_key(|diagnostic| (diagnostic.line, diagnostic.column));
@@ -471,6 +566,7 @@ fn rejected(
             .map_or_else(|| "the spec has errors".to_owned(), |d| d.message.clone()),
         suggestion: first.and_then(|d| d.suggestion),
         diagnostics: all,
+        omitted_diagnostics: (omitted > 0).then_some(omitted),
     }
 }
 
@@ -518,6 +614,46 @@ mod tests {
             object(json!({"spec": edited, "flow": "run", "inputs": {"text": "t"}})),
         );
         assert_eq!(server.compilations(), 2);
+    }
+
+    #[test]
+    fn compiled_plans_are_kept_within_a_budget_in_bytes() {
+        // Four specs differing only by a comment (the issue's case, at a smaller scale): a
+        // bound by count kept all four, whatever their size.
+        let variant = |n: usize| format!("{SENTIMENT}\n# variant {n}\n");
+        let size = compile::plan_from_spec(SPEC_NAME, &variant(0))
+            .map(|plan| plan_size(&plan))
+            .unwrap_or_default();
+        assert!(size > 0);
+        let budget = size * 2 + size / 2;
+        let server = StratumServer::with_plan_budget(
+            StoreChoice::Open(Arc::new(MemoryStore::default())),
+            Config::default(),
+            budget,
+        );
+        let plan = |n: usize| {
+            let _ = server.call_blocking(
+                "stratum_plan",
+                object(json!({"spec": variant(n), "flow": "run", "inputs": {"text": "t"}})),
+            );
+        };
+        for n in 0..4 {
+            plan(n);
+            assert!(server.cached_plan_bytes() <= budget);
+        }
+        assert_eq!(server.compilations(), 4);
+        assert!(
+            server.cached_plan_bytes() >= size * 2,
+            "the newest two are kept"
+        );
+        plan(3);
+        assert_eq!(
+            server.compilations(),
+            4,
+            "the newest is taken from the cache"
+        );
+        plan(0);
+        assert_eq!(server.compilations(), 5, "the oldest was dropped");
     }
 
     #[test]

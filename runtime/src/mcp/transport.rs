@@ -1,8 +1,10 @@
 //! Newline-delimited JSON-RPC over a byte stream (stdio), with a bound on each message that
 //! is answered, not silent: a line over [`MAX_MESSAGE_BYTES`](super::limits::MAX_MESSAGE_BYTES)
 //! is discarded as it arrives (never held in memory) and its request gets a JSON-RPC error
-//! naming the limit, as does a request that is not a well-formed message. rmcp's own stdio
-//! transport drops such lines without a word, which leaves the client waiting.
+//! naming the limit, as does a request that is not a well-formed message: -32700 for a line
+//! that is not JSON (or not UTF-8), -32600 for JSON that is not a request (a batch, `null`,
+//! `42`), with `"id": null` when no id can be read. rmcp's own stdio transport drops such lines
+//! without a word, which leaves the client waiting.
 //!
 //! Reading is cancellation-safe (the service polls `receive` inside a `select!`): bytes are
 //! consumed from the buffered reader only once copied into the line being assembled.
@@ -69,10 +71,12 @@ where
                         prefix.extend(content.iter().take(room));
                     }
                     None if self.line.len() + content.len() > self.limit => {
+                        // Counted before the held bytes are cut to the id-search prefix: they
+                        // are part of the message's size.
+                        let length = self.line.len() + content.len();
                         let mut prefix = std::mem::take(&mut self.line);
                         prefix.truncate(ID_SEARCH_PREFIX);
                         let room = ID_SEARCH_PREFIX.saturating_sub(prefix.len());
-                        let length = prefix.len() + content.len();
                         prefix.extend(content.iter().take(room));
                         self.skipping = Some((prefix, length));
                     }
@@ -101,12 +105,10 @@ where
     }
 
     /// Sends an error response without waiting for it, so that a cancelled `receive` never
-    /// leaves half a message on the wire.
+    /// leaves half a message on the wire. A message whose id cannot be read is answered with
+    /// `"id": null`, as JSON-RPC asks: silence would leave the client waiting forever.
     fn answer_error(&self, id: Option<Value>, code: i64, message: String) {
-        let Some(id) = id else {
-            tracing::warn!("dropped a message with no request id: {message}");
-            return;
-        };
+        let id = id.unwrap_or(Value::Null);
         let response =
             json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
         let mut bytes = response.to_string().into_bytes();
@@ -152,21 +154,10 @@ where
             }
             match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(text) {
                 Ok(message) => return Some(message),
-                Err(error) => match serde_json::from_slice::<Value>(text) {
+                Err(error) => match refusal(text, &error) {
+                    Some(Refusal { id, code, message }) => self.answer_error(id, code, message),
                     // A notification answers nothing; one this server does not know is ignored.
-                    Ok(value) if value.get("id").is_none() => {
-                        tracing::debug!("ignored a message: {error}");
-                    }
-                    Ok(value) => self.answer_error(
-                        value.get("id").cloned(),
-                        -32600,
-                        format!("not a valid MCP request: {error}"),
-                    ),
-                    Err(_) => self.answer_error(
-                        request_id(text),
-                        -32700,
-                        format!("the message is not valid JSON: {error}"),
-                    ),
+                    None => tracing::debug!("ignored a message: {error}"),
                 },
             }
         }
@@ -174,6 +165,95 @@ where
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.writer.lock().await.shutdown().await
+    }
+}
+
+/// The JSON-RPC error that answers a message which is not one: the answer of `/mcp` to such a
+/// POST body (over HTTP even a malformed notification is answered: the POST needs a reply).
+pub(crate) fn malformed_message_error(text: &[u8]) -> Value {
+    let Refusal { id, code, message } =
+        match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(text) {
+            Ok(_) => Refusal {
+                id: None,
+                code: -32600,
+                message: "the message could not be served".to_owned(),
+            },
+            Err(error) => refusal(text, &error).unwrap_or_else(|| Refusal {
+                id: None,
+                code: -32600,
+                message: format!("not a valid MCP notification: {error}"),
+            }),
+        };
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// Why a message was refused: the JSON-RPC error to answer it with.
+struct Refusal {
+    id: Option<Value>,
+    code: i64,
+    message: String,
+}
+
+/// The refusal of a line that is not a message this server reads (`error` says why), or
+/// `None` for a notification, which JSON-RPC never answers: -32700 when it is not JSON (or not
+/// UTF-8), -32600 when it is JSON but not a request object (a batch, `null`, `42`, an object
+/// of the wrong shape); the request's id when one can be read, else `null`.
+fn refusal(text: &[u8], error: &serde_json::Error) -> Option<Refusal> {
+    let invalid = |id: Option<Value>, message: String| Refusal {
+        id,
+        code: -32600,
+        message,
+    };
+    Some(match serde_json::from_slice::<Value>(text) {
+        Ok(Value::Object(message))
+            if !message.contains_key("id") && message.contains_key("method") =>
+        {
+            return None;
+        }
+        Ok(Value::Object(message)) => invalid(
+            message.get("id").filter(|id| is_request_id(id)).cloned(),
+            format!("not a valid MCP request: {error}"),
+        ),
+        Ok(Value::Array(_)) => invalid(
+            None,
+            "batches are not supported (MCP removed them): send one JSON-RPC message at a time"
+                .to_owned(),
+        ),
+        Ok(other) => invalid(
+            None,
+            format!(
+                "a JSON-RPC message is an object, not {}: send one request object",
+                json_kind(&other)
+            ),
+        ),
+        Err(_) if std::str::from_utf8(text).is_err() => Refusal {
+            id: request_id(text),
+            code: -32700,
+            message: "the message is not UTF-8 text: send JSON encoded as UTF-8".to_owned(),
+        },
+        Err(_) => Refusal {
+            id: request_id(text),
+            code: -32700,
+            message: format!("the message is not valid JSON: {error}"),
+        },
+    })
+}
+
+/// Whether a value may be a JSON-RPC request id (a string or a number); any other is
+/// answered as `null`, since an id the client never sent matches no request of its own.
+fn is_request_id(id: &Value) -> bool {
+    matches!(id, Value::String(_) | Value::Number(_))
+}
+
+/// What kind of JSON value a message is, for the refusal that names it.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 

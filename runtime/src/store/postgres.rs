@@ -45,9 +45,10 @@ use super::dump::{
     CacheRow, CheckpointRow, Dump, EventRow, FlowColumns, FlowRow, PlanRow, StepRow, ensure_empty,
     header_of,
 };
-use super::rows::{PlanCache, decode, encode, load_plan, to_i64};
+use super::rows::{decode, encode, load_plan, to_i64};
 use super::{Changes, FlowChange, Pruned, Session, Snapshot, Store, StoreError, Token};
 use crate::ids::FlowId;
+use crate::plan_cache::{PlanCache, plan_size};
 use crate::state::{Checkpoint, Event, EventBody, FlowHeader, StepState};
 
 mod tls;
@@ -476,9 +477,15 @@ impl Store for PostgresStore {
             }
             // Only plans that are now stored are cached: the cache never knows more than the
             // database.
+            // Sized before the lock: measuring a large plan takes a while.
+            let sized: Vec<_> = changes
+                .plans
+                .iter()
+                .map(|plan| (plan, plan_size(plan)))
+                .collect();
             let mut cache = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
-            for plan in &changes.plans {
-                cache.insert(plan.clone());
+            for (plan, size) in sized {
+                cache.insert(plan.checksum.clone(), plan.clone(), size);
             }
             return Ok(());
         }
@@ -1103,11 +1110,12 @@ impl Snapshot for Reader<'_, '_, '_> {
             return Ok(None);
         };
         let loaded = Arc::new(load_plan(checksum, &json)?);
+        let size = json.len();
         self.store
             .plans
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(loaded.clone());
+            .insert(checksum.to_owned(), loaded.clone(), size);
         Ok(Some(loaded))
     }
 

@@ -1,8 +1,5 @@
 //! What every database store shares: values as JSON text in rows and back, with the nesting
-//! bounded both ways, and the in-process cache of parsed plans.
-
-use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
+//! bounded both ways. (The in-process cache of parsed plans is [`crate::plan_cache`].)
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -10,10 +7,6 @@ use stratum_compiler::plan::Plan;
 
 use super::StoreError;
 use crate::ids::FlowId;
-
-/// How many parsed plans a store keeps in memory. A plan of a 10,000-step spec is about
-/// 16 MiB of JSON, so the bound matters to a long-running server.
-const PLAN_CACHE_CAPACITY: usize = 16;
 
 /// The deepest JSON document a store reads back (see [`decode`]).
 pub(crate) const MAX_STORED_DEPTH: usize = 1024;
@@ -96,32 +89,6 @@ pub(crate) fn load_plan(checksum: &str, json: &str) -> Result<Plan, StoreError> 
         )));
     }
     Ok(loaded)
-}
-
-/// Parsed plans by checksum, the oldest dropped first beyond [`PLAN_CACHE_CAPACITY`].
-#[derive(Default)]
-pub(crate) struct PlanCache {
-    plans: HashMap<String, Arc<Plan>>,
-    order: VecDeque<String>,
-}
-
-impl PlanCache {
-    pub(crate) fn get(&self, checksum: &str) -> Option<Arc<Plan>> {
-        self.plans.get(checksum).cloned()
-    }
-
-    pub(crate) fn insert(&mut self, plan: Arc<Plan>) {
-        if self.plans.contains_key(&plan.checksum) {
-            return;
-        }
-        while self.order.len() >= PLAN_CACHE_CAPACITY {
-            if let Some(oldest) = self.order.pop_front() {
-                self.plans.remove(&oldest);
-            }
-        }
-        self.order.push_back(plan.checksum.clone());
-        self.plans.insert(plan.checksum.clone(), plan);
-    }
 }
 
 #[cfg(test)]

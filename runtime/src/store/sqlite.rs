@@ -42,9 +42,10 @@ use super::dump::{
     CacheRow, CheckpointRow, Dump, EventRow, FlowColumns, FlowRow, PlanRow, StepRow, ensure_empty,
     header_of,
 };
-use super::rows::{self, PlanCache, decode, load_plan, to_i64};
+use super::rows::{self, decode, load_plan, to_i64};
 use super::{Changes, FlowChange, Pruned, Session, Snapshot, Store, StoreError, Token};
 use crate::ids::FlowId;
+use crate::plan_cache::{PlanCache, plan_size};
 use crate::state::{Checkpoint, Event, EventBody, FlowHeader, StepState};
 
 /// The database's file name in the state directory.
@@ -311,9 +312,11 @@ impl SqliteStore {
     }
 
     fn cache_plans(&self, plans: &[Arc<Plan>]) {
+        // Sized before the lock: measuring a large plan takes a while.
+        let sized: Vec<_> = plans.iter().map(|plan| (plan, plan_size(plan))).collect();
         let mut cache = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
-        for plan in plans {
-            cache.insert(plan.clone());
+        for (plan, size) in sized {
+            cache.insert(plan.checksum.clone(), plan.clone(), size);
         }
     }
 }
@@ -833,10 +836,11 @@ impl Snapshot for Reader<'_> {
             return Ok(None);
         };
         let loaded = Arc::new(load_plan(checksum, &json)?);
+        let size = json.len();
         self.plans
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(loaded.clone());
+            .insert(checksum.to_owned(), loaded.clone(), size);
         Ok(Some(loaded))
     }
 

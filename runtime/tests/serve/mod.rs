@@ -95,11 +95,26 @@ impl Serve {
         })
     }
 
+    /// The server on `listen` (`[::1]:0`, ...) instead of a free port of 127.0.0.1.
+    pub fn start_on(state: &State, listen: &str, args: &[&str]) -> Serve {
+        Serve::try_start_on(state, listen, args).unwrap_or_else(|(code, stderr)| {
+            panic!("serve exited {code:?} before listening on {listen}: {stderr}")
+        })
+    }
+
     /// The server once it listens, or its exit status and standard error.
     pub fn try_start(state: &State, args: &[&str]) -> Result<Serve, (Option<i32>, String)> {
+        Serve::try_start_on(state, "127.0.0.1:0", args)
+    }
+
+    fn try_start_on(
+        state: &State,
+        listen: &str,
+        args: &[&str],
+    ) -> Result<Serve, (Option<i32>, String)> {
         let mut child = Process::new(binary())
             .args(state.store_args())
-            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(["serve", "--listen", listen])
             .args(args)
             .env_remove("STRATUM_DATABASE_URL")
             .env("STRATUM_LOG", "info,stratum_runtime::http=debug")

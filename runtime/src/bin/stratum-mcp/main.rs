@@ -129,7 +129,7 @@ enum Command {
     },
     /// Serve the MCP tools over HTTP (Streamable HTTP at /mcp) and the browser sign-in, to holders of an access token
     #[command(
-        after_help = "Examples:\n  stratum-mcp token create --name alice && stratum-mcp serve\n  stratum-mcp serve --listen 0.0.0.0:7777 --allowed-host stratum.example.com --secure-cookies\n\nEvery request needs `Authorization: Bearer <token>` or a browser session opened at /signin with a token (`stratum-mcp token create`); a read-only token can call only the read-only tools. On a loopback address serve starts without any token (and says how to make one); on any other address it refuses to start until one exists. TLS is left to a reverse proxy (see the README). SIGTERM or Ctrl-C: stop accepting, finish the calls in flight, exit.\n\nExit status: 0 after a shutdown signal, 1 when the address cannot be listened on, 2 on a usage error or a non-loopback address without any token, 3 when the state database cannot be used."
+        after_help = "Examples:\n  stratum-mcp token create --name alice && stratum-mcp serve\n  stratum-mcp serve --listen 0.0.0.0:7777 --allowed-host stratum.example.com --secure-cookies\n\nEvery request needs `Authorization: Bearer <token>` or a browser session opened at /signin with a token (`stratum-mcp token create`); a read-only token can call only the read-only tools. On a loopback address serve starts without any token (and says how to make one); on any other address it refuses to start until one exists. TLS is left to a reverse proxy (see the README). A connection whose request headers take over --header-timeout, or that idles over --idle-timeout with no request in progress, is closed; beyond --max-connections, new connections wait unaccepted. SIGTERM or Ctrl-C: stop accepting, finish the calls in flight, exit.\n\nExit status: 0 after a shutdown signal, 1 when the address cannot be listened on, 2 on a usage error or a non-loopback address without any token, 3 when the state database cannot be used."
     )]
     Serve {
         /// The address to listen on (port 0: any free port, printed at start)
@@ -142,6 +142,17 @@ enum Command {
         /// Mark the session cookie Secure (sent over HTTPS only): behind a TLS reverse proxy
         #[arg(long)]
         secure_cookies: bool,
+        /// Close a connection whose request headers are not complete this many seconds after
+        /// their first byte
+        #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+        header_timeout: u64,
+        /// Close a connection with no request in progress and nothing sent for this many
+        /// seconds (a request being answered is never cut)
+        #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+        idle_timeout: u64,
+        /// Hold at most this many connections at once; more wait, unaccepted, until one closes
+        #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=65536))]
+        max_connections: u64,
     },
     /// Create, list and revoke the access tokens of `serve`
     #[command(
@@ -346,6 +357,9 @@ fn main() -> ExitCode {
             listen,
             allowed_host,
             secure_cookies,
+            header_timeout,
+            idle_timeout,
+            max_connections,
         }) => operator::serve(
             &store,
             cli.root,
@@ -353,6 +367,11 @@ fn main() -> ExitCode {
                 listen,
                 allowed_hosts: allowed_host,
                 secure_cookies,
+                connections: stratum_runtime::http::ConnectionLimits {
+                    header_timeout: std::time::Duration::from_secs(header_timeout),
+                    idle_timeout: std::time::Duration::from_secs(idle_timeout),
+                    max_connections: usize::try_from(max_connections).unwrap_or(usize::MAX),
+                },
             },
         ),
         Some(Command::Token { what, json }) => match what {
