@@ -107,6 +107,20 @@ pub static DIFFERENCES: &[Difference] = &[
         why: "a spec must not read the user's secrets through an `ensure`.",
     },
     Difference {
+        topic: "authoring-root",
+        summary: "over HTTP the authoring tools read and write only under --root, links included",
+        reference: "`stratum_compile_speckit`, `stratum_list_workflows` and \
+                    `stratum_draft_pipeline` take any path and follow symbolic links anywhere.",
+        ours: "on stdio a path means what it says. Over HTTP (`serve`) a directory argument must \
+               lie under `--root`, and so must every file opened in it: a task file or a spec \
+               that is a symbolic link leading out of the root is never read (the compile is \
+               refused with `compile_error`; the listing reports a problem, without the link's \
+               target), and a draft goes only to a `.stratum` under the root, replacing a link \
+               there rather than writing through it.",
+        why: "a token must not read the server's files (`/etc/passwd`, `/proc/self/environ`) or \
+              write outside the project through a link in an allowed directory.",
+    },
+    Difference {
         topic: "message-limits",
         summary: "oversized messages and arguments get an error, not silence",
         reference: "no limits; rmcp's own stdio transport drops a line over 16 MiB without an \

@@ -18,6 +18,7 @@
 pub mod cli;
 pub mod command;
 pub mod compile;
+pub mod confined;
 pub mod differences;
 pub mod draft;
 pub mod exec;

@@ -35,6 +35,10 @@
 //!   trimmed, `t` put in front of a leading digit, `task` for nothing. Two files with the same
 //!   id are an error naming both.
 //!
+//! For a caller confined to a root (over HTTP), each task file must resolve under it: a task
+//! file that is a symbolic link leading out of the root refuses the whole directory
+//! ([`SpeckitError::OutsideRoot`]) rather than reading, or silently dropping, it.
+//!
 //! Limits, checked before anything is parsed: at most [`MAX_TASK_FILES`] task files and
 //! [`MAX_TASK_FILE_BYTES`] bytes per file; the generated spec must also fit the compiler's
 //! own limit ([`stratum_compiler::input::MAX_FILE_SIZE`]).
@@ -46,12 +50,13 @@
 //! an error there is a `compile_error`, a bug of this module.
 
 use std::fmt::Write as _;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::Serialize;
 use stratum_compiler::source::SourceMap;
+
+use crate::confined::ResolveError;
 
 /// The most task files one directory may hold.
 pub const MAX_TASK_FILES: usize = 1000;
@@ -114,6 +119,12 @@ pub enum SpeckitError {
     InvalidUtf8 { file: String, offset: usize },
     #[error("the file name `{}` is not valid UTF-8; rename it", .0.display())]
     InvalidFileName(PathBuf),
+    #[error(
+        "task file `{file}` leads outside the server's root (a symbolic link?); over HTTP only \
+         files under the directory the server runs in are read: put the task file itself in the \
+         task directory"
+    )]
+    OutsideRoot { file: String },
     #[error("cannot read `{}`: {source}", .path.display())]
     Io {
         path: PathBuf,
@@ -146,6 +157,7 @@ impl SpeckitError {
             | SpeckitError::TaskTooLarge { .. }
             | SpeckitError::InvalidUtf8 { .. }
             | SpeckitError::InvalidFileName(_)
+            | SpeckitError::OutsideRoot { .. }
             | SpeckitError::Io { .. }
             | SpeckitError::Compile(_) => "compile_error",
         }
@@ -162,6 +174,16 @@ impl SpeckitError {
 
 /// Compiles the task files of `dir` into a flow named `flow_name`.
 pub fn compile_tasks_dir(dir: &Path, flow_name: &str) -> Result<CompiledTasks, SpeckitError> {
+    compile_tasks_dir_under(dir, flow_name, None)
+}
+
+/// [`compile_tasks_dir`] for a caller confined to `root` (canonical; over HTTP): every task
+/// file must resolve under it.
+pub fn compile_tasks_dir_under(
+    dir: &Path,
+    flow_name: &str,
+    root: Option<&Path>,
+) -> Result<CompiledTasks, SpeckitError> {
     check_flow_name(flow_name)?;
     if !dir.is_dir() {
         return Err(SpeckitError::DirectoryNotFound(dir.to_owned()));
@@ -170,7 +192,8 @@ pub fn compile_tasks_dir(dir: &Path, flow_name: &str) -> Result<CompiledTasks, S
         let path = path.to_owned();
         move |source| SpeckitError::Io { path, source }
     };
-    let mut names = Vec::new();
+    // Each task file's name and the path it resolves to, which is the one read.
+    let mut tasks = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io(dir))? {
         let entry = entry.map_err(io(dir))?;
         let path = entry.path();
@@ -185,29 +208,37 @@ pub fn compile_tasks_dir(dir: &Path, flow_name: &str) -> Result<CompiledTasks, S
             continue;
         }
         // Follows symbolic links, as a glob does; a dangling one is no task.
-        match std::fs::metadata(&path) {
-            Ok(metadata) if metadata.is_file() => names.push(name.to_owned()),
+        let resolved = match crate::confined::resolve_under(&path, root) {
+            Ok(resolved) => resolved,
+            Err(ResolveError::OutsideRoot) => {
+                return Err(SpeckitError::OutsideRoot {
+                    file: name.to_owned(),
+                });
+            }
+            Err(ResolveError::Io(error)) if error.kind() == std::io::ErrorKind::NotFound => {
+                continue;
+            }
+            Err(ResolveError::Io(source)) => return Err(SpeckitError::Io { path, source }),
+        };
+        match std::fs::metadata(&resolved) {
+            Ok(metadata) if metadata.is_file() => tasks.push((name.to_owned(), resolved)),
             Ok(_) => {}
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             Err(source) => return Err(SpeckitError::Io { path, source }),
         }
-        if names.len() > MAX_TASK_FILES {
+        if tasks.len() > MAX_TASK_FILES {
             return Err(SpeckitError::TooManyTasks);
         }
     }
-    if names.is_empty() {
+    if tasks.is_empty() {
         return Err(SpeckitError::NoTasks(Some(dir.to_owned())));
     }
-    names.sort();
-    let mut files = Vec::with_capacity(names.len());
-    for name in names {
-        let path = dir.join(&name);
-        let file = std::fs::File::open(&path).map_err(io(&path))?;
-        let mut bytes = Vec::new();
+    tasks.sort();
+    let mut files = Vec::with_capacity(tasks.len());
+    for (name, path) in tasks {
         // One byte past the limit tells a file at the limit from a larger one.
-        file.take(MAX_TASK_FILE_BYTES as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(io(&path))?;
+        let bytes = crate::confined::read_regular(&path, MAX_TASK_FILE_BYTES as u64 + 1)
+            .map_err(io(&dir.join(&name)))?;
         if bytes.len() > MAX_TASK_FILE_BYTES {
             return Err(SpeckitError::TaskTooLarge { file: name });
         }

@@ -7,6 +7,10 @@
 //! `errors`, the reference server's shape, and as a structured entry in `problems`, in the
 //! same order. Specs without a `workflow:` block are neither listed nor problems.
 //!
+//! For a caller confined to a root (over HTTP), each file must resolve under it: a spec that
+//! is a symbolic link leading out of the root is a problem, never read, and its resolved path
+//! is not shown.
+//!
 //! Invariants: listing never panics and never fails as a whole (a missing directory lists
 //! nothing); the work is bounded, since at most [`MAX_SPECS`] files are checked and a file
 //! over the compiler's [`MAX_FILE_SIZE`] is never read whole; special files (FIFOs, sockets)
@@ -14,7 +18,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
-use std::io::Read;
 use std::path::Path;
 
 use schemars::JsonSchema;
@@ -24,6 +27,8 @@ use stratum_compiler::diagnostic::{Code, Diagnostic};
 use stratum_compiler::input::{MAX_FILE_SIZE, Reason};
 use stratum_compiler::source::SourceMap;
 use stratum_compiler::syntax::ast::{Workflow, WorkflowParam};
+
+use crate::confined::ResolveError;
 
 /// The most spec files one listing checks: the first ones in name order.
 pub const MAX_SPECS: usize = 10_000;
@@ -84,6 +89,12 @@ pub struct Problem {
 
 /// Lists the workflows of the specs directly in `dir`.
 pub fn list_workflows(dir: &Path) -> WorkflowList {
+    list_workflows_under(dir, None)
+}
+
+/// [`list_workflows`] for a caller confined to `root` (canonical; over HTTP): a spec that does
+/// not resolve under it is a problem, not read.
+pub fn list_workflows_under(dir: &Path, root: Option<&Path>) -> WorkflowList {
     let mut list = WorkflowList::default();
     let shown = dir.display().to_string();
     let dir = match std::fs::canonicalize(dir) {
@@ -120,7 +131,7 @@ pub fn list_workflows(dir: &Path) -> WorkflowList {
     };
     let mut taken = HashMap::new();
     for name in names.iter().take(MAX_SPECS) {
-        list.add_file(&dir, name, &mut taken);
+        list.add_file(&dir, name, root, &mut taken);
     }
     if names.len() > MAX_SPECS {
         list.unreadable(
@@ -154,7 +165,13 @@ fn spec_names(dir: &Path) -> std::io::Result<Vec<OsString>> {
 impl WorkflowList {
     /// Checks one file and adds its workflow or its problem. `taken` maps each workflow name
     /// listed so far to its path.
-    fn add_file(&mut self, dir: &Path, name: &OsString, taken: &mut HashMap<String, String>) {
+    fn add_file(
+        &mut self,
+        dir: &Path,
+        name: &OsString,
+        root: Option<&Path>,
+        taken: &mut HashMap<String, String>,
+    ) {
         let joined = dir.join(name);
         let shown = joined.display().to_string();
         let Some(name) = name.to_str() else {
@@ -165,7 +182,26 @@ impl WorkflowList {
             );
             return;
         };
-        let metadata = match std::fs::metadata(&joined) {
+        // Resolved before anything else is looked at, so that nothing is learnt about a file
+        // outside the root, not even its kind.
+        let resolved = match crate::confined::resolve_under(&joined, root) {
+            Ok(resolved) => resolved,
+            Err(ResolveError::OutsideRoot) => {
+                self.unreadable(
+                    name,
+                    &shown,
+                    "leads outside the server's root (a symbolic link?), so not read; over \
+                     HTTP only specs under the directory the server runs in are listed"
+                        .to_owned(),
+                );
+                return;
+            }
+            Err(ResolveError::Io(error)) => {
+                self.unreadable(name, &shown, format!("cannot read the file: {error}"));
+                return;
+            }
+        };
+        let metadata = match std::fs::metadata(&resolved) {
             Ok(metadata) => metadata,
             Err(error) => {
                 self.unreadable(name, &shown, format!("cannot read the file: {error}"));
@@ -180,26 +216,14 @@ impl WorkflowList {
             );
             return;
         }
-        let path =
-            match std::fs::canonicalize(&joined).map(|path| path.into_os_string().into_string()) {
-                Ok(Ok(path)) => path,
-                Ok(Err(_)) => {
-                    self.unreadable(
-                        name,
-                        &shown,
-                        "the file's absolute path is not valid UTF-8".to_owned(),
-                    );
-                    return;
-                }
-                Err(error) => {
-                    self.unreadable(
-                        name,
-                        &shown,
-                        format!("cannot resolve the file's path: {error}"),
-                    );
-                    return;
-                }
-            };
+        let Some(path) = resolved.to_str().map(str::to_owned) else {
+            self.unreadable(
+                name,
+                &shown,
+                "the file's absolute path is not valid UTF-8".to_owned(),
+            );
+            return;
+        };
         let mut sources = SourceMap::new();
         if metadata.len() > MAX_FILE_SIZE as u64 {
             // Not read at all: the compiler would refuse it anyway.
@@ -209,7 +233,9 @@ impl WorkflowList {
             self.invalid(name, &path, &sources, &diagnostic);
             return;
         }
-        let compilation = match read_bounded(&joined) {
+        // One byte past the limit, so that a file that grew after it was measured is still
+        // refused without being read whole.
+        let compilation = match crate::confined::read_regular(&resolved, MAX_FILE_SIZE as u64 + 1) {
             Ok(bytes) => stratum_compiler::check_bytes(&mut sources, name, &bytes),
             Err(error) => {
                 self.unreadable(name, &path, format!("cannot read the file: {error}"));
@@ -283,16 +309,6 @@ impl WorkflowList {
             message,
         });
     }
-}
-
-/// Reads at most one byte more than the compiler accepts, so that a file that grew after it
-/// was measured is still refused without being read whole.
-pub(crate) fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_FILE_SIZE as u64 + 1)
-        .read_to_end(&mut bytes)?;
-    Ok(bytes)
 }
 
 fn entry(name: String, workflow: &Workflow, path: String) -> WorkflowEntry {

@@ -365,6 +365,176 @@ async fn authoring_tools_over_http_reach_only_under_the_servers_root() {
     agent.stop().await;
 }
 
+/// Every file the authoring tools open for an HTTP caller resolves under the server's root,
+/// for a read-only token and a writer alike: a symbolic link inside an allowed directory that
+/// leads out of the root (`tasks/passwd.md -> /etc/passwd`, `tasks/env.md ->
+/// /proc/self/environ`, a spec linked in from elsewhere) is refused, never read, and its
+/// resolved path is not shown; a draft file linked out is replaced, its target untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_linked_out_of_the_root_are_neither_read_nor_written_over_http() {
+    use std::os::unix::fs::symlink;
+
+    let state = State::new();
+    let writer = state.token("agent", false);
+    let reader = state.token("dashboard", true);
+    let root = state.dir.path();
+    let outside = tempfile::tempdir().unwrap();
+    let outside_dir = outside.path().canonicalize().unwrap().display().to_string();
+    let secret = "root:x:0:0:SECRET-OUTSIDE-THE-ROOT:/root:/bin/sh\n";
+    std::fs::write(outside.path().join("passwd"), secret).unwrap();
+    std::fs::write(
+        outside.path().join("elsewhere.stratum.yaml"),
+        example("deploy.stratum.yaml").replace("name: deploy", "name: elsewhere"),
+    )
+    .unwrap();
+    std::fs::write(outside.path().join("draft.json"), "untouched").unwrap();
+
+    let task = "# Task: Write the notes\n\nWrite them.\n";
+    for dir in [
+        "passwd_tasks",
+        "env_tasks",
+        "own_tasks",
+        "sources",
+        "workflows",
+        "p/.stratum",
+    ] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    std::fs::write(root.join("passwd_tasks/01_notes.md"), task).unwrap();
+    symlink(
+        outside.path().join("passwd"),
+        root.join("passwd_tasks/passwd.md"),
+    )
+    .unwrap();
+    std::fs::write(root.join("env_tasks/01_notes.md"), task).unwrap();
+    symlink("/proc/self/environ", root.join("env_tasks/env.md")).unwrap();
+    // A link that stays under the root is followed, as before.
+    std::fs::write(root.join("sources/notes.md"), task).unwrap();
+    symlink(
+        root.join("sources/notes.md"),
+        root.join("own_tasks/notes.md"),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("workflows/deploy.stratum.yaml"),
+        example("deploy.stratum.yaml"),
+    )
+    .unwrap();
+    symlink(
+        outside.path().join("elsewhere.stratum.yaml"),
+        root.join("workflows/elsewhere.stratum.yaml"),
+    )
+    .unwrap();
+    symlink(
+        outside.path().join("draft.json"),
+        root.join("p/.stratum/pipeline-draft.json"),
+    )
+    .unwrap();
+
+    let serve = Serve::start(&state, &[]);
+    for (who, secret_of) in [("writer", &writer), ("reader", &reader)] {
+        let mut agent =
+            McpServer::start_http(&serve.url("/mcp"), secret_of, Protocol::Stateless, root).await;
+        for (tasks_dir, leaked) in [
+            ("passwd_tasks", "SECRET-OUTSIDE-THE-ROOT"),
+            ("env_tasks", "STRATUM_LOG="),
+        ] {
+            let answer = agent
+                .call(
+                    "stratum_compile_speckit",
+                    json!({"tasks_dir": tasks_dir, "flow_name": "tasks"}),
+                )
+                .await;
+            assert_eq!(answer["status"], "error", "{who} {tasks_dir}: {answer:#}");
+            assert_eq!(answer["error_type"], "compile_error", "{who}: {answer:#}");
+            let message = answer["message"].as_str().unwrap();
+            assert!(
+                message.contains("outside the server's root"),
+                "{who} {tasks_dir}: {answer:#}"
+            );
+            assert!(!answer.to_string().contains(leaked), "{who}: {answer:#}");
+        }
+        let own = agent
+            .call(
+                "stratum_compile_speckit",
+                json!({"tasks_dir": "own_tasks", "flow_name": "tasks"}),
+            )
+            .await;
+        assert_eq!(own["status"], "ok", "{who}: {own:#}");
+
+        let listed = agent
+            .call(
+                "stratum_list_workflows",
+                json!({"workflows_dir": "workflows"}),
+            )
+            .await;
+        let names: Vec<&str> = listed["workflows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|workflow| workflow["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["deploy"], "{who}: {listed:#}");
+        assert_eq!(
+            listed["problems"].as_array().unwrap().len(),
+            1,
+            "{listed:#}"
+        );
+        let problem = &listed["problems"][0];
+        assert!(
+            problem["message"]
+                .as_str()
+                .unwrap()
+                .contains("outside the server's root"),
+            "{who}: {listed:#}"
+        );
+        assert!(
+            problem["path"]
+                .as_str()
+                .unwrap()
+                .ends_with("workflows/elsewhere.stratum.yaml"),
+            "{who}: {listed:#}"
+        );
+        assert!(
+            !listed.to_string().contains(&outside_dir),
+            "{who}: no path outside the root is shown: {listed:#}"
+        );
+        agent.stop().await;
+    }
+
+    // A read-only token saves no draft at all; a writer's replaces the link in the root by
+    // the draft file, and the file the link pointed to is not written.
+    let mut viewer =
+        McpServer::start_http(&serve.url("/mcp"), &reader, Protocol::Stateless, root).await;
+    let refused = viewer
+        .refused(
+            "stratum_draft_pipeline",
+            json!({"project_dir": "p", "draft": {"name": "x"}}),
+        )
+        .await;
+    assert_eq!(refused["error_type"], "forbidden", "{refused:#}");
+    viewer.stop().await;
+    let mut agent =
+        McpServer::start_http(&serve.url("/mcp"), &writer, Protocol::Stateless, root).await;
+    let saved = agent
+        .call(
+            "stratum_draft_pipeline",
+            json!({"project_dir": "p", "draft": {"name": "x"}}),
+        )
+        .await;
+    assert_eq!(saved["status"], "saved", "{saved:#}");
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("draft.json")).unwrap(),
+        "untouched"
+    );
+    let draft = root.join("p/.stratum/pipeline-draft.json");
+    assert!(
+        std::fs::symlink_metadata(&draft).unwrap().is_file(),
+        "the draft file in the root is a file of its own now"
+    );
+    agent.stop().await;
+}
+
 #[tokio::test]
 async fn a_browser_signs_in_and_its_posts_need_the_csrf_token() {
     let state = State::new();

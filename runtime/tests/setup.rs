@@ -551,3 +551,68 @@ fn the_skill_and_the_claude_md_block_show_a_spec_that_checks_clean() {
         }
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn uninstall_edits_a_linked_file_where_it_points_and_keeps_the_link() {
+    // A CLAUDE.md and a .mcp.json kept elsewhere (a dotfiles repository), linked into the
+    // project, empty before install: install writes through the links, and uninstall must take
+    // its text out of the files they point to, not delete the links and leave it there.
+    let project = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let dotfiles = tempfile::tempdir().unwrap();
+    write(dotfiles.path(), "CLAUDE.md", "");
+    write(dotfiles.path(), "mcp.json", "{}\n");
+    for (name, target) in [("CLAUDE.md", "CLAUDE.md"), (".mcp.json", "mcp.json")] {
+        std::os::unix::fs::symlink(dotfiles.path().join(target), project.path().join(name))
+            .unwrap();
+    }
+    install(project.path(), home.path(), false);
+    assert!(read(dotfiles.path(), "CLAUDE.md").contains("<!-- stratum:begin -->"));
+    assert!(read(dotfiles.path(), "mcp.json").contains("stratum"));
+
+    let report = uninstall(project.path(), home.path(), false, false);
+    assert_eq!(read(dotfiles.path(), "CLAUDE.md"), "", "{report}");
+    assert_eq!(read(dotfiles.path(), "mcp.json"), "{}\n", "{report}");
+    for name in ["CLAUDE.md", ".mcp.json"] {
+        let link = project.path().join(name);
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink(),
+            "{name}: the link is the user's and stays: {report}"
+        );
+    }
+    let claude_md = report
+        .entries
+        .iter()
+        .find(|entry| entry.path == "CLAUDE.md")
+        .unwrap();
+    assert_eq!(claude_md.action, Action::Updated, "{report}");
+    assert!(claude_md.detail.contains("symbolic link"), "{report}");
+}
+
+#[cfg(unix)]
+#[test]
+fn the_hook_does_not_open_a_fifo_named_like_a_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.stratum.yaml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo failed");
+    let stdin = hook_input("pipe.stratum.yaml", dir.path());
+    let (done, outcome) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(post_tool_use_hook(&stdin));
+    });
+    let answered = outcome.recv_timeout(std::time::Duration::from_secs(10));
+    if answered.is_err() {
+        // Lets a hook blocked in `open` go (a writer arrives), so that the process can end.
+        let _ = fs::OpenOptions::new().write(true).open(&fifo);
+    }
+    let outcome = answered.expect("the hook answered within 10 s instead of waiting on the FIFO");
+    assert_eq!((outcome.exit_code, outcome.stderr.as_str()), (0, ""));
+}

@@ -1036,3 +1036,115 @@ fn a_call_whose_flow_moved_under_it_runs_again_on_fresh_state() {
         .collect();
     assert_eq!(records.len(), 1, "one completion of `work`: {audit:#}");
 }
+
+/// `stratum-mcp --db DB ARGS…`: its exit status and standard error. `unprivileged`: as a user
+/// whom file modes stop: this one, or `nobody` when the tests run as root (whom they do not).
+#[cfg(unix)]
+fn stratum_mcp(db: &Path, args: &[&str], unprivileged: bool) -> (i32, String) {
+    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::process::CommandExt;
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_stratum-mcp"));
+    command.arg("--db").arg(db).args(args);
+    let probe = tempfile::NamedTempFile::new().unwrap();
+    if unprivileged && probe.as_file().metadata().unwrap().uid() == 0 {
+        command.uid(65534).gid(65534);
+    }
+    let output = command.output().unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// A database made by the test, in a directory anyone may enter; the store closed (its `-wal`
+/// file checkpointed into it and removed).
+#[cfg(unix)]
+fn closed_database(dir: &tempfile::TempDir) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.path().join("stratum.db");
+    drop(open(&path));
+    std::fs::set_permissions(dir.path(), PermissionsExt::from_mode(0o755)).unwrap();
+    path
+}
+
+#[cfg(unix)]
+#[test]
+fn a_database_file_that_cannot_be_written_is_named_as_such() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = closed_database(&dir);
+    std::fs::set_permissions(&path, PermissionsExt::from_mode(0o444)).unwrap();
+    let (code, stderr) = stratum_mcp(&path, &["query", "flows"], true);
+    assert_eq!(code, 3, "{stderr}");
+    assert!(
+        stderr.contains("cannot open") && stderr.contains("for writing"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("cannot create"), "{stderr}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_directory_that_cannot_be_written_is_named_as_such() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = closed_database(&dir);
+    // The file itself may be written by anyone; only its directory refuses.
+    std::fs::set_permissions(&path, PermissionsExt::from_mode(0o666)).unwrap();
+    std::fs::set_permissions(dir.path(), PermissionsExt::from_mode(0o555)).unwrap();
+    let (code, stderr) = stratum_mcp(&path, &["query", "flows"], true);
+    std::fs::set_permissions(dir.path(), PermissionsExt::from_mode(0o755)).unwrap();
+    assert_eq!(code, 3, "{stderr}");
+    let shown = format!("its directory {} is not writable", dir.path().display());
+    assert!(stderr.contains(&shown), "{stderr}");
+    assert!(stderr.contains("-wal"), "{stderr}");
+}
+
+/// Flips the high bit of the third byte of every copy of `needle` in the file: a bit flip in
+/// the pages that hold a value (its table row and its index entry).
+fn flip_bits_of(path: &Path, needle: &[u8]) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let mut flipped = 0;
+    let mut from = 0;
+    while let Some(at) = bytes[from..]
+        .windows(needle.len())
+        .position(|window| window == needle)
+    {
+        bytes[from + at + 2] ^= 0x80;
+        from += at + 1;
+        flipped += 1;
+    }
+    assert!(flipped > 0, "the value is in the file");
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_damaged_database_is_called_damaged_with_how_to_check_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = closed_database(&dir);
+    let (code, stderr) = stratum_mcp(&path, &["token", "create", "--name", "tokenname"], false);
+    assert_eq!(code, 0, "{stderr}");
+    flip_bits_of(&path, b"tokenname");
+    let (code, stderr) = stratum_mcp(&path, &["token", "list"], false);
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("damaged"), "{stderr}");
+    assert!(stderr.contains("PRAGMA integrity_check"), "{stderr}");
+
+    // The whole page that holds the name scrambled: SQLite's own "malformed".
+    let mut bytes = std::fs::read(&path).unwrap();
+    let page = 4096;
+    // `tokenname` with its third byte flipped above.
+    let at = bytes
+        .windows(6)
+        .position(|window| window == b"enname")
+        .unwrap();
+    for byte in bytes.iter_mut().skip(at / page * page).take(page) {
+        *byte ^= 0x5a;
+    }
+    std::fs::write(&path, bytes).unwrap();
+    let (code, stderr) = stratum_mcp(&path, &["token", "list"], false);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("damaged"), "{stderr}");
+    assert!(stderr.contains("PRAGMA integrity_check"), "{stderr}");
+}

@@ -5,7 +5,9 @@
 //! it says. Over HTTP the caller holds only a token, and a path argument must not become a way
 //! to read or write the server's files elsewhere: it is taken relative to the server's root
 //! (`--root`, the directory `serve` started in), resolved (`..` and symbolic links followed)
-//! and refused unless what it names is still under the root.
+//! and refused unless what it names is still under the root. The canonical root comes back
+//! with the directory ([`Confined`]), since every file the tool then opens inside the
+//! directory must also resolve under it (a link inside an allowed directory leads anywhere).
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +23,14 @@ pub enum PathScope {
     UnderRoot,
 }
 
+/// A directory a tool reads or writes in, and the canonical root every file it opens there
+/// must resolve under (over HTTP; `None` on stdio).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Confined {
+    pub path: PathBuf,
+    pub root: Option<PathBuf>,
+}
+
 /// The directory `given` (the argument `argument`) names, for a caller of `scope` on a server
 /// whose root is `root`.
 pub fn directory(
@@ -28,19 +38,21 @@ pub fn directory(
     root: Option<&Path>,
     argument: &str,
     given: &str,
-) -> Result<PathBuf, ArgumentError> {
+) -> Result<Confined, ArgumentError> {
     match scope {
-        PathScope::Anywhere => Ok(PathBuf::from(given)),
-        PathScope::UnderRoot => under_root(root, argument, given),
+        PathScope::Anywhere => Ok(Confined {
+            path: PathBuf::from(given),
+            root: None,
+        }),
+        PathScope::UnderRoot => {
+            let root = canonical_root(root, argument)?;
+            let path = under_root(&root, argument, given)?;
+            Ok(Confined {
+                path,
+                root: Some(root),
+            })
+        }
     }
-}
-
-/// A directory a tool may create and write into (`stratum_draft_pipeline`'s `project_dir`),
-/// and the canonical root its writes must stay under (over HTTP).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Writable {
-    pub path: PathBuf,
-    pub root: Option<PathBuf>,
 }
 
 /// The directory `given` names, which need not exist yet: over HTTP its deepest existing
@@ -51,16 +63,16 @@ pub fn writable_directory(
     root: Option<&Path>,
     argument: &str,
     given: &str,
-) -> Result<Writable, ArgumentError> {
+) -> Result<Confined, ArgumentError> {
     match scope {
-        PathScope::Anywhere => Ok(Writable {
+        PathScope::Anywhere => Ok(Confined {
             path: PathBuf::from(given),
             root: None,
         }),
         PathScope::UnderRoot => {
             let root = canonical_root(root, argument)?;
             let path = creatable_under(&root, argument, given)?;
-            Ok(Writable {
+            Ok(Confined {
                 path,
                 root: Some(root),
             })
@@ -124,12 +136,12 @@ fn canonical_root(root: Option<&Path>, argument: &str) -> Result<PathBuf, Argume
     })
 }
 
-fn under_root(root: Option<&Path>, argument: &str, given: &str) -> Result<PathBuf, ArgumentError> {
+/// `root/given` resolved, refused unless it is a directory under `root` (canonical).
+fn under_root(root: &Path, argument: &str, given: &str) -> Result<PathBuf, ArgumentError> {
     let refuse = |message: String| ArgumentError {
         argument: Some(argument.to_owned()),
         message,
     };
-    let root = canonical_root(root, argument)?;
     let joined = root.join(given);
     let resolved = joined.canonicalize().map_err(|_| {
         refuse(format!(
@@ -137,7 +149,7 @@ fn under_root(root: Option<&Path>, argument: &str, given: &str) -> Result<PathBu
              path relative to the directory the server runs in (--root)"
         ))
     })?;
-    if !resolved.starts_with(&root) {
+    if !resolved.starts_with(root) {
         return Err(refuse(format!(
             "`{given}` is outside the server's root; over HTTP, `{argument}` must name a \
              directory under the directory the server runs in (--root), such as `.` or \
@@ -169,7 +181,10 @@ mod tests {
     fn anywhere_takes_the_path_as_given() {
         assert_eq!(
             directory(&PathScope::Anywhere, None, "dir", "/etc").unwrap(),
-            PathBuf::from("/etc")
+            Confined {
+                path: PathBuf::from("/etc"),
+                root: None
+            }
         );
     }
 
@@ -180,10 +195,15 @@ mod tests {
         let canonical = root.path().canonicalize().unwrap();
         assert_eq!(
             directory(&scope, Some(root.path()), "dir", "workflows/nested/..").unwrap(),
-            canonical.join("workflows")
+            Confined {
+                path: canonical.join("workflows"),
+                root: Some(canonical.clone())
+            }
         );
         assert_eq!(
-            directory(&scope, Some(root.path()), "dir", ".").unwrap(),
+            directory(&scope, Some(root.path()), "dir", ".")
+                .unwrap()
+                .path,
             canonical
         );
         let inside = canonical.join("workflows").display().to_string();
@@ -246,7 +266,7 @@ mod tests {
         }
         assert_eq!(
             writable_directory(&PathScope::Anywhere, None, "project_dir", "/any/where").unwrap(),
-            Writable {
+            Confined {
                 path: PathBuf::from("/any/where"),
                 root: None
             }

@@ -408,7 +408,11 @@ impl Shared {
             ToolName::CompileSpeckit => {
                 let args: args::CompileSpeckitArgs = args::parse(name, arguments)?;
                 let dir = directory("tasks_dir", &args.tasks_dir)?;
-                let compiled = crate::speckit::compile_tasks_dir(&dir, &args.flow_name);
+                let compiled = crate::speckit::compile_tasks_dir_under(
+                    &dir.path,
+                    &args.flow_name,
+                    dir.root.as_deref(),
+                );
                 return Ok(match compiled {
                     Ok(compiled) => to_value(&compiled),
                     Err(error) => to_value(&error.failure()),
@@ -417,7 +421,10 @@ impl Shared {
             ToolName::ListWorkflows => {
                 let args: args::ListWorkflowsArgs = args::parse(name, arguments)?;
                 let dir = directory("workflows_dir", &args.workflows_dir)?;
-                return Ok(to_value(&crate::workflows::list_workflows(&dir)));
+                return Ok(to_value(&crate::workflows::list_workflows_under(
+                    &dir.path,
+                    dir.root.as_deref(),
+                )));
             }
             ToolName::DraftPipeline => {
                 let args: args::DraftPipelineArgs = args::parse(name, arguments)?;

@@ -163,7 +163,7 @@ pub(crate) fn uninstall(path: &Path) -> Result<Plan, SetupError> {
     };
     if edited.is_empty() {
         return Ok(plan(
-            Change::Delete,
+            Change::Delete(edited),
             Action::Removed,
             "removed the stratum block; nothing else was left in it",
         ));

@@ -153,7 +153,7 @@ pub(crate) fn uninstall(path: &Path) -> Result<Plan, SetupError> {
     let edited = doc.to_string();
     if edited.trim().is_empty() && text.trim() != edited.trim() {
         return Ok(plan(
-            Change::Delete,
+            Change::Delete(edited),
             Action::Removed,
             "removed the `stratum` server; nothing else was left in it",
         ));

@@ -69,8 +69,12 @@ pub(crate) fn write_atomic(path: &Path, text: &str) -> Result<(), SetupError> {
     Ok(())
 }
 
-/// Deletes a file (through a symbolic link, the link itself: the link is what install made
-/// appear in the project only if the file was ours, and a link is never created by install).
+/// Whether `path` is a symbolic link (dangling or not).
+pub(crate) fn is_link(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|metadata| metadata.file_type().is_symlink())
+}
+
+/// Deletes a file; never called on a symbolic link (see [`super::Change::Delete`]).
 pub(crate) fn remove(path: &Path) -> Result<(), SetupError> {
     match fs::remove_file(path) {
         Ok(()) => Ok(()),

@@ -82,7 +82,10 @@ pub fn post_tool_use_hook(stdin: &str) -> HookOutcome {
     {
         path = Path::new(cwd).join(path);
     }
-    let Ok(bytes) = crate::workflows::read_bounded(&path) else {
+    // Only a regular file: a FIFO named like a spec would block the open, and the agent with
+    // it. One byte past the compiler's limit, so that a larger file is refused unread.
+    let limit = stratum_compiler::input::MAX_FILE_SIZE as u64 + 1;
+    let Ok(bytes) = crate::confined::read_regular(&path, limit) else {
         return HookOutcome::quiet();
     };
     let mut sources = SourceMap::new();
@@ -229,7 +232,7 @@ pub(crate) fn uninstall(path: &Path) -> Result<Plan, SetupError> {
     let detail = "removed the stratum PostToolUse hook";
     if edited == EMPTY_FILE {
         return Ok(plan(
-            Change::Delete,
+            Change::Delete(edited),
             Action::Removed,
             &format!("{detail}; nothing else was left in it"),
         ));

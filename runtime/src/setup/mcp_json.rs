@@ -158,7 +158,7 @@ pub(crate) fn uninstall(path: &Path) -> Result<Plan, SetupError> {
     if without == EMPTY_FILE {
         return Ok(Plan {
             path: path.to_owned(),
-            change: Change::Delete,
+            change: Change::Delete(without),
             action: Action::Removed,
             detail: format!("{removed}; nothing else was left in it"),
         });

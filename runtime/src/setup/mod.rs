@@ -148,7 +148,11 @@ impl Plan {
 pub(crate) enum Change {
     Keep,
     Write(String),
-    Delete,
+    /// Nothing of the user's is left, only this text (`{}`, or nothing): the file goes. A
+    /// symbolic link is the user's, though (install never makes one, it writes through it), so
+    /// there the text is written through the link instead, as install wrote: the file kept
+    /// elsewhere loses exactly what install added, and the link stays.
+    Delete(String),
 }
 
 /// Sets up the project in `cwd` (and, with `--codex`, `home`'s Codex): see [`InstallArgs`].
@@ -200,15 +204,24 @@ fn apply(
 ) -> Result<Report, SetupError> {
     let mut entries = Vec::with_capacity(plans.len());
     for plan in plans {
+        let mut action = plan.action;
+        let mut detail = plan.detail;
         match &plan.change {
             Change::Keep => {}
             Change::Write(text) => files::write_atomic(&plan.path, text)?,
-            Change::Delete => files::remove(&plan.path)?,
+            Change::Delete(left) if files::is_link(&plan.path) => {
+                files::write_atomic(&plan.path, left)?;
+                action = Action::Updated;
+                detail.push_str(
+                    "; it is a symbolic link, so the file it points to was edited and the link kept",
+                );
+            }
+            Change::Delete(_) => files::remove(&plan.path)?,
         }
         entries.push(Entry {
             path: report::shown(&plan.path, cwd, home),
-            action: plan.action,
-            detail: plan.detail,
+            action,
+            detail,
         });
     }
     for dir in dirs {

@@ -114,7 +114,11 @@ pub(crate) fn install(path: &Path) -> Result<Plan, SetupError> {
 pub(crate) fn uninstall(path: &Path) -> Result<Plan, SetupError> {
     let (change, action, detail) = match files::read(path)? {
         None => (Change::Keep, Action::Unchanged, "absent"),
-        Some(text) if text == SKILL => (Change::Delete, Action::Removed, "removed the skill"),
+        Some(text) if text == SKILL => (
+            Change::Delete(String::new()),
+            Action::Removed,
+            "removed the skill",
+        ),
         Some(_) => (
             Change::Keep,
             Action::Skipped,

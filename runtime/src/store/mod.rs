@@ -14,6 +14,7 @@ pub mod memory;
 pub mod postgres;
 mod rows;
 pub mod sqlite;
+mod sqlite_errors;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -43,6 +43,7 @@ use super::dump::{
     header_of,
 };
 use super::rows::{self, decode, load_plan, to_i64};
+use super::sqlite_errors::{cannot_create, failed, opening};
 use super::{Changes, FlowChange, Pruned, Session, Snapshot, Store, StoreError, Token};
 use crate::ids::FlowId;
 use crate::plan_cache::{PlanCache, plan_size};
@@ -246,7 +247,7 @@ impl SqliteStore {
         check_version(user_version(&conn)?)?;
         let mode: String = conn
             .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-            .map_err(failed("switch the database to WAL journal mode"))?;
+            .map_err(opening(&path, "switch the database to WAL journal mode"))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Database(format!(
                 "cannot switch {} to WAL journal mode (it stays in {mode} mode); keep the state \
@@ -327,14 +328,15 @@ fn open_connection(path: &Path, options: &SqliteOptions) -> Result<Connection, S
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags).map_err(|error| {
-        StoreError::Database(format!("cannot open {}: {error}", path.display()))
-    })?;
+    let conn =
+        Connection::open_with_flags(path, flags).map_err(opening(path, "open the database"))?;
     conn.busy_timeout(options.busy_timeout)
-        .map_err(failed("set the busy timeout"))?;
+        .map_err(opening(path, "set the busy timeout"))?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
+    // The first statement to touch the file: where a database SQLite cannot write, or a
+    // damaged one, shows first.
     conn.pragma_update(None, "synchronous", options.synchronous.pragma())
-        .map_err(failed("set the synchronous mode"))?;
+        .map_err(opening(path, "set the synchronous mode"))?;
     Ok(conn)
 }
 
@@ -1215,7 +1217,7 @@ fn create_private_file(path: &Path) -> Result<(), StoreError> {
     options
         .open(path)
         .map(drop)
-        .map_err(|error| StoreError::Database(format!("cannot create {}: {error}", path.display())))
+        .map_err(|error| cannot_create(path, &error))
 }
 
 /// Makes the database and its `-wal` and `-shm` files (SQLite gives them the database's
@@ -1246,11 +1248,6 @@ fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
 #[cfg(not(unix))]
 fn set_mode(_path: &Path, _mode: u32) -> std::io::Result<()> {
     Ok(())
-}
-
-/// Maps a SQLite error to [`StoreError::Database`], saying what failed.
-fn failed(what: &'static str) -> impl Fn(rusqlite::Error) -> StoreError {
-    move |error| StoreError::Database(format!("cannot {what}: {error}"))
 }
 
 /// [`rows::encode`], as the error a SQLite parameter gives.
