@@ -3,10 +3,14 @@
 //! Parentheses are written exactly where the tree's shape needs them, from the operators'
 //! precedence, so `(a or b) or c` prints as `a or b or c` but `a or (b or c)` keeps its
 //! parentheses. [`string_literal`] and [`float_literal`] are Python's `repr`, character for
-//! character, because the evaluator's `str()` uses them too.
+//! character, because the evaluator's `str()` uses them too. [`visible`] writes text for a
+//! person with `repr`'s escapes and no quotes: what every output for people (the operator
+//! commands, the web console) shows of a name or a note that a spec, an agent or a person
+//! wrote, so that none of it acts on a terminal or disguises itself on a page.
 
 mod printable;
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use crate::ast::{BinaryOp, Expr, ExprKind, Generator, LogicalOp, RefRoot, UnaryOp};
@@ -263,26 +267,51 @@ pub fn string_literal(value: &str) -> String {
     for c in value.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
             _ if c == quote => {
                 out.push('\\');
                 out.push(c);
             }
-            _ if is_printable(c) => out.push(c),
-            _ => {
-                let code = u32::from(c);
-                let _ = match code {
-                    0..=0xff => write!(out, "\\x{code:02x}"),
-                    0x100..=0xffff => write!(out, "\\u{code:04x}"),
-                    _ => write!(out, "\\U{code:08x}"),
-                };
-            }
+            _ => push_visible(&mut out, c),
         }
     }
     out.push(quote);
     out
+}
+
+/// `text` for a person to read: every character Python's `str.isprintable()` rejects is
+/// written as `repr` writes it (`\t`, `\n`, `\r`, `\x1b`, `\x85`, `\u202e`, …), without
+/// quotes. That covers the control characters (C0 with ESC, BEL and CR, DEL, C1), the
+/// bidirectional overrides and isolates (U+202A–U+202E, U+2066–U+2069) and the other
+/// invisible format characters: shown this way, a name cannot move a terminal's cursor, set
+/// its title, or print itself backwards. Backslashes stay as they are (this is for reading,
+/// not for parsing back). Borrowed when there is nothing to escape.
+pub fn visible(text: &str) -> Cow<'_, str> {
+    if text.chars().all(is_printable) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        push_visible(&mut out, c);
+    }
+    Cow::Owned(out)
+}
+
+/// Pushes `c` onto `out`, or its escape when it is not printable (see [`visible`]).
+pub fn push_visible(out: &mut String, c: char) {
+    match c {
+        '\t' => out.push_str("\\t"),
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        _ if is_printable(c) => out.push(c),
+        _ => {
+            let code = u32::from(c);
+            let _ = match code {
+                0..=0xff => write!(out, "\\x{code:02x}"),
+                0x100..=0xffff => write!(out, "\\u{code:04x}"),
+                _ => write!(out, "\\U{code:08x}"),
+            };
+        }
+    }
 }
 
 fn is_printable(c: char) -> bool {
@@ -338,4 +367,23 @@ pub fn float_literal(value: f64) -> String {
         }
     };
     format!("{sign}{text}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{string_literal, visible};
+
+    #[test]
+    fn visible_escapes_what_would_act_on_a_terminal_or_reorder_text() {
+        assert_eq!(visible("name, ünïcode → ok"), "name, ünïcode → ok");
+        assert_eq!(
+            visible("rw\u{1b}]0;PWNED\u{7}\r\n\t"),
+            r"rw\x1b]0;PWNED\x07\r\n\t"
+        );
+        assert_eq!(
+            visible("a\u{85}b\u{7f}\u{202e}c\u{2066}\u{1f600}"),
+            r"a\x85b\x7f\u202ec\u2066\u{1f600}".replace(r"\u{1f600}", "\u{1f600}")
+        );
+        assert_eq!(string_literal("it's\u{1b}"), r#""it's\x1b""#);
+    }
 }

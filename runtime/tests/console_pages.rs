@@ -499,3 +499,254 @@ async fn open_pages_hear_of_each_change_and_do_not_hold_a_shutdown() {
     );
     fixture.agent.stop().await;
 }
+
+#[tokio::test]
+async fn pages_forbid_sniffing_a_referrer_and_a_base() {
+    let state = State::new();
+    let secret = state.token("alice", true);
+    let serve = Serve::start(&state, &[]);
+    let signin = http().get(serve.url("/signin")).send().await.unwrap();
+    let flows = http()
+        .get(serve.url("/"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    for (page, answer) in [("/signin", signin), ("/", flows)] {
+        assert_eq!(answer.status(), StatusCode::OK, "{page}");
+        let headers = answer.headers();
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{page}");
+        assert_eq!(headers["referrer-policy"], "no-referrer", "{page}");
+        let policy = headers["content-security-policy"].to_str().unwrap();
+        assert!(policy.contains("base-uri 'none'"), "{page}: {policy}");
+        assert!(policy.contains("default-src 'self'"), "{page}: {policy}");
+    }
+}
+
+/// A spec whose names would mislead a reader if drawn as they are: a flow named with
+/// terminal escapes and a carriage return, a gate step with a right-to-left override.
+const MISLEADING_NAMES_SPEC: &str = r#"version: "0.2"
+contracts:
+  WorkOutput:
+    result: {type: string}
+functions:
+  do_work:
+    mode: infer
+    intent: "Produce the deliverable"
+    input: {}
+    output: WorkOutput
+  review_gate:
+    mode: gate
+flows:
+  "rw\e]0;PWNED\a\e[2K\rOTHER-FLOW":
+    input: {}
+    output: WorkOutput
+    steps:
+      - id: work
+        function: do_work
+        inputs: {}
+      - id: "review\u202Egnp.exe"
+        function: review_gate
+        on_approve: ~
+        on_revise: work
+        on_kill: ~
+"#;
+
+/// Fails when `html` holds a control character other than a line break, or a bidirectional
+/// override or isolate: each is drawn visibly (`\x1b`, `\u202e`) instead.
+fn assert_no_invisible(what: &str, html: &str) {
+    for c in html.chars() {
+        let invisible = (c.is_control() && c != '\n')
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        assert!(!invisible, "{what}: {c:?} is in the page raw");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_and_rationales_are_drawn_visibly_and_cut() {
+    let state = State::new();
+    let secret = state.token("alice", false);
+    let serve = Serve::start(&state, &[]);
+    let mut agent = McpServer::start_http(
+        &serve.url("/mcp"),
+        &secret,
+        Protocol::Stateless,
+        state.dir.path(),
+    )
+    .await;
+    let planned = agent
+        .call(
+            "stratum_plan",
+            json!({"spec": MISLEADING_NAMES_SPEC,
+                   "flow": "rw\u{1b}]0;PWNED\u{7}\u{1b}[2K\rOTHER-FLOW", "inputs": {}}),
+        )
+        .await;
+    let flow = planned["flow_id"].as_str().unwrap().to_owned();
+    let gate = agent
+        .call(
+            "stratum_step_done",
+            json!({"flow_id": flow, "step_id": "work", "result": {"result": "r"}}),
+        )
+        .await;
+    assert_eq!(status(&gate), "await_gate", "{gate:#}");
+    let (code, gates) = get_with(&serve, "/gates", &format!("Bearer {secret}")).await;
+    assert_eq!(code, StatusCode::OK);
+    assert_no_invisible("/gates", &gates);
+    assert!(
+        gates.contains(r"rw\x1b]0;PWNED\x07\x1b[2K\rOTHER-FLOW"),
+        "{gates}"
+    );
+    assert!(gates.contains(r"review\u202egnp.exe"), "{gates}");
+
+    // A 3 MB rationale, sent by an agent (the console's own form cuts at 4,000 characters).
+    let rationale = format!("looks good\u{1b}[2J{}", "x".repeat(3_000_000));
+    let resolved = agent
+        .call(
+            "stratum_gate_resolve",
+            json!({"flow_id": flow, "step_id": "review\u{202e}gnp.exe", "outcome": "approve",
+                   "rationale": rationale, "resolved_by": "human"}),
+        )
+        .await;
+    assert_eq!(status(&resolved), "complete", "{resolved:#}");
+    let (code, page) = get_with(
+        &serve,
+        &format!("/flows/{flow}"),
+        &format!("Bearer {secret}"),
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK);
+    assert_no_invisible("the flow's page", &page);
+    assert!(
+        page.contains(r"looks good\x1b[2J"),
+        "the rationale is shown"
+    );
+    assert!(
+        page.len() < 100_000,
+        "the flow's page is {} bytes: the rationale was not cut",
+        page.len()
+    );
+    assert!(page.contains("characters more"), "the cut is said");
+    agent.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_flow_is_drawn_in_a_bounded_page() {
+    const STEPS: usize = 5_000;
+    let state = State::new();
+    let secret = state.token("alice", false);
+    let serve = Serve::start(&state, &[]);
+    let mut agent = McpServer::start_http(
+        &serve.url("/mcp"),
+        &secret,
+        Protocol::Stateless,
+        state.dir.path(),
+    )
+    .await;
+    let steps: Vec<String> = (0..STEPS)
+        .map(|index| format!("{{id: step_with_a_long_name_{index}, function: w, inputs: {{}}}}"))
+        .collect();
+    let spec = format!(
+        "version: \"0.2\"\ncontracts:\n  Out:\n    v: {{type: string}}\nfunctions:\n  w:\n    \
+         mode: infer\n    intent: \"w\"\n    input: {{}}\n    output: Out\nflows:\n  huge:\n    \
+         input: {{}}\n    output: Out\n    steps: [{}]\n",
+        steps.join(", ")
+    );
+    let planned = agent
+        .call(
+            "stratum_plan",
+            json!({"spec": spec, "flow": "huge", "inputs": {}}),
+        )
+        .await;
+    let flow = planned["flow_id"].as_str().unwrap().to_owned();
+    let (code, page) = get_with(
+        &serve,
+        &format!("/flows/{flow}"),
+        &format!("Bearer {secret}"),
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK);
+    assert!(
+        page.len() < 1_000_000,
+        "a {STEPS}-step flow's page is {} bytes",
+        page.len()
+    );
+    let boxes = page.matches("<g class=\"step state-").count();
+    assert_eq!(boxes, 500, "the graph draws the first 500 steps");
+    let rows = page.matches("<tr id=\"step-").count();
+    assert_eq!(rows, 500, "the step table lists the first 500 steps");
+    assert!(
+        page.contains("4,500 more steps"),
+        "the page says how many are left out"
+    );
+    assert_eq!(step_state(&page, "step_with_a_long_name_0"), "current");
+    agent.stop().await;
+}
+
+/// Reads `events` until the server ends it; panics when it is still open after `bound`.
+async fn ends_within(what: &str, events: &mut reqwest::Response, bound: Duration) {
+    let until = Instant::now() + bound;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, events.chunk()).await {
+            Err(_) => panic!("{what}: the event stream is still open after {bound:?}"),
+            Ok(Ok(None) | Err(_)) => return,
+            Ok(Ok(Some(_))) => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_streams_end_when_their_session_or_token_does() {
+    let state = State::new();
+    let (alice, bob) = (state.token("alice", true), state.token("bob", true));
+    let serve = Serve::start(&state, &[]);
+    let open = |authorization: (&'static str, String)| {
+        let request = http()
+            .get(serve.url("/events"))
+            .header(authorization.0, authorization.1);
+        async move {
+            let answer = request.send().await.unwrap();
+            assert_eq!(answer.status(), StatusCode::OK);
+            answer
+        }
+    };
+
+    // Signed out: the stream of that session ends; another session's stays open.
+    let cookie = sign_in(&serve, &alice).await;
+    let other = sign_in(&serve, &alice).await;
+    let mut signed_out = open(("cookie", cookie.clone())).await;
+    let mut stays = open(("cookie", other.clone())).await;
+    let page = http()
+        .get(serve.url("/"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let out = http()
+        .post(serve.url("/signout"))
+        .header("cookie", &cookie)
+        .form(&[("csrf", csrf_of(&page))])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.status(), StatusCode::SEE_OTHER);
+    ends_within("signed out", &mut signed_out, Duration::from_secs(15)).await;
+    let still = tokio::time::timeout(Duration::from_secs(1), stays.chunk()).await;
+    assert!(
+        !matches!(still, Ok(Ok(None) | Err(_))),
+        "another session's stream ended"
+    );
+
+    // Revoked from the command line: the streams of its bearer and of its sessions end.
+    let mut by_bearer = open(("authorization", format!("Bearer {bob}"))).await;
+    let bob_cookie = sign_in(&serve, &bob).await;
+    let mut by_cookie = open(("cookie", bob_cookie)).await;
+    let (code, revoked) = state.cli(&["token", "revoke", "bob", "--json"]);
+    assert_eq!(code, 0, "{revoked}");
+    ends_within("bearer, revoked", &mut by_bearer, Duration::from_secs(15)).await;
+    ends_within("session, revoked", &mut by_cookie, Duration::from_secs(15)).await;
+    drop(stays);
+}

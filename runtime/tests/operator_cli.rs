@@ -620,3 +620,157 @@ fn install_then_uninstall_leaves_a_project_as_it_was() {
     }
     assert!(!project.path().join(".claude/skills").exists());
 }
+
+/// A spec whose names would drive a terminal if printed raw: a flow named to set the window
+/// title, erase its own row and print another name over it; a gate step that hides the text
+/// after it; a function named with a right-to-left override.
+const TERMINAL_ESCAPES_SPEC: &str = r#"version: "0.2"
+contracts:
+  WorkOutput:
+    result: {type: string}
+functions:
+  "do\u202Ework":
+    mode: infer
+    intent: "Produce the deliverable"
+    input: {text: {type: string}}
+    output: WorkOutput
+  review_gate:
+    mode: gate
+flows:
+  "rw\e]0;PWNED\a\e[2K\rOTHER-FLOW":
+    input: {text: {type: string}}
+    output: WorkOutput
+    steps:
+      - id: work
+        function: "do\u202Ework"
+        inputs: {text: "$.input.text"}
+      - id: "re\e[8mview"
+        function: review_gate
+        on_approve: ~
+        on_revise: work
+        on_kill: ~
+"#;
+const ESCAPING_FLOW: &str = "rw\u{1b}]0;PWNED\u{7}\u{1b}[2K\rOTHER-FLOW";
+const ESCAPING_GATE: &str = "re\u{1b}[8mview";
+
+/// Runs `stratum-mcp ARGS` as [`cli`] does, but with standard output on a pseudo-terminal,
+/// where the operator commands print for a person (into a pipe they print JSON): the exit
+/// status and everything that reached the terminal.
+#[cfg(unix)]
+fn cli_on_terminal(home: &Path, args: &[&str]) -> (i32, String) {
+    use rustix::fs::{Mode, OFlags};
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    use std::io::Read;
+
+    let screen = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
+    grantpt(&screen).unwrap();
+    unlockpt(&screen).unwrap();
+    let name = ptsname(&screen, Vec::new()).unwrap();
+    let terminal = rustix::fs::open(
+        name.as_c_str(),
+        OFlags::RDWR | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+    .unwrap();
+    // The command (and with it this process's copy of the terminal) is dropped once spawned,
+    // so the screen reads to its end when the child exits.
+    let mut child = Command::new(mcp::binary())
+        .args(args)
+        .env("STRATUM_HOME", home)
+        .env_remove("STRATUM_DB")
+        .env_remove("STRATUM_LOG")
+        .current_dir(home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(terminal))
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("stratum-mcp runs");
+    let reader = std::thread::spawn(move || {
+        let mut shown = Vec::new();
+        // Linux answers EIO once the last writer has closed the terminal: that is the end.
+        let _ = std::fs::File::from(screen).read_to_end(&mut shown);
+        shown
+    });
+    let status = child.wait().unwrap();
+    let shown = reader.join().unwrap();
+    (
+        status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&shown).into_owned(),
+    )
+}
+
+/// Fails when `shown` holds anything a terminal acts on instead of showing: a control
+/// character (ESC, BEL, a carriage return other than the terminal's own line ends, …) or a
+/// bidirectional override or isolate.
+fn assert_inert(what: &str, shown: &str) {
+    let shown = shown.replace("\r\n", "\n");
+    for c in shown.chars() {
+        let acts = (c.is_control() && c != '\n')
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        assert!(!acts, "{what}: {c:?} reached the terminal raw:\n{shown:?}");
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_and_notes_reach_a_terminal_as_text_never_as_control_sequences() {
+    let (home, work) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut server = McpServer::start(home.path(), work.path(), Protocol::Handshake).await;
+    let planned = server
+        .call(
+            "stratum_plan",
+            json!({"spec": TERMINAL_ESCAPES_SPEC, "flow": ESCAPING_FLOW,
+                   "inputs": {"text": "t"}}),
+        )
+        .await;
+    let flow = planned["flow_id"].as_str().expect("flow id").to_owned();
+    let gate = server
+        .call(
+            "stratum_step_done",
+            json!({"flow_id": flow, "step_id": "work", "result": {"result": "r"}}),
+        )
+        .await;
+    assert_eq!(status(&gate), "await_gate", "{gate:#}");
+
+    let visible_flow = r"rw\x1b]0;PWNED\x07\x1b[2K\rOTHER-FLOW";
+    for args in [
+        vec!["query", "flows"],
+        vec!["query", "gates"],
+        vec!["query", "flow", &flow],
+    ] {
+        let (code, shown) = cli_on_terminal(home.path(), &args);
+        assert_eq!(code, 0, "{args:?}: {shown}");
+        assert_inert(&format!("{args:?}"), &shown);
+        assert!(shown.contains(visible_flow), "{args:?}: {shown}");
+    }
+    let (_, shown) = cli_on_terminal(home.path(), &["query", "flow", &flow]);
+    assert!(shown.contains(r"do\u202ework"), "{shown}");
+    assert!(shown.contains(r"re\x1b[8mview"), "{shown}");
+
+    // `watch` follows the flow while its gate is approved with a note that would clear the
+    // screen, and stops when the flow finishes.
+    let watched = {
+        let (home, flow) = (home.path().to_owned(), flow.clone());
+        std::thread::spawn(move || cli_on_terminal(&home, &["watch", &flow, "--interval", "100"]))
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let (code, shown) = cli_on_terminal(
+        home.path(),
+        &[
+            "gate",
+            "approve",
+            &flow,
+            ESCAPING_GATE,
+            "--note",
+            "fine\u{1b}[2J\rforged",
+        ],
+    );
+    assert_eq!(code, 0, "{shown}");
+    assert_inert("gate approve", &shown);
+    let (code, shown) = watched.join().unwrap();
+    assert_eq!(code, 0, "{shown}");
+    assert_inert("watch", &shown);
+    assert!(shown.contains(visible_flow), "{shown}");
+    assert!(shown.contains(r"fine\x1b[2J\rforged"), "{shown}");
+    server.stop().await;
+}

@@ -80,7 +80,8 @@ fn sessions_are_kept_bounded_expired_and_closed(label: &str, store: &dyn Store) 
         "{label}: expired sessions go when another opens"
     );
 
-    // At most `keep`: the ones closest to expiry make room.
+    // At most `keep` per token: that token's sessions closest to expiry make room, never
+    // another token's (a token cannot sign other people out by signing in again and again).
     store
         .open_session(&id('4'), &session(&alice, "csrf-4", 40_000), 10_000, 3)
         .unwrap();
@@ -90,38 +91,61 @@ fn sessions_are_kept_bounded_expired_and_closed(label: &str, store: &dyn Store) 
     store
         .open_session(&id('6'), &session(&bob, "csrf-6", 60_000), 10_000, 3)
         .unwrap();
-    let kept: Vec<char> = ['3', '4', '5', '6']
-        .into_iter()
-        .filter(|digit| store.session(&id(*digit), 10_000).unwrap().is_some())
-        .collect();
-    assert_eq!(kept, ['3', '4', '6'], "{label}: the closest to expiry went");
+    let kept = |digits: &[char]| -> Vec<char> {
+        digits
+            .iter()
+            .copied()
+            .filter(|digit| store.session(&id(*digit), 10_000).unwrap().is_some())
+            .collect()
+    };
+    assert_eq!(
+        kept(&['3', '4', '5', '6']),
+        ['3', '4', '5', '6'],
+        "{label}: two each, under the cap"
+    );
     store
         .open_session(&id('7'), &session(&bob, "csrf-7", 70_000), 10_000, 2)
         .unwrap();
-    let kept: Vec<char> = ['3', '4', '6', '7']
-        .into_iter()
-        .filter(|digit| store.session(&id(*digit), 10_000).unwrap().is_some())
-        .collect();
-    assert_eq!(kept, ['6', '7'], "{label}: as many as it takes");
+    assert_eq!(
+        kept(&['3', '4', '5', '6', '7']),
+        ['4', '5', '6', '7'],
+        "{label}: bob's oldest went, alice's stayed"
+    );
+    for (digit, expires_ms) in [('8', 90_000), ('9', 95_000)] {
+        store
+            .open_session(&id(digit), &session(&bob, "csrf", expires_ms), 10_000, 1)
+            .unwrap();
+    }
+    assert_eq!(
+        kept(&['4', '5', '6', '7', '8', '9']),
+        ['4', '5', '9'],
+        "{label}: as many of bob's as it takes"
+    );
 
     // Opening under a stored id replaces that session, and counts it once.
     let again = session(&alice, "csrf-7b", 80_000);
-    store.open_session(&id('7'), &again, 10_000, 2).unwrap();
+    store.open_session(&id('7'), &again, 10_000, 3).unwrap();
     assert_eq!(
         store.session(&id('7'), 10_000).unwrap(),
         Some(again),
         "{label}"
     );
-    assert!(
-        store.session(&id('6'), 10_000).unwrap().is_some(),
-        "{label}"
+    assert_eq!(kept(&['4', '5', '7', '9']), ['4', '5', '7', '9'], "{label}");
+    store
+        .open_session(&id('7'), &session(&alice, "csrf-7c", 80_000), 10_000, 2)
+        .unwrap();
+    assert_eq!(
+        kept(&['4', '5', '7', '9']),
+        ['4', '7', '9'],
+        "{label}: alice's closest to expiry went"
     );
 
     // Revoking a token deletes its sessions, and no other.
     assert!(store.revoke_token("alice").unwrap(), "{label}");
     assert!(!store.close_session(&id('7')).unwrap(), "{label}: alice's");
+    assert!(!store.close_session(&id('4')).unwrap(), "{label}: alice's");
     assert!(
-        store.close_session(&id('6')).unwrap(),
+        store.close_session(&id('9')).unwrap(),
         "{label}: bob's stays"
     );
     assert!(!store.revoke_token("alice").unwrap(), "{label}");

@@ -8,6 +8,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
+use stratum_grammar::print::visible;
 
 use super::SchemaVersion;
 use crate::Runtime;
@@ -133,8 +134,10 @@ impl GateAnswer {
     }
 
     /// One sentence for a person at a terminal.
+    /// The answer as a sentence for a terminal, [`visible`]: the step ids and messages in it
+    /// come from a spec.
     pub fn to_text(&self) -> String {
-        match self {
+        let text = match self {
             GateAnswer::Done(done) => format!(
                 "{} {} of flow {}: the flow is now at `{}`",
                 past_tense(&done.outcome),
@@ -150,7 +153,8 @@ impl GateAnswer {
                     conflict.for_person()
                 )
             }
-        }
+        };
+        visible(&text).into_owned()
     }
 }
 

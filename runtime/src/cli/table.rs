@@ -1,5 +1,13 @@
 //! Query results as aligned text tables, for a person at a terminal (`--json` or a pipe gets
 //! the JSON contracts instead).
+//!
+//! Every cell, and every name in a line around a table, goes through
+//! [`stratum_grammar::print::visible`]: flow names, step ids and function names come from
+//! specs an agent may have written, so a control character in one is shown as an escape
+//! (`\x1b`) instead of reaching the terminal, where it could retitle the window or overwrite
+//! the row of another gate.
+
+use stratum_grammar::print::visible;
 
 use super::query::{FlowState, FlowSummary, PendingGate, StepMode, SummaryStatus};
 
@@ -61,8 +69,8 @@ pub fn gates(gates: &[PendingGate]) -> String {
 pub fn flow(state: &FlowState) -> String {
     let mut text = format!(
         "flow {}  {}\nstatus {}  round {}  step {}/{}\n\n",
-        state.flow_id,
-        state.flow_name,
+        visible(&state.flow_id),
+        visible(&state.flow_name),
         status(state.status),
         state.round,
         state.current_idx,
@@ -116,10 +124,15 @@ fn status(status: SummaryStatus) -> &'static str {
     }
 }
 
-/// Columns padded to their widest cell (counted in characters), two spaces apart.
+/// Columns padded to their widest cell (counted in characters), two spaces apart; every
+/// cell made [`visible`].
 pub(crate) fn render(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| visible(cell).into_owned()).collect())
+        .collect();
     let mut widths: Vec<usize> = header.iter().map(|cell| cell.chars().count()).collect();
-    for row in rows {
+    for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
@@ -135,7 +148,7 @@ pub(crate) fn render(header: &[&str], rows: &[Vec<String>]) -> String {
         text.push('\n');
     };
     line(&mut header.iter().copied());
-    for row in rows {
+    for row in &rows {
         line(&mut row.iter().map(String::as_str));
     }
     text

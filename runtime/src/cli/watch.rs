@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 use stratum_compiler::plan::{Action, Plan};
+use stratum_grammar::print::visible;
 
 use super::Plans;
 use crate::ids::FlowId;
@@ -65,22 +66,25 @@ impl Kind {
 }
 
 impl Happening {
-    /// One line for a terminal: time, flow, step, what happened.
+    /// One line for a terminal: time, flow, step, what happened. Names, violations and
+    /// rationales are made [`visible`]: they come from specs, agents and people, and a control
+    /// character in one must not act on the terminal.
     pub fn to_line(&self) -> String {
         let id = self.flow_id.get(..8).unwrap_or(&self.flow_id);
         let mut line = format!(
-            "{}  {id}  {:<16}  {:<13}",
+            "{}  {}  {:<16}  {:<13}",
             utc(self.at_ms),
-            self.flow_name,
+            visible(id),
+            visible(&self.flow_name),
             self.kind.label()
         );
         if let Some(step) = &self.step_id {
             line.push_str("  ");
-            line.push_str(step);
+            line.push_str(&visible(step));
         }
         if !self.detail.is_empty() {
             line.push_str("  ");
-            line.push_str(&self.detail);
+            line.push_str(&visible(&self.detail));
         }
         line.trim_end().to_owned()
     }

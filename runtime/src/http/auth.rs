@@ -231,6 +231,16 @@ pub async fn require_write(identity: Identity, request: Request, next: Next) -> 
     next.run(request).await
 }
 
+/// Whether the caller of a request that stays open (the console's event stream) is still let
+/// in, asked again of the store: its token not revoked, its session not signed out or
+/// expired. A store that cannot answer now is no refusal: the stream goes on and asks again.
+pub async fn still_admitted(app: &App, headers: &HeaderMap) -> bool {
+    match identify(app, headers).await {
+        Ok(_) => true,
+        Err(refused) => refused.status() != StatusCode::UNAUTHORIZED,
+    }
+}
+
 /// The caller: a bearer token if the request has an `Authorization` header (and only then:
 /// a wrong one is not overlooked for a cookie), else a session cookie.
 async fn identify(app: &App, headers: &HeaderMap) -> Result<Identity, Response> {

@@ -1,19 +1,25 @@
 //! The pages outside the console: the sign-in form and its post, sign-out, the 404 page; and
-//! what every page uses: [`escape`] for text in HTML, [`layout`] for a whole page, [`form`] for a form
-//! that carries its CSRF token.
+//! what every page uses: [`escape`] for text in HTML (and [`escape_cut`] for text cut to a
+//! length), [`layout`] for a whole page, [`form`] for a form that carries its CSRF token.
 //!
 //! Pages are server-rendered HTML strings; their only script and stylesheet are this
 //! server's own ([`super::console::assets`]). Every
-//! page answers `Cache-Control: no-store` (they show a signed-in person's state), and
-//! `Content-Security-Policy` forbids everything but this server's own resources.
+//! page answers `Cache-Control: no-store` (they show a signed-in person's state),
+//! `Content-Security-Policy` forbids everything but this server's own resources (and any
+//! `<base>`, which would redirect every relative link and form), `X-Content-Type-Options:
+//! nosniff` keeps a browser from reading a page as anything but HTML, and `Referrer-Policy:
+//! no-referrer` keeps flow ids in the address out of the requests a link leads to.
 
 use axum::Form;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::http::StatusCode;
-use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, SET_COOKIE};
+use axum::http::header::{
+    CACHE_CONTROL, CONTENT_SECURITY_POLICY, REFERRER_POLICY, SET_COOKIE, X_CONTENT_TYPE_OPTIONS,
+};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
+use stratum_grammar::print::push_visible;
 
 use super::auth::{Identity, SESSION_COOKIE, cookie};
 use super::{App, sessions};
@@ -21,9 +27,16 @@ use crate::cli::token::hash;
 
 /// What every page sends besides its body.
 const NO_STORE: &str = "no-store";
-const POLICY: &str = "default-src 'self'; frame-ancestors 'none'; form-action 'self'";
+const POLICY: &str =
+    "default-src 'self'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'";
+const NO_SNIFF: &str = "nosniff";
+const NO_REFERRER: &str = "no-referrer";
 
-/// `text` safe inside HTML text and attribute values.
+/// `text` safe inside HTML text and attribute values, and visible: control characters and
+/// bidirectional overrides are written as escapes (`\x1b`, `\u202e`; the one function every
+/// output for people uses, [`stratum_grammar::print::visible`]), so that a name cannot
+/// disguise itself or another on the page. Line breaks stay: a multi-line value (a JSON value
+/// in a `<pre>`) keeps its lines.
 pub fn escape(text: &str) -> String {
     let mut escaped = String::with_capacity(text.len());
     for c in text.chars() {
@@ -33,10 +46,40 @@ pub fn escape(text: &str) -> String {
             '>' => escaped.push_str("&gt;"),
             '"' => escaped.push_str("&quot;"),
             '\'' => escaped.push_str("&#39;"),
-            c => escaped.push(c),
+            '\n' => escaped.push('\n'),
+            c => push_visible(&mut escaped, c),
         }
     }
     escaped
+}
+
+/// The first `max_chars` characters of `text`, [`escape`]d, and when that cut something, a
+/// note of how much (`… (12,345 characters more)`): what a page shows of a text that can be
+/// any length (a name from a spec, a rationale or a violation from an agent), so that one
+/// value cannot make a page of megabytes.
+pub fn escape_cut(text: &str, max_chars: usize) -> String {
+    let cut_at = text.char_indices().nth(max_chars).map(|(at, _)| at);
+    match cut_at.and_then(|at| text.get(..at)) {
+        Some(shown) => format!(
+            "{}… ({} characters more)",
+            escape(shown),
+            thousands(text.chars().count().saturating_sub(max_chars))
+        ),
+        None => escape(text),
+    }
+}
+
+/// `n` with a comma between each group of three digits: `4,500`.
+pub fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    grouped
 }
 
 /// A whole page: `title` (text, escaped here) and `body` (HTML inside `<body>`, escaped by the
@@ -51,7 +94,12 @@ pub fn layout(status: StatusCode, title: &str, body: &str) -> Response {
     );
     (
         status,
-        [(CACHE_CONTROL, NO_STORE), (CONTENT_SECURITY_POLICY, POLICY)],
+        [
+            (CACHE_CONTROL, NO_STORE),
+            (CONTENT_SECURITY_POLICY, POLICY),
+            (X_CONTENT_TYPE_OPTIONS, NO_SNIFF),
+            (REFERRER_POLICY, NO_REFERRER),
+        ],
         Html(html),
     )
         .into_response()
@@ -214,5 +262,26 @@ mod tests {
             escape(r#"<a href="x">'&'</a>"#),
             "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
         );
+    }
+
+    #[test]
+    fn control_and_bidi_characters_are_shown_not_obeyed() {
+        assert_eq!(
+            escape("a\u{1b}[2K\rb\u{202e}c\nd"),
+            "a\\x1b[2K\\rb\\u202ec\nd"
+        );
+    }
+
+    #[test]
+    fn long_text_is_cut_with_a_note() {
+        assert_eq!(escape_cut("short", 10), "short");
+        assert_eq!(escape_cut("<abcdef", 3), "&lt;ab… (4 characters more)");
+        assert_eq!(
+            escape_cut(&"é".repeat(1_234_567), 2).len(),
+            "éé… (1,234,565 characters more)".len()
+        );
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000), "1,000");
     }
 }

@@ -15,10 +15,10 @@ use super::{App, SESSION_LIFETIME};
 use crate::cli::token::{hash, random_hex};
 use crate::store::StoreError;
 
-pub use crate::store::{MAX_SESSIONS, Session};
+pub use crate::store::{MAX_SESSIONS_PER_TOKEN, Session};
 
 /// Opens a session for the token with this hash: its id (the cookie's value) and the session.
-/// Expired sessions go; beyond [`MAX_SESSIONS`], those closest to expiry.
+/// Expired sessions go; beyond [`MAX_SESSIONS_PER_TOKEN`], that token's oldest.
 pub async fn open(app: &App, token_hash: String) -> Result<(String, Session), StoreError> {
     let id = random_hex()?;
     let now_ms = crate::now_ms();
@@ -29,8 +29,10 @@ pub async fn open(app: &App, token_hash: String) -> Result<(String, Session), St
         expires_ms: now_ms.saturating_add(lifetime_ms),
     };
     let (id_hash, stored) = (hash(&id), session.clone());
-    app.blocking(move |store| store.open_session(&id_hash, &stored, now_ms, MAX_SESSIONS))
-        .await?;
+    app.blocking(move |store| {
+        store.open_session(&id_hash, &stored, now_ms, MAX_SESSIONS_PER_TOKEN)
+    })
+    .await?;
     Ok((id, session))
 }
 

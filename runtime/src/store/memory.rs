@@ -2,7 +2,7 @@
 //! compared with. One mutex makes every transaction exclusive.
 //!
 //! Browser sessions sit behind a second mutex, outside the data a transaction copies (up to
-//! [`super::MAX_SESSIONS`] of them would otherwise be copied by every flow command); whoever
+//! [`super::MAX_SESSIONS_PER_TOKEN`] per token would otherwise be copied by every flow command); whoever
 //! takes both takes `data` first.
 
 use std::collections::{BTreeMap, HashMap};
@@ -298,12 +298,13 @@ impl Store for MemoryStore {
     ) -> Result<(), StoreError> {
         let mut sessions = self.lock_sessions()?;
         sessions.retain(|kept_hash, kept| kept.expires_ms > now_ms && kept_hash != id_hash);
-        let excess = (sessions.len() + 1).saturating_sub(keep.max(1));
+        let mut by_expiry: Vec<(u64, String)> = sessions
+            .iter()
+            .filter(|(_, kept)| kept.token_hash == session.token_hash)
+            .map(|(kept_hash, kept)| (kept.expires_ms, kept_hash.clone()))
+            .collect();
+        let excess = (by_expiry.len() + 1).saturating_sub(keep.max(1));
         if excess > 0 {
-            let mut by_expiry: Vec<(u64, String)> = sessions
-                .iter()
-                .map(|(kept_hash, kept)| (kept.expires_ms, kept_hash.clone()))
-                .collect();
             by_expiry.sort();
             for (_, doomed) in by_expiry.into_iter().take(excess) {
                 sessions.remove(&doomed);

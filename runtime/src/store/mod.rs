@@ -186,8 +186,10 @@ pub trait Store: Send + Sync {
 
     /// Stores a browser session of `serve` under the SHA-256 of its id (`id_hash`), replacing
     /// one stored under that hash. In the same transaction it deletes every session expired at
-    /// `now_ms`, then as many of those closest to expiry as it takes to keep at most `keep`
-    /// sessions (at least 1), this one included (`serve` keeps [`MAX_SESSIONS`]).
+    /// `now_ms`, then as many of the same token's sessions closest to expiry (its oldest) as it
+    /// takes to keep at most `keep` of that token's (at least 1), this one included (`serve`
+    /// keeps [`MAX_SESSIONS_PER_TOKEN`]). Never another token's: signing in again and again
+    /// signs nobody else out.
     fn open_session(
         &self,
         id_hash: &str,
@@ -221,9 +223,10 @@ pub struct Token {
     pub last_used_ms: Option<u64>,
 }
 
-/// The most browser sessions `serve` keeps in a store; beyond it, opening one ends those
-/// closest to expiry.
-pub const MAX_SESSIONS: usize = 10_000;
+/// The most browser sessions `serve` keeps for one token; beyond it, a sign-in with that token
+/// ends its oldest session. So a store holds at most this many per token (tokens are made by
+/// an operator), and no token can crowd out another's sessions.
+pub const MAX_SESSIONS_PER_TOKEN: usize = 20;
 
 /// A browser session of `stratum-mcp serve`, as stored under the SHA-256 of its id (the
 /// cookie's value, which the store never sees, so a copy of the table opens no session). It

@@ -912,18 +912,22 @@ impl Store for PostgresStore {
             )
             .await
             .map_err(&open)?;
+            // Only this token's sessions count, and only they make room.
             let count: i64 = get(
-                &tx.query_one("SELECT COUNT(*) FROM stratum_sessions", &[])
-                    .await
-                    .map_err(&open)?,
+                &tx.query_one(
+                    "SELECT COUNT(*) FROM stratum_sessions WHERE token_hash = $1",
+                    &[&session.token_hash],
+                )
+                .await
+                .map_err(&open)?,
                 0,
             )?;
             let excess = count.saturating_add(1).saturating_sub(keep);
             if excess > 0 {
                 tx.execute(
                     "DELETE FROM stratum_sessions WHERE id_hash IN (SELECT id_hash FROM \
-                     stratum_sessions ORDER BY expires_ms, id_hash LIMIT $1)",
-                    &[&excess],
+                     stratum_sessions WHERE token_hash = $1 ORDER BY expires_ms, id_hash LIMIT $2)",
+                    &[&session.token_hash, &excess],
                 )
                 .await
                 .map_err(&open)?;

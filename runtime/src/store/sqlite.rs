@@ -553,17 +553,20 @@ impl Store for SqliteStore {
         tx.prepare_cached("DELETE FROM sessions WHERE expires_ms <= ?1 OR id_hash = ?2")
             .and_then(|mut statement| statement.execute(params![now_ms, id_hash]))
             .map_err(&open)?;
+        // Only this token's sessions count, and only they make room.
         let count: i64 = tx
-            .prepare_cached("SELECT COUNT(*) FROM sessions")
-            .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
+            .prepare_cached("SELECT COUNT(*) FROM sessions WHERE token_hash = ?1")
+            .and_then(|mut statement| {
+                statement.query_row(params![session.token_hash], |row| row.get(0))
+            })
             .map_err(&open)?;
         let excess = count.saturating_add(1).saturating_sub(keep);
         if excess > 0 {
             tx.prepare_cached(
-                "DELETE FROM sessions WHERE id_hash IN \
-                 (SELECT id_hash FROM sessions ORDER BY expires_ms, id_hash LIMIT ?1)",
+                "DELETE FROM sessions WHERE id_hash IN (SELECT id_hash FROM sessions \
+                 WHERE token_hash = ?1 ORDER BY expires_ms, id_hash LIMIT ?2)",
             )
-            .and_then(|mut statement| statement.execute([excess]))
+            .and_then(|mut statement| statement.execute(params![session.token_hash, excess]))
             .map_err(&open)?;
         }
         tx.prepare_cached(

@@ -11,13 +11,19 @@
 //! order, so the order is the truth a reader needs first; and it stays readable at hundreds
 //! of steps, where a layered drawing of a flow with few `depends_on` becomes one wide row.
 //!
+//! A huge flow is drawn as a window of its steps (the page picks it, at most
+//! [`super::MAX_STEPS_SHOWN`]): arcs that leave the window are left out, and the end boxes are
+//! drawn only when the window reaches the last step.
+//!
 //! Invariants: everything from the spec is escaped; the same plan and states give the same
 //! SVG; no script, no style attribute (the page's policy allows neither), only classes.
 
 use std::fmt::Write;
+use std::ops::Range;
 
 use stratum_compiler::plan::{Action, Flow, Target};
 
+use super::shown_name;
 use super::view::StepLook;
 use crate::http::pages::escape;
 
@@ -33,14 +39,28 @@ const RIGHT: u32 = 170;
 /// Characters of a step id shown in its box (the whole id is in its tooltip).
 const ID_CHARS: usize = 26;
 
-/// The SVG of `flow`, each step coloured by `look(index)`; every box links to `#step-INDEX`.
-pub fn draw(flow: &Flow, look: impl Fn(u32) -> StepLook) -> String {
-    let count = u32::try_from(flow.steps.len()).unwrap_or(u32::MAX);
-    let kill_used = flow
-        .steps
-        .iter()
-        .any(|step| targets(step).any(|(_, target)| target == Target::Kill));
-    let rows = count.saturating_add(1 + u32::from(kill_used));
+/// The SVG of `flow`'s steps in `window` (indices), each coloured by `look(index)`; every box
+/// links to `#step-INDEX`.
+pub fn draw(flow: &Flow, look: impl Fn(u32) -> StepLook, window: Range<u32>) -> String {
+    let total = u32::try_from(flow.steps.len()).unwrap_or(u32::MAX);
+    let window = window.start.min(total)..window.end.min(total);
+    let first = window.start;
+    let count = window.end - window.start;
+    let drawn = || {
+        (0u32..)
+            .zip(&flow.steps)
+            .skip(first as usize)
+            .take(count as usize)
+    };
+    let reaches_end = window.end == total;
+    let kill_used = reaches_end
+        && drawn().any(|(_, step)| targets(step).any(|(_, target)| target == Target::Kill));
+    let end_rows = if reaches_end {
+        1 + u32::from(kill_used)
+    } else {
+        0
+    };
+    let rows = count.saturating_add(end_rows);
     let width = LEFT + BOX_WIDTH + RIGHT;
     let height = TOP * 2 + rows.saturating_mul(PITCH);
     let mut svg = String::new();
@@ -51,35 +71,41 @@ pub fn draw(flow: &Flow, look: impl Fn(u32) -> StepLook) -> String {
          <title id=\"dag-title\">The steps of flow {name}, in execution order, coloured by state</title>\
          <defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" \
          markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\"/></marker></defs>",
-        name = escape(&flow.name)
+        name = shown_name(&flow.name)
     );
     let end_row = count;
     let kill_row = count.saturating_add(1);
+    // The row a target is drawn on; none when it lies outside the window.
     let row_of = |target: Target| match target {
-        Target::Step(index) => index,
-        Target::End => end_row,
-        Target::Kill => kill_row,
+        Target::Step(index) => window.contains(&index).then(|| index - first),
+        Target::End => reaches_end.then_some(end_row),
+        Target::Kill => kill_used.then_some(kill_row),
     };
-    for (index, step) in (0u32..).zip(&flow.steps) {
+    for (index, step) in drawn() {
+        let row = index - first;
         for &dependency in &step.depends_on {
-            data_arc(&mut svg, dependency, index);
+            if window.contains(&dependency) {
+                data_arc(&mut svg, dependency - first, row);
+            }
         }
-        let in_order = index.saturating_add(1);
+        let in_order = row.saturating_add(1);
         for (label, target) in targets(step) {
-            let to = row_of(target);
+            let Some(to) = row_of(target) else {
+                continue;
+            };
             if to == in_order && matches!(label, "next" | "approve") {
-                arrow_down(&mut svg, index);
+                arrow_down(&mut svg, row);
             } else {
                 // The end boxes are narrower than a step's.
                 let edge = match target {
                     Target::Step(_) => LEFT + BOX_WIDTH,
                     Target::End | Target::Kill => LEFT + BOX_WIDTH / 2 + END_WIDTH / 2,
                 };
-                route_arc(&mut svg, index, to, edge, label);
+                route_arc(&mut svg, row, to, edge, label);
             }
         }
     }
-    for (index, step) in (0u32..).zip(&flow.steps) {
+    for (index, step) in drawn() {
         let state = look(index);
         let (kind, detail) = kind_of(&step.action);
         let shown: String = step.id.chars().take(ID_CHARS).collect();
@@ -88,7 +114,7 @@ pub fn draw(flow: &Flow, look: impl Fn(u32) -> StepLook) -> String {
         } else {
             shown
         };
-        let y = row_y(index);
+        let y = row_y(index - first);
         let _ = write!(
             svg,
             "<g class=\"step state-{state}\" data-step-id=\"{id}\" data-state=\"{state}\">\
@@ -97,15 +123,17 @@ pub fn draw(flow: &Flow, look: impl Fn(u32) -> StepLook) -> String {
              <text class=\"id\" x=\"{tx}\" y=\"{ty}\">{shown}</text>\
              <text class=\"kind\" x=\"{kx}\" y=\"{ty}\" text-anchor=\"end\">{kind}</text></a></g>",
             state = state.as_str(),
-            id = escape(&step.id),
-            detail = escape(&detail),
+            id = shown_name(&step.id),
+            detail = shown_name(&detail),
             shown = escape(&shown),
             tx = LEFT + 12,
             kx = LEFT + BOX_WIDTH - 10,
             ty = y + 24,
         );
     }
-    end_box(&mut svg, end_row, "end", "terminal");
+    if reaches_end {
+        end_box(&mut svg, end_row, "end", "terminal");
+    }
     if kill_used {
         end_box(&mut svg, kill_row, "killed", "terminal killed");
     }

@@ -7,6 +7,11 @@
 //! headers), and broadcasts the ids whose version moved as one `change` event (`data`: the
 //! ids, space-separated). With no listener it reads nothing. Another process's changes are
 //! seen as well as this one's: the store is the truth.
+//!
+//! A stream lives no longer than the right to it: before each event and every [`RECHECK`] it
+//! asks the store again for its caller ([`auth::still_admitted`]), so a token revoked or a
+//! session signed out anywhere (another `serve`, the command line) ends its open streams
+//! within that time, and they deliver nothing more.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -14,17 +19,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::broadcast;
 
 use crate::http::App;
-use crate::http::auth::Identity;
+use crate::http::auth::{self, Identity};
 use crate::ids::FlowId;
 use crate::store::Store;
 
 /// How often a store without change notifications is read, and the longest wait for one.
 pub const POLL: Duration = Duration::from_secs(1);
+
+/// How often an open stream asks whether its caller is still let in (and so the longest a
+/// stream outlives a revoked token or a closed session).
+pub const RECHECK: Duration = Duration::from_secs(5);
 
 /// The ids (space-separated) of the flows that changed together.
 type Changed = Arc<str>;
@@ -123,16 +133,63 @@ async fn watch(store: Arc<dyn Store>, sender: broadcast::Sender<Changed>) {
 }
 
 /// `GET /events`.
-pub async fn stream(State(app): State<App>, _identity: Identity) -> Response {
+pub async fn stream(State(app): State<App>, _identity: Identity, headers: HeaderMap) -> Response {
     let feed = app.feed();
-    let receiver = feed.subscribe(app.store());
-    let closing = feed.closing.subscribe();
-    let events = futures_util::stream::unfold(
-        (receiver, closing),
-        |(mut receiver, mut closing)| async move {
-            let changed = tokio::select! {
-                changed = receiver.recv() => changed,
-                _ = closing.wait_for(|closed| *closed) => return None,
+    let listener = Listener {
+        receiver: feed.subscribe(app.store()),
+        closing: feed.closing.subscribe(),
+        recheck: tokio::time::interval_at(tokio::time::Instant::now() + RECHECK, RECHECK),
+        app: app.clone(),
+        headers,
+    };
+    let events = futures_util::stream::unfold(listener, |mut listener| async move {
+        let event = listener.next().await?;
+        Some((Ok::<Event, Infallible>(event), listener))
+    });
+    // nginx would otherwise hold the events back in its buffer.
+    (
+        [("x-accel-buffering", "no")],
+        Sse::new(events).keep_alive(KeepAlive::default()),
+    )
+        .into_response()
+}
+
+/// One open stream: the feed it hears, and the request it came with (to ask again whether
+/// its caller is let in).
+struct Listener {
+    receiver: broadcast::Receiver<Changed>,
+    closing: tokio::sync::watch::Receiver<bool>,
+    recheck: tokio::time::Interval,
+    app: App,
+    headers: HeaderMap,
+}
+
+/// What woke a stream.
+enum Wake {
+    Changed(Result<Changed, broadcast::error::RecvError>),
+    Closing,
+    Recheck,
+}
+
+impl Listener {
+    /// The next event to send, or `None` when the stream ends: the server shuts down, or the
+    /// caller's token or session is gone.
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            let wake = tokio::select! {
+                changed = self.receiver.recv() => Wake::Changed(changed),
+                _ = self.closing.wait_for(|closed| *closed) => Wake::Closing,
+                _ = self.recheck.tick() => Wake::Recheck,
+            };
+            let changed = match wake {
+                Wake::Closing => return None,
+                Wake::Recheck => {
+                    if !auth::still_admitted(&self.app, &self.headers).await {
+                        return None;
+                    }
+                    continue;
+                }
+                Wake::Changed(changed) => changed,
             };
             let data: Changed = match changed {
                 Ok(changed) => changed,
@@ -140,14 +197,10 @@ pub async fn stream(State(app): State<App>, _identity: Identity) -> Response {
                 Err(broadcast::error::RecvError::Lagged(_)) => Arc::from("*"),
                 Err(broadcast::error::RecvError::Closed) => return None,
             };
-            let event = Event::default().event("change").data(data.as_ref());
-            Some((Ok::<Event, Infallible>(event), (receiver, closing)))
-        },
-    );
-    // nginx would otherwise hold the events back in its buffer.
-    (
-        [("x-accel-buffering", "no")],
-        Sse::new(events).keep_alive(KeepAlive::default()),
-    )
-        .into_response()
+            if !auth::still_admitted(&self.app, &self.headers).await {
+                return None;
+            }
+            return Some(Event::default().event("change").data(data.as_ref()));
+        }
+    }
 }

@@ -8,8 +8,14 @@
 //! per violation), `#rounds`, `#iterations`, `#budget`, `#children`, `#checkpoints`,
 //! `#timeline`, `#steps` (a row `#step-INDEX` per step). `main > div[data-live]` is swapped
 //! by the script when the flow changes. An unknown id answers 404.
+//!
+//! Bounded for any flow: names and texts cut, each list its newest
+//! [`MAX_LIST_ENTRIES`](super::MAX_LIST_ENTRIES), and of a huge flow a window of
+//! [`MAX_STEPS_SHOWN`] steps from just before the current one in the graph and the step
+//! details (`p#steps-shown` says which, and how many are left out).
 
 use std::fmt::Write;
+use std::ops::Range;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
@@ -20,10 +26,14 @@ use stratum_compiler::plan::Action;
 
 use super::timeline::seconds;
 use super::view::{FlowView, StepLook};
-use super::{Section, dag, moment, page, status_badge, status_words, timeline, unavailable};
+use super::{
+    MAX_LIST_ENTRIES, MAX_NAME_CHARS, MAX_STEPS_SHOWN, MAX_VIOLATIONS_SHOWN, Section, dag,
+    left_out_note, moment, newest, page, shown_name, shown_text, status_badge, status_words,
+    timeline, unavailable,
+};
 use crate::http::App;
 use crate::http::auth::Identity;
-use crate::http::pages::escape;
+use crate::http::pages::{escape, thousands};
 use crate::ids::FlowId;
 use crate::response::Record;
 use crate::state::{EventBody, FailedAttempt};
@@ -43,7 +53,8 @@ pub async fn show(State(app): State<App>, identity: Identity, Path(id): Path<Str
         .await;
     match view {
         Ok(Some(view)) => {
-            let title = format!("Flow {}", view.header.flow_name);
+            let name: String = view.header.flow_name.chars().take(MAX_NAME_CHARS).collect();
+            let title = format!("Flow {name}");
             let body = match render(&view, &identity) {
                 Ok(body) => body,
                 Err(error) => return unavailable(&identity, &error),
@@ -87,7 +98,7 @@ fn render(view: &FlowView, identity: &Identity) -> Result<String, crate::store::
          <p id=\"flow-status\" data-status=\"{status}\">{badge} <code class=\"id\">{id}</code></p>\n\
          <dl class=\"facts\"><dt>Started</dt><dd>{started}</dd><dt>Last change</dt><dd>{changed}</dd>\
          <dt>Round</dt><dd>{round}</dd><dt>Steps done</dt><dd>{done} of {total}</dd>{parent}{ended}</dl>\n",
-        name = escape(&header.flow_name),
+        name = shown_name(&header.flow_name),
         status = status_words(view.status()).0,
         badge = status_badge(view.status()),
         started = moment(header.started_ms),
@@ -105,8 +116,11 @@ fn render(view: &FlowView, identity: &Identity) -> Result<String, crate::store::
                 parent.flow
             )),
         ended = match (&header.error_type, header.finished_ms) {
-            (Some(error), Some(at)) =>
-                format!("<dt>Ended</dt><dd>{} ({})</dd>", moment(at), escape(error)),
+            (Some(error), Some(at)) => format!(
+                "<dt>Ended</dt><dd>{} ({})</dd>",
+                moment(at),
+                shown_name(error)
+            ),
             (None, Some(at)) => format!("<dt>Ended</dt><dd>{}</dd>", moment(at)),
             _ => String::new(),
         },
@@ -120,8 +134,11 @@ fn render(view: &FlowView, identity: &Identity) -> Result<String, crate::store::
          Solid arcs on the left: data dependencies; dashed on the right: routing.</p>\
          <div class=\"scroll\">",
     );
-    html.push_str(&dag::draw(flow, |index| view.look(index)));
-    html.push_str("</div></section>\n");
+    let window = steps_shown(flow.steps.len(), crate::exec::current(header));
+    html.push_str(&dag::draw(flow, |index| view.look(index), window.clone()));
+    html.push_str("</div>");
+    html.push_str(&window_note(&window, flow.steps.len(), &id));
+    html.push_str("</section>\n");
     dispatch(&mut html, view, identity);
     attempts(&mut html, view);
     rounds(&mut html, view);
@@ -130,7 +147,7 @@ fn render(view: &FlowView, identity: &Identity) -> Result<String, crate::store::
     children(&mut html, view);
     checkpoints(&mut html, view);
     timeline_section(&mut html, view);
-    steps(&mut html, view)?;
+    steps(&mut html, view, &window)?;
     if let Some(output) = &header.output {
         let _ = write!(
             html,
@@ -140,6 +157,38 @@ fn render(view: &FlowView, identity: &Identity) -> Result<String, crate::store::
     }
     html.push_str("</div>");
     Ok(html)
+}
+
+/// The steps a page shows of a flow of `total`: all of them, or a window of
+/// [`MAX_STEPS_SHOWN`] that starts a tenth of that before the current step (so the steps
+/// just done show too) and ends no later than the last.
+fn steps_shown(total: usize, current: Option<u32>) -> Range<u32> {
+    let total = u32::try_from(total).unwrap_or(u32::MAX);
+    let most = u32::try_from(MAX_STEPS_SHOWN).unwrap_or(u32::MAX);
+    if total <= most {
+        return 0..total;
+    }
+    let first = current
+        .map_or(0, |index| index.saturating_sub(most / 10))
+        .min(total - most);
+    first..first + most
+}
+
+/// What a page says under the graph of a flow whose steps are not all shown.
+fn window_note(window: &Range<u32>, total: usize, id: &str) -> String {
+    let shown = window.len();
+    if shown >= total {
+        return String::new();
+    }
+    format!(
+        "<p class=\"more\" id=\"steps-shown\">Steps {} to {} of {} are drawn here and listed \
+         in the step details, from just before the current one; {} more steps are left out \
+         (<code>stratum-mcp query flow {id} --json</code> lists them all).</p>",
+        thousands(window.start as usize + 1),
+        thousands(window.end as usize),
+        thousands(total),
+        thousands(total - shown)
+    )
 }
 
 fn section(html: &mut String, id: &str, title: &str, body: &str) {
@@ -162,7 +211,7 @@ fn dispatch(html: &mut String, view: &FlowView, identity: &Identity) {
             let what = match status {
                 "execute_step" => format!(
                     "The agent is to run step <strong>{}</strong>.",
-                    escape(step)
+                    shown_name(step)
                 ),
                 "await_gate" => {
                     let resolve = if identity.read_only {
@@ -171,19 +220,19 @@ fn dispatch(html: &mut String, view: &FlowView, identity: &Identity) {
                         format!(
                             " <a href=\"/gates#gate-{}-{}\">Decide it</a>.",
                             view.header.id,
-                            escape(step)
+                            shown_name(step)
                         )
                     };
                     format!(
                         "Gate <strong>{}</strong> waits for a decision.{resolve}",
-                        escape(step)
+                        shown_name(step)
                     )
                 }
                 "execute_flow" => format!(
                     "Step <strong>{}</strong> runs a sub-flow; its own dispatch is inside.",
-                    escape(step)
+                    shown_name(step)
                 ),
-                other => format!("The runtime answers <code>{}</code>.", escape(other)),
+                other => format!("The runtime answers <code>{}</code>.", shown_name(other)),
             };
             format!(
                 "<p>{what} This is what <code>stratum_resume</code> answers now.</p>{}",
@@ -214,22 +263,24 @@ fn attempts(html: &mut String, view: &FlowView) {
         let _ = write!(
             body,
             "<p class=\"retries\">The current step, <strong>{}</strong>, has {} left.</p>",
-            escape(&step.id),
+            shown_name(&step.id),
             plural(left, "attempt")
         );
     }
     if failed.is_empty() {
         body.push_str("<p>No result has failed its checks.</p>");
     } else {
+        let (failed, left_out) = newest(&failed, MAX_LIST_ENTRIES);
+        body.push_str(&left_out_note(left_out, "failed attempts"));
         body.push_str("<ol class=\"attempts\">");
-        for (round, attempt) in failed {
+        for &(round, attempt) in failed {
             let _ = write!(
                 body,
                 "<li class=\"attempt\" data-step-id=\"{step}\"><p><strong>{step}</strong>, attempt {n} \
                  (round {round}): <code>{status}</code> at {at}; {left} after it.</p><ul>",
-                step = escape(&attempt.step_id),
+                step = shown_name(&attempt.step_id),
                 n = attempt.attempt,
-                status = escape(&attempt.status),
+                status = shown_name(&attempt.status),
                 at = moment(attempt.at_ms),
                 left = if attempt.retries_remaining == 0 {
                     "no retry left".to_owned()
@@ -237,8 +288,19 @@ fn attempts(html: &mut String, view: &FlowView) {
                     format!("{} left", plural(attempt.retries_remaining, "retry"))
                 },
             );
-            for violation in &attempt.violations {
-                let _ = write!(body, "<li class=\"violation\">{}</li>", escape(violation));
+            for violation in attempt.violations.iter().take(MAX_VIOLATIONS_SHOWN) {
+                let _ = write!(
+                    body,
+                    "<li class=\"violation\">{}</li>",
+                    shown_text(violation)
+                );
+            }
+            let more = attempt
+                .violations
+                .len()
+                .saturating_sub(MAX_VIOLATIONS_SHOWN);
+            if more > 0 {
+                let _ = write!(body, "<li class=\"more\">and {} more</li>", thousands(more));
             }
             body.push_str("</ul></li>");
         }
@@ -267,12 +329,14 @@ fn rounds(html: &mut String, view: &FlowView) {
     if decisions.is_empty() {
         body.push_str("<p>No gate has been decided.</p>");
     } else {
+        let (decisions, left_out) = newest(&decisions, MAX_LIST_ENTRIES);
+        body.push_str(&left_out_note(left_out, "gate decisions"));
         body.push_str(
             "<table><thead><tr><th scope=\"col\">Round</th><th scope=\"col\">Gate</th>\
              <th scope=\"col\">Decision</th><th scope=\"col\">By</th><th scope=\"col\">Rationale</th>\
              <th scope=\"col\">When</th></tr></thead><tbody>",
         );
-        for record in decisions {
+        for &record in decisions {
             let (round, step, outcome, by, rationale, at) = match record {
                 Record::Gate(gate) => (
                     gate.round,
@@ -298,10 +362,10 @@ fn rounds(html: &mut String, view: &FlowView) {
             let _ = write!(
                 body,
                 "<tr><td>{round}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                escape(step),
-                escape(&outcome),
-                escape(&by),
-                escape(rationale),
+                shown_name(step),
+                shown_name(&outcome),
+                shown_name(&by),
+                shown_text(rationale),
                 moment(at)
             );
         }
@@ -323,20 +387,22 @@ fn iterations(html: &mut String, view: &FlowView) {
     if reports.is_empty() {
         body.push_str("<p>No iteration loop has run.</p>");
     } else {
+        let (reports, left_out) = newest(&reports, MAX_LIST_ENTRIES);
+        body.push_str(&left_out_note(left_out, "iteration reports"));
         body.push_str(
             "<table><thead><tr><th scope=\"col\">Step</th><th scope=\"col\">Iteration</th>\
              <th scope=\"col\">Score</th><th scope=\"col\">Outcome</th><th scope=\"col\">When</th>\
              </tr></thead><tbody>",
         );
-        for (step, report) in reports {
+        for &(step, report) in reports {
             let field = |name: &str| report.get(name).filter(|value| !value.is_null());
             let _ = write!(
                 body,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                escape(step),
+                shown_name(step),
                 field("iteration").map_or_else(String::new, Value::to_string),
                 field("score").map_or_else(|| "—".to_owned(), Value::to_string),
-                escape(field("outcome").and_then(Value::as_str).unwrap_or("")),
+                shown_name(field("outcome").and_then(Value::as_str).unwrap_or("")),
                 field("timestamp_ms")
                     .and_then(Value::as_u64)
                     .map_or_else(String::new, moment),
@@ -344,7 +410,11 @@ fn iterations(html: &mut String, view: &FlowView) {
         }
         body.push_str("</tbody></table>");
     }
-    for (index, state) in &view.steps {
+    let looping = view
+        .steps
+        .iter()
+        .filter(|(_, state)| state.iteration.is_some());
+    for (index, state) in looping.take(MAX_LIST_ENTRIES) {
         let Some(iteration) = &state.iteration else {
             continue;
         };
@@ -358,7 +428,7 @@ fn iterations(html: &mut String, view: &FlowView) {
         let _ = write!(
             body,
             "<p><strong>{}</strong>: {} so far{}{}.</p>",
-            escape(&step.id),
+            shown_name(&step.id),
             plural(iteration.count, "iteration"),
             iteration
                 .best
@@ -442,18 +512,23 @@ fn children(html: &mut String, view: &FlowView) {
     if view.children.is_empty() {
         body.push_str("<p>No sub-flow has been started.</p>");
     } else {
+        let (children, left_out) = newest(&view.children, MAX_LIST_ENTRIES);
+        body.push_str(&left_out_note(left_out, "sub-flows"));
         body.push_str("<ul>");
-        for child in &view.children {
+        for child in children {
             let _ = write!(
                 body,
                 "<li><a href=\"/flows/{id}\">{name}</a> <code class=\"id\">{id}</code> — {status}{step}</li>",
                 id = child.id,
-                name = escape(&child.name),
+                name = shown_name(&child.name),
                 status = escape(child.status.as_str()),
                 step = child
                     .step_id
                     .as_ref()
-                    .map_or_else(String::new, |step| format!(", for step {}", escape(step))),
+                    .map_or_else(String::new, |step| format!(
+                        ", for step {}",
+                        shown_name(step)
+                    )),
             );
         }
         body.push_str("</ul>");
@@ -466,9 +541,11 @@ fn checkpoints(html: &mut String, view: &FlowView) {
     if view.checkpoints.is_empty() {
         body.push_str("<p>No checkpoint has been committed.</p>");
     } else {
+        let (checkpoints, left_out) = newest(&view.checkpoints, MAX_LIST_ENTRIES);
+        body.push_str(&left_out_note(left_out, "checkpoints"));
         body.push_str("<ul>");
         let flow = view.flow().ok();
-        for checkpoint in &view.checkpoints {
+        for checkpoint in checkpoints {
             let at = match checkpoint.cursor {
                 crate::state::Cursor::Step(index) => flow
                     .and_then(|flow| flow.steps.get(index as usize))
@@ -478,8 +555,8 @@ fn checkpoints(html: &mut String, view: &FlowView) {
             let _ = write!(
                 body,
                 "<li><strong>{}</strong>: at {}, round {}</li>",
-                escape(&checkpoint.label),
-                escape(&at),
+                shown_name(&checkpoint.label),
+                shown_name(&at),
                 checkpoint.round
             );
         }
@@ -519,23 +596,31 @@ fn timeline_section(html: &mut String, view: &FlowView) {
     section(html, "timeline", "Timeline", &body);
 }
 
-fn steps(html: &mut String, view: &FlowView) -> Result<(), crate::store::StoreError> {
+fn steps(
+    html: &mut String,
+    view: &FlowView,
+    window: &Range<u32>,
+) -> Result<(), crate::store::StoreError> {
     let flow = view.flow()?;
     let mut body = String::from(
         "<table><thead><tr><th scope=\"col\">Step</th><th scope=\"col\">Kind</th>\
          <th scope=\"col\">State</th><th scope=\"col\">Attempts</th><th scope=\"col\">Retries left</th>\
          <th scope=\"col\">Output</th></tr></thead><tbody>",
     );
-    for (index, step) in (0u32..).zip(&flow.steps) {
+    let shown = (0u32..)
+        .zip(&flow.steps)
+        .skip(window.start as usize)
+        .take(window.len());
+    for (index, step) in shown {
         let state = view.steps.get(&index);
         let kind = match &step.action {
-            Action::Function { function, .. } => format!("function {}", escape(function)),
+            Action::Function { function, .. } => format!("function {}", shown_name(function)),
             Action::Inline { .. } => "inline".to_owned(),
             Action::Flow { flow } => view.plan.flows.get(*flow as usize).map_or_else(
                 || "flow".to_owned(),
-                |child| format!("flow {}", escape(&child.name)),
+                |child| format!("flow {}", shown_name(&child.name)),
             ),
-            Action::Gate { function, .. } => format!("gate {}", escape(function)),
+            Action::Gate { function, .. } => format!("gate {}", shown_name(function)),
             Action::Judge { .. } => "judge".to_owned(),
         };
         let output =
@@ -551,7 +636,7 @@ fn steps(html: &mut String, view: &FlowView) -> Result<(), crate::store::StoreEr
             body,
             "<tr id=\"step-{index}\"><td>{}</td><td>{kind}</td><td><span class=\"key state-{look}\">{look}</span></td>\
              <td>{}</td><td>{}</td><td>{output}</td></tr>",
-            escape(&step.id),
+            shown_name(&step.id),
             state.map_or(0, |state| state.attempts),
             // Only the step being attempted has retries that matter.
             match view.look(index) {

@@ -217,8 +217,8 @@ fn table(rows: &[Row], matched: usize) -> String {
              <td class=\"current-step\">{step}</td><td>{started}</td><td>{changed}</td></tr>",
             status = status_words(row.status).0,
             badge = status_badge(row.status),
-            name = escape(&row.header.flow_name),
-            step = escape(row.current_step.as_deref().unwrap_or_default()),
+            name = super::shown_name(&row.header.flow_name),
+            step = super::shown_name(row.current_step.as_deref().unwrap_or_default()),
             started = moment(row.header.started_ms),
             changed = moment(row.header.updated_ms),
         );

@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::flows::encode;
-use super::{Section, moment, unavailable};
+use super::{Section, moment, shown_name, unavailable};
 use crate::cli::gate::{self, Decision, GateAnswer, ResolvedBy};
 use crate::cli::query::{self, PendingGate};
 use crate::http::App;
@@ -132,7 +132,7 @@ fn waiting(store: &dyn crate::store::Store) -> Result<Vec<Waiting>, StoreError> 
 fn article(body: &mut String, identity: &Identity, waiting: &Waiting) {
     let gate = &waiting.gate;
     let flow = escape(&gate.flow_id);
-    let step = escape(&gate.step_id);
+    let step = shown_name(&gate.step_id);
     let key = format!("{flow}-{step}");
     let routes = [
         ("approve", &gate.on_approve),
@@ -143,7 +143,7 @@ fn article(body: &mut String, identity: &Identity, waiting: &Waiting) {
     .filter_map(|(outcome, target)| {
         target
             .as_ref()
-            .map(|target| format!("{outcome} → <code>{}</code>", escape(target)))
+            .map(|target| format!("{outcome} → <code>{}</code>", shown_name(target)))
     })
     .collect::<Vec<_>>()
     .join(", ");
@@ -154,9 +154,9 @@ fn article(body: &mut String, identity: &Identity, waiting: &Waiting) {
          <h2 id=\"gate-{key}-h\">{step} <span class=\"of\">in <a href=\"/flows/{flow}\">{name}</a> \
          <code class=\"id\">{short}</code></span></h2>\
          <p>Function <code>{function}</code>{since}{timeout}.{routes}</p>",
-        name = escape(&gate.flow_name),
+        name = shown_name(&gate.flow_name),
         short = escape(gate.flow_id.get(..8).unwrap_or(&gate.flow_id)),
-        function = escape(&gate.function),
+        function = shown_name(&gate.function),
         since = waiting
             .since_ms
             .map_or_else(String::new, |at| format!(", waiting since {}", moment(at))),

@@ -9,9 +9,13 @@
 //! [`assets`] (the stylesheet and the script, compiled into the binary).
 //!
 //! Invariants:
-//! - pages are HTML rendered here, every value from a spec or a flow escaped; they work
+//! - pages are HTML rendered here, every value from a spec or a flow escaped and made
+//!   visible (control characters and bidirectional overrides as escapes); they work
 //!   without the script, which only keeps them current (it refetches the page and swaps the
 //!   parts marked `data-live`);
+//! - a page is bounded whatever the store holds: names are cut at [`MAX_NAME_CHARS`], texts
+//!   at [`MAX_TEXT_CHARS`], a flow's lists at their newest [`MAX_LIST_ENTRIES`], its graph
+//!   and step details at [`MAX_STEPS_SHOWN`] steps, each cut said on the page;
 //! - a page reads the store in one read transaction per view, on the blocking pool, and never
 //!   writes; the only write is a gate decision, through the CLI's own command
 //!   ([`crate::cli::gate::resolve_as`]), with the token's name as the actor;
@@ -31,9 +35,53 @@ use axum::http::StatusCode;
 use axum::response::Response;
 
 use super::auth::Identity;
-use super::pages::{escape, form, layout};
+use super::pages::{escape, escape_cut, form, layout};
 use crate::cli::query::SummaryStatus;
 use crate::store::StoreError;
+
+/// Characters of a name shown (a flow's, a step's, a function's, a checkpoint's); the rest is
+/// cut, with a note. Specs are up to 4 MiB, and nothing else bounds a name.
+pub const MAX_NAME_CHARS: usize = 200;
+/// Characters of a text shown (a rationale, a violation), as the gate form's own limit; an
+/// agent may send megabytes through `stratum_gate_resolve`, and the audit keeps them all.
+pub const MAX_TEXT_CHARS: usize = 4_000;
+/// Entries of each of a flow's lists shown (failed attempts, gate decisions, iteration
+/// reports, sub-flows, checkpoints): the newest; the page says how many are left out.
+pub const MAX_LIST_ENTRIES: usize = 200;
+/// Violations shown per failed attempt.
+pub const MAX_VIOLATIONS_SHOWN: usize = 20;
+/// Steps a flow's page draws in its graph and lists in its step details: a window from just
+/// before the current step; the page says how many are left out.
+pub const MAX_STEPS_SHOWN: usize = 500;
+
+/// A name for a page: escaped, visible, cut at [`MAX_NAME_CHARS`].
+pub fn shown_name(name: &str) -> String {
+    escape_cut(name, MAX_NAME_CHARS)
+}
+
+/// A text for a page: escaped, visible, cut at [`MAX_TEXT_CHARS`].
+pub fn shown_text(text: &str) -> String {
+    escape_cut(text, MAX_TEXT_CHARS)
+}
+
+/// The newest `max` of `entries` (the last ones), and how many older ones are left out.
+pub fn newest<T>(entries: &[T], max: usize) -> (&[T], usize) {
+    let left_out = entries.len().saturating_sub(max);
+    (entries.get(left_out..).unwrap_or_default(), left_out)
+}
+
+/// The note under a list cut by [`newest`] (empty when nothing was left out).
+pub fn left_out_note(left_out: usize, what: &str) -> String {
+    if left_out == 0 {
+        String::new()
+    } else {
+        format!(
+            "<p class=\"more\">The oldest {} {what} are left out; the whole audit has them \
+             (<code>stratum_audit</code>, <code>stratum-mcp query flow ID --json</code>).</p>",
+            super::pages::thousands(left_out)
+        )
+    }
+}
 
 /// Which view a page is, for the navigation's `aria-current`.
 #[derive(Clone, Copy, PartialEq, Eq)]

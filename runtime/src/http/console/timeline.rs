@@ -7,6 +7,7 @@
 
 use std::fmt::Write;
 
+use super::{shown_name, shown_text};
 use crate::http::pages::escape;
 use crate::response::Record;
 
@@ -52,8 +53,8 @@ pub fn draw(records: &[&Record], start_ms: u64, end_ms: u64) -> String {
             y + 13,
             x2 - x1,
             ROW - 6,
-            label = escape(label),
-            detail = escape(&detail),
+            label = shown_name(label),
+            detail = shown_text(&detail),
         );
     }
     svg.push_str("</svg>");
