@@ -71,18 +71,18 @@ impl SourceCode for Source<'_> {
 
 /// The lines miette draws around a span, as `str`'s `read_span` delimits them.
 #[derive(Debug, PartialEq, Eq)]
-struct Window {
+pub(super) struct Window {
     /// The window's bytes: from the start of the first context line (or the span's start,
     /// without context before) to just past the last context line's break.
-    range: Range<usize>,
+    pub(super) range: Range<usize>,
     /// The 0-based line the window starts on.
-    line: usize,
+    pub(super) line: usize,
     /// The window's first column in bytes; 0 unless it starts at the span itself.
-    column: usize,
+    pub(super) column: usize,
     /// The line breaks from the start of the file to the end of the window. miette compares
     /// it with the next label's line to decide whether two windows merge into one, so it must
     /// be exactly `str`'s count, odd as it is.
-    line_count: usize,
+    pub(super) line_count: usize,
 }
 
 /// `str`'s window around `span`, with `before` and `after` lines of context, found through
@@ -94,7 +94,7 @@ struct Window {
 /// on past the first line break after the end and `after` more (or to the end of the file).
 /// Before the span it keeps the starts of the last `before` lines. A span ending just past
 /// the file still reads to the end; one further out is out of bounds.
-fn window(
+pub(super) fn window(
     text: &str,
     lines: &LineIndex,
     span: &SourceSpan,
