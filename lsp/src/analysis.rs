@@ -2,10 +2,12 @@
 //! the compiler's byte offsets and the protocol's UTF-16 positions.
 //!
 //! Every feature of the server is a function of an [`Analysis`]; none parses anything itself.
+//! Positions go through the compiler's [`LineIndex`] of the file, the one every renderer of
+//! `stratumc` uses: a binary search per conversion, never a scan of the text.
 //! Invariant: an `Analysis` is never edited; a new text gets a new one, so a feature never sees
 //! positions of one text applied to another.
 
-use stratum_compiler::source::{FileId, SourceFile, SourceMap, Span};
+use stratum_compiler::source::{FileId, LineIndex, SourceFile, SourceMap, Span};
 use stratum_compiler::{Compilation, check_bytes};
 use tower_lsp_server::ls_types::{Position, Range};
 
@@ -17,7 +19,9 @@ pub struct Analysis {
     pub compilation: Compilation,
     /// The document's text, as the client sent it.
     pub text: String,
-    lines: LineIndex,
+    /// A line index of `text` for a text the compiler did not keep (one over 16 MiB is checked
+    /// as empty); otherwise the file's own index serves.
+    own_lines: Option<LineIndex>,
     /// Every definition and reference, built on first use.
     index: std::sync::OnceLock<crate::index::Index>,
 }
@@ -27,11 +31,14 @@ impl Analysis {
     pub fn new(name: &str, text: &str) -> Analysis {
         let mut sources = SourceMap::new();
         let compilation = check_bytes(&mut sources, name, text.as_bytes());
+        let kept = sources
+            .get(compilation.file)
+            .is_some_and(|file| file.text() == text);
         Analysis {
             sources,
             compilation,
             text: text.to_owned(),
-            lines: LineIndex::new(text),
+            own_lines: (!kept).then(|| LineIndex::new(text)),
             index: std::sync::OnceLock::new(),
         }
     }
@@ -51,14 +58,22 @@ impl Analysis {
         self.compilation.file
     }
 
+    /// The line index of the text.
+    fn lines(&self) -> &LineIndex {
+        self.own_lines
+            .as_ref()
+            .or_else(|| self.file().map(SourceFile::lines))
+            .expect("an analysis keeps its file's text or an index of its own")
+    }
+
     /// The byte offset of a protocol position, clamped to its line and to the text.
     pub fn offset(&self, position: Position) -> usize {
-        self.lines.offset(&self.text, position)
+        offset(self.lines(), &self.text, position)
     }
 
     /// The protocol position of a byte offset.
     pub fn position(&self, offset: usize) -> Position {
-        self.lines.position(&self.text, offset)
+        position(self.lines(), &self.text, offset)
     }
 
     /// The protocol range of a span.
@@ -88,71 +103,49 @@ pub(crate) fn clean(text: &str) -> Analysis {
     analysis
 }
 
-/// The start of every line, for conversions between offsets and UTF-16 positions.
-#[derive(Clone, Debug, Default)]
-pub struct LineIndex {
-    /// Byte offset of the start of each line; the first is 0.
-    starts: Vec<usize>,
+/// The byte offset of `position` in `text`: a character past the end of its line is the
+/// line's end (before its line break), a line past the end is the end of the text, and a
+/// position inside a surrogate pair is the start of that character.
+pub fn offset(lines: &LineIndex, text: &str, position: Position) -> usize {
+    let line_idx = position.line as usize;
+    let Some(start) = lines.line_start(line_idx) else {
+        return text.len();
+    };
+    let end = lines.line_start(line_idx + 1).unwrap_or(text.len());
+    let line = text.get(start..end).unwrap_or("");
+    let line = line.trim_end_matches(['\n', '\r']);
+    if lines.is_ascii(line_idx) {
+        return start + line.len().min(position.character as usize);
+    }
+    let mut units = 0u32;
+    for (at, c) in line.char_indices() {
+        let width = c.len_utf16() as u32;
+        if units + width > position.character {
+            return start + at;
+        }
+        units += width;
+    }
+    start + line.len()
 }
 
-impl LineIndex {
-    pub fn new(text: &str) -> LineIndex {
-        let mut starts = vec![0];
-        let bytes = text.as_bytes();
-        for (at, &byte) in bytes.iter().enumerate() {
-            match byte {
-                b'\n' => starts.push(at + 1),
-                // A lone `\r` ends a line too, as the protocol says.
-                b'\r' if bytes.get(at + 1) != Some(&b'\n') => starts.push(at + 1),
-                _ => {}
-            }
-        }
-        LineIndex { starts }
+/// The position of a byte offset in `text` (clamped to the text, and down to a character
+/// boundary).
+pub fn position(lines: &LineIndex, text: &str, offset: usize) -> Position {
+    let mut offset = offset.min(text.len());
+    while offset > 0 && !text.is_char_boundary(offset) {
+        offset -= 1;
     }
-
-    /// The byte offset of `position`: a character past the end of its line is the line's end
-    /// (before its line break), a line past the end is the end of the text, and a position
-    /// inside a surrogate pair is the start of that character.
-    pub fn offset(&self, text: &str, position: Position) -> usize {
-        let Some(&start) = self.starts.get(position.line as usize) else {
-            return text.len();
-        };
-        let end = self
-            .starts
-            .get(position.line as usize + 1)
-            .copied()
-            .unwrap_or(text.len());
-        let line = text.get(start..end).unwrap_or("");
-        let line = line.trim_end_matches(['\n', '\r']);
-        let mut units = 0u32;
-        for (at, c) in line.char_indices() {
-            let width = c.len_utf16() as u32;
-            if units + width > position.character {
-                return start + at;
-            }
-            units += width;
-        }
-        start + line.len()
-    }
-
-    /// The position of a byte offset (clamped to the text, and down to a character boundary).
-    pub fn position(&self, text: &str, offset: usize) -> Position {
-        let mut offset = offset.min(text.len());
-        while offset > 0 && !text.is_char_boundary(offset) {
-            offset -= 1;
-        }
-        let line = self
-            .starts
-            .partition_point(|&start| start <= offset)
-            .saturating_sub(1);
-        let start = self.starts.get(line).copied().unwrap_or(0);
-        let character = text
-            .get(start..offset)
-            .map_or(0, |prefix| prefix.encode_utf16().count());
-        Position {
-            line: u32::try_from(line).unwrap_or(u32::MAX),
-            character: u32::try_from(character).unwrap_or(u32::MAX),
-        }
+    let line = lines.line_of(offset);
+    let start = lines.line_start(line).unwrap_or(0).min(offset);
+    let character = if lines.is_ascii(line) {
+        offset - start
+    } else {
+        text.get(start..offset)
+            .map_or(0, |prefix| prefix.encode_utf16().count())
+    };
+    Position {
+        line: u32::try_from(line).unwrap_or(u32::MAX),
+        character: u32::try_from(character).unwrap_or(u32::MAX),
     }
 }
 
@@ -173,8 +166,12 @@ mod tests {
             {
                 continue;
             }
-            let position = index.position(text, offset);
-            assert_eq!(index.offset(text, position), offset, "{text:?} at {offset}");
+            let position = position(&index, text, offset);
+            assert_eq!(
+                super::offset(&index, text, position),
+                offset,
+                "{text:?} at {offset}"
+            );
         }
     }
 
@@ -184,10 +181,10 @@ mod tests {
         let index = LineIndex::new(text);
         let x = text.find('x').unwrap_or_default();
         // `a: "` is 4 units, `é` 1, `😀` 2.
-        assert_eq!(index.position(text, x), Position::new(0, 7));
-        assert_eq!(index.offset(text, Position::new(0, 7)), x);
+        assert_eq!(position(&index, text, x), Position::new(0, 7));
+        assert_eq!(offset(&index, text, Position::new(0, 7)), x);
         assert_eq!(
-            index.position(text, text.find('b').unwrap_or_default()),
+            position(&index, text, text.find('b').unwrap_or_default()),
             Position::new(1, 0)
         );
         round_trip(text);
@@ -198,12 +195,12 @@ mod tests {
         let text = "ab\r\ncd\rxy";
         let index = LineIndex::new(text);
         assert_eq!(
-            index.offset(text, Position::new(0, 99)),
+            offset(&index, text, Position::new(0, 99)),
             2,
             "before the line break"
         );
-        assert_eq!(index.offset(text, Position::new(2, 1)), text.len() - 1);
-        assert_eq!(index.offset(text, Position::new(9, 0)), text.len());
+        assert_eq!(offset(&index, text, Position::new(2, 1)), text.len() - 1);
+        assert_eq!(offset(&index, text, Position::new(9, 0)), text.len());
         round_trip(text);
     }
 
@@ -211,7 +208,7 @@ mod tests {
     fn a_position_inside_a_surrogate_pair_is_the_character() {
         let text = "😀b";
         let index = LineIndex::new(text);
-        assert_eq!(index.offset(text, Position::new(0, 1)), 0);
-        assert_eq!(index.offset(text, Position::new(0, 2)), 4);
+        assert_eq!(offset(&index, text, Position::new(0, 1)), 0);
+        assert_eq!(offset(&index, text, Position::new(0, 2)), 4);
     }
 }

@@ -16,10 +16,11 @@ use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer};
 
-use crate::analysis::{Analysis, LineIndex};
+use crate::analysis::{self, Analysis};
 use crate::complete::{self, CompletionKind};
 use crate::diagnostics::{self, ExplanationLinks};
 use crate::{actions, hover, navigate, symbols};
+use stratum_compiler::source::LineIndex;
 
 /// How long a change waits for the next one before it is analysed, unless the client says
 /// otherwise (`initializationOptions: {"debounceMs": N}`).
@@ -159,9 +160,10 @@ fn apply_change(text: &mut String, change: TextDocumentContentChangeEvent) {
     match change.range {
         None => *text = change.text,
         Some(range) => {
+            // Each change applies to the text the previous one left, so it needs its own index.
             let lines = LineIndex::new(text);
-            let start = lines.offset(text, range.start);
-            let end = lines.offset(text, range.end).max(start);
+            let start = analysis::offset(&lines, text, range.start);
+            let end = analysis::offset(&lines, text, range.end).max(start);
             text.replace_range(start..end, &change.text);
         }
     }

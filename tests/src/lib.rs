@@ -139,6 +139,17 @@ pub const CODES_TESTED_ELSEWHERE: &[(Code, &str)] = &[
 /// steps chain through `$.steps` references, `depends_on`, ensures and `skip_if`s, as real
 /// specs do. About 300 bytes a step.
 pub fn generated_spec(steps: usize) -> String {
+    generate(steps, false)
+}
+
+/// [`generated_spec`] with one warning in every step but the gates (every 100th): each step
+/// calls `analyse` and passes it an input it does not declare (W0021). For measuring how
+/// diagnostics are rendered; about 280 bytes a step.
+pub fn generated_spec_with_warnings(steps: usize) -> String {
+    generate(steps, true)
+}
+
+fn generate(steps: usize, warn: bool) -> String {
     let mut spec = String::from(
         "version: \"0.2\"\n\
          contracts:\n\
@@ -181,7 +192,7 @@ pub fn generated_spec(steps: usize) -> String {
             let _ = writeln!(spec, "        on_kill: ~");
             continue;
         }
-        if index % 2 == 0 {
+        if index % 2 == 0 || warn {
             let _ = writeln!(spec, "        function: analyse");
         } else {
             let _ = writeln!(
@@ -194,14 +205,15 @@ pub fn generated_spec(steps: usize) -> String {
                 "        ensure: [\"result.severity != 'high' or result.confidence > 0.9\"]"
             );
         }
+        let extra = if warn { ", note: \"$.input.text\"" } else { "" };
         match index {
             0 => {
-                let _ = writeln!(spec, "        inputs: {{text: \"$.input.text\"}}");
+                let _ = writeln!(spec, "        inputs: {{text: \"$.input.text\"{extra}}}");
             }
             _ => {
                 let _ = writeln!(
                     spec,
-                    "        inputs: {{text: \"$.steps.step_{}.output.summary\"}}",
+                    "        inputs: {{text: \"$.steps.step_{}.output.summary\"{extra}}}",
                     index - 1
                 );
                 let _ = writeln!(spec, "        depends_on: [step_{}]", index - 1);
