@@ -62,12 +62,17 @@ pub static DIFFERENCES: &[Difference] = &[
         summary: "every tool declares a typed outputSchema; isError only for calls that could not run",
         reference: "each tool declares an untyped object and answers argument errors with \
                     pydantic's text.",
-        ours: "each tool's `outputSchema` is generated from its response types (an object whose \
-               `anyOf` lists every shape); arguments of the wrong type or shape are refused with \
+        ours: "each tool's full output schema is generated from its response types (an object \
+               whose `anyOf` lists every shape, published in `runtime/schemas/tools/`); \
+               `tools/list` serves it folded into one compact object schema (`status` as an enum \
+               of the tool's values, each field some shape always carries typed, no prose below \
+               the root); arguments of the wrong type or shape are refused with \
                `invalid_argument` naming the argument; runtime refusals (`flow_not_found`, \
                `wrong_step`, …) answer `status: error` as the reference does.",
-        why: "clients that validate structured content (the TypeScript SDK) and agents that read \
-              only `structuredContent` get a precise contract.",
+        why: "clients that validate structured content (the TypeScript and Python SDKs) and \
+              agents that read only `structuredContent` get a contract; the Python SDK checks \
+              the schema itself against the meta-schema on every call, which cost up to 110 ms \
+              a call with the full schemas and costs under 10 ms with the compact ones.",
     },
     Difference {
         topic: "unknown-arguments",

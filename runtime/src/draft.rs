@@ -33,6 +33,7 @@ pub const DRAFT_FILE: &str = "pipeline-draft.json";
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Saved {
     /// Always `saved`.
+    #[schemars(extend("const" = "saved"))]
     pub status: &'static str,
     /// The draft file's absolute path.
     pub path: String,
@@ -69,6 +70,7 @@ pub enum DraftError {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct DraftFailure {
     /// Always `error`.
+    #[schemars(extend("const" = "error"))]
     pub status: &'static str,
     /// `invalid_draft`, `directory_not_found` or `write_failed`.
     pub error_type: &'static str,

@@ -69,6 +69,7 @@ impl Response {
 /// `guardrail_blocked`): what the agent must do now.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct StepDispatch {
+    #[schemars(extend("enum" = ["execute_step", "ensure_failed", "schema_failed", "guardrail_blocked"]))]
     pub status: String,
     pub flow_id: String,
     pub step_number: u32,
@@ -106,6 +107,7 @@ pub struct StepDispatch {
 /// `await_gate`: a gate waits for `stratum_gate_resolve`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct GateDispatch {
+    #[schemars(extend("const" = "await_gate"))]
     pub status: &'static str,
     pub flow_id: String,
     pub step_number: u32,
@@ -130,6 +132,7 @@ pub struct GateDispatch {
 /// own dispatch. Like the reference, it has no `flow_id`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct FlowDispatch {
+    #[schemars(extend("const" = "execute_flow"))]
     pub status: &'static str,
     pub parent_flow_id: String,
     pub parent_step_id: String,
@@ -149,6 +152,7 @@ pub struct FlowDispatch {
 /// A flow that ended: `complete`, `killed` or `budget_exhausted`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct Finished {
+    #[schemars(extend("enum" = ["complete", "killed", "budget_exhausted"]))]
     pub status: String,
     pub flow_id: String,
     /// Absent for a flow killed at a gate with no cleanup step (the reference's shape).
@@ -173,6 +177,7 @@ pub struct Finished {
 /// `{"status": "error", "error_type", "message", ...}`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, JsonSchema)]
 pub struct ErrorResponse {
+    #[schemars(extend("const" = "error"))]
     pub status: &'static str,
     pub error_type: String,
     pub message: String,
@@ -222,6 +227,7 @@ impl ErrorResponse {
 
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct Committed {
+    #[schemars(extend("const" = "committed"))]
     pub status: &'static str,
     pub flow_id: String,
     pub label: String,
@@ -232,6 +238,7 @@ pub struct Committed {
 
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct IterationStarted {
+    #[schemars(extend("const" = "iteration_started"))]
     pub status: &'static str,
     pub flow_id: String,
     pub step_id: String,
@@ -243,6 +250,7 @@ pub struct IterationStarted {
 /// `iteration_continue` or `iteration_exit`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct IterationReport {
+    #[schemars(extend("enum" = ["iteration_continue", "iteration_exit"]))]
     pub status: String,
     pub flow_id: String,
     pub step_id: String,
@@ -277,6 +285,7 @@ pub struct IterationReport {
 
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct IterationAborted {
+    #[schemars(extend("const" = "iteration_aborted"))]
     pub status: &'static str,
     pub flow_id: String,
     pub step_id: String,
@@ -291,6 +300,7 @@ pub struct IterationAborted {
 /// `check_timeouts` found nothing to do.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct NoTimeout {
+    #[schemars(extend("const" = "no_timeout"))]
     pub status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
@@ -300,6 +310,8 @@ pub struct NoTimeout {
 
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct StatusOnly {
+    /// The finished flow's status.
+    #[schemars(extend("enum" = ["complete", "killed", "failed", "budget_exhausted", "cancelled"]))]
     pub status: String,
     pub flow_id: String,
 }
@@ -310,6 +322,7 @@ pub struct Audit {
     pub flow_id: String,
     pub flow_name: String,
     /// `in_progress`, `complete`, `killed`, `failed` or `budget_exhausted`.
+    #[schemars(extend("enum" = ["in_progress", "complete", "killed", "failed", "budget_exhausted", "cancelled"]))]
     pub status: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_type: Option<String>,

@@ -69,6 +69,7 @@ pub const DEFAULT_FLOW_NAME: &str = "tasks";
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct CompiledTasks {
     /// Always `ok`.
+    #[schemars(extend("const" = "ok"))]
     pub status: &'static str,
     /// The spec (version 0.1), ready for `stratum_plan`.
     pub yaml: String,
@@ -139,6 +140,7 @@ pub enum SpeckitError {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct SpeckitFailure {
     /// Always `error`.
+    #[schemars(extend("const" = "error"))]
     pub status: &'static str,
     /// `directory_not_found`, `no_tasks`, `step_id_collision` or `compile_error`.
     pub error_type: &'static str,

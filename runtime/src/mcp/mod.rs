@@ -1,12 +1,13 @@
 //! `stratum-mcp`'s MCP server: the tools agents drive flows with, over rmcp.
 //!
 //! In reading order: [`tools`] (the tool table: names, descriptions, annotations, schemas),
-//! [`args`] (each tool's arguments) and [`limits`] (the bounds on them), [`server`] (the
-//! handler that runs a call on the runtime), [`diagnostics`] and [`outputs`] (the answers that
-//! are not flow responses), and [`transport`] (newline-delimited JSON-RPC with answered
-//! bounds).
+//! [`compact`] (the folded `outputSchema` that `tools/list` declares), [`args`] (each tool's
+//! arguments) and [`limits`] (the bounds on them), [`server`] (the handler that runs a call on
+//! the runtime), [`diagnostics`] and [`outputs`] (the answers that are not flow responses), and
+//! [`transport`] (newline-delimited JSON-RPC with answered bounds).
 
 pub mod args;
+pub mod compact;
 pub mod diagnostics;
 pub mod limits;
 pub mod outputs;

@@ -9,6 +9,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Value, json};
 
 use super::args;
+use super::compact;
 use super::outputs::{SpecRejected, ToolError, Validation};
 use crate::response::{
     Audit, Committed, ErrorResponse, Finished, FlowDispatch, GateDispatch, IterationAborted,
@@ -384,9 +385,31 @@ impl ToolSpec {
         }
     }
 
-    /// An object schema whose `anyOf` lists every shape the tool answers with. The root is an
-    /// object, as clients before the 2026 protocol require to keep structured content.
+    /// What `tools/list` declares: the full schema folded by [`compact::compact`] into a flat
+    /// object schema (the `status` enum and the fields every shape carries, typed), cheap for a
+    /// client that checks every answer against it. The full schema is published in
+    /// `runtime/schemas/tools/`.
     pub fn output_schema(&self) -> JsonObject {
+        let description = format!(
+            "the answers of {}, folded; the full schema: runtime/schemas/tools/{}",
+            self.name,
+            self.schema_file()
+        );
+        match compact::compact(&Value::Object(self.full_output_schema()), &description) {
+            Value::Object(object) => object,
+            _ => JsonObject::new(),
+        }
+    }
+
+    /// The name of the full schema's file in `runtime/schemas/tools/`.
+    pub fn schema_file(&self) -> String {
+        format!("{}.output.schema.json", self.name)
+    }
+
+    /// The documented output schema: an object schema whose `anyOf` lists every shape the tool
+    /// answers with, each with its fields' descriptions, in `$defs`. The root is an object, as
+    /// clients before the 2026 protocol require to keep structured content.
+    pub fn full_output_schema(&self) -> JsonObject {
         let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
         let shapes: Vec<Value> = (self.outputs)(&mut generator)
             .into_iter()
@@ -395,6 +418,8 @@ impl ToolSpec {
         let definitions = generator.take_definitions(true);
         let schema = json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": self.name,
+            "description": format!("Every answer of the MCP tool {}: {}", self.name, self.title),
             "type": "object",
             "anyOf": shapes,
             "$defs": definitions,

@@ -1,6 +1,7 @@
 //! Drives the real `stratum-mcp` binary as a child process with rmcp's client, as an agent
 //! does, over either protocol. Every answer is checked against the output schema its tool
-//! declares, and its text copy against its structured content; a transcript of the calls
+//! declares (the compact one) and against the full one published in `runtime/schemas/tools/`,
+//! and its text copy against its structured content; a transcript of the calls
 //! (ids replaced by `<flow-N>`) can be snapshotted.
 
 #![allow(dead_code)]
@@ -33,9 +34,25 @@ pub struct McpServer {
     client: RunningService<RoleClient, ()>,
     pub tools: Vec<Tool>,
     validators: HashMap<String, jsonschema::Validator>,
+    full_validators: HashMap<String, jsonschema::Validator>,
     transcript: String,
     flows: Vec<String>,
     pub home: PathBuf,
+}
+
+/// The full output schemas of the tools, as published.
+pub fn tool_schemas_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/tools")
+}
+
+/// A validator of the published full output schema of `tool`.
+fn full_validator(tool: &str) -> jsonschema::Validator {
+    let path = tool_schemas_dir().join(format!("{tool}.output.schema.json"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    let schema: Value = serde_json::from_str(&text).expect("a published schema is JSON");
+    jsonschema::validator_for(&schema)
+        .unwrap_or_else(|error| panic!("{}: invalid schema: {error}", path.display()))
 }
 
 pub fn binary() -> &'static str {
@@ -96,10 +113,15 @@ impl McpServer {
                 (tool.name.to_string(), validator)
             })
             .collect();
+        let full_validators = tools
+            .iter()
+            .map(|tool| (tool.name.to_string(), full_validator(&tool.name)))
+            .collect();
         McpServer {
             client,
             tools,
             validators,
+            full_validators,
             transcript: String::new(),
             flows: Vec::new(),
             home: home.to_owned(),
@@ -185,6 +207,18 @@ impl McpServer {
         assert!(
             errors.is_empty(),
             "{tool}: the answer does not fit its output schema: {errors:?}\n{answer:#}"
+        );
+        let full = self
+            .full_validators
+            .get(tool)
+            .unwrap_or_else(|| panic!("no full schema for {tool}"));
+        let errors: Vec<String> = full
+            .iter_errors(&answer)
+            .map(|error| format!("{error} at {}", error.instance_path()))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{tool}: the answer does not fit its published schema: {errors:?}\n{answer:#}"
         );
         answer
     }
