@@ -516,7 +516,7 @@ async fn pages_forbid_sniffing_a_referrer_and_a_base() {
         assert_eq!(answer.status(), StatusCode::OK, "{page}");
         let headers = answer.headers();
         assert_eq!(headers["x-content-type-options"], "nosniff", "{page}");
-        assert_eq!(headers["referrer-policy"], "no-referrer", "{page}");
+        assert_eq!(headers["referrer-policy"], "same-origin", "{page}");
         let policy = headers["content-security-policy"].to_str().unwrap();
         assert!(policy.contains("base-uri 'none'"), "{page}: {policy}");
         assert!(policy.contains("default-src 'self'"), "{page}: {policy}");

@@ -8,7 +8,9 @@
 //! `Content-Security-Policy` forbids everything but this server's own resources (and any
 //! `<base>`, which would redirect every relative link and form), `X-Content-Type-Options:
 //! nosniff` keeps a browser from reading a page as anything but HTML, and `Referrer-Policy:
-//! no-referrer` keeps flow ids in the address out of the requests a link leads to.
+//! same-origin` keeps flow ids in the address out of the requests a link to another site
+//! makes. Not `no-referrer`: under it a browser posts forms with `Origin: null`, and the
+//! sign-in, which refuses a post from anywhere but this server's own page, would refuse them.
 
 use axum::Form;
 use axum::extract::State;
@@ -30,7 +32,7 @@ const NO_STORE: &str = "no-store";
 const POLICY: &str =
     "default-src 'self'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'";
 const NO_SNIFF: &str = "nosniff";
-const NO_REFERRER: &str = "no-referrer";
+const REFERRER: &str = "same-origin";
 
 /// `text` safe inside HTML text and attribute values, and visible: control characters and
 /// bidirectional overrides are written as escapes (`\x1b`, `\u202e`; the one function every
@@ -98,7 +100,7 @@ pub fn layout(status: StatusCode, title: &str, body: &str) -> Response {
             (CACHE_CONTROL, NO_STORE),
             (CONTENT_SECURITY_POLICY, POLICY),
             (X_CONTENT_TYPE_OPTIONS, NO_SNIFF),
-            (REFERRER_POLICY, NO_REFERRER),
+            (REFERRER_POLICY, REFERRER),
         ],
         Html(html),
     )
