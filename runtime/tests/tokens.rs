@@ -105,8 +105,11 @@ fn a_version_1_sqlite_database_gains_the_tokens_table_and_keeps_its_flows() {
     };
     // As the program of version 1 left it: no tokens table (nor the later sessions table).
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("DROP TABLE sessions; DROP TABLE tokens; PRAGMA user_version = 1;")
-        .unwrap();
+    conn.execute_batch(
+        "DROP TABLE sessions; DROP TABLE tokens; ALTER TABLE checkpoints DROP COLUMN position; \
+         PRAGMA user_version = 1;",
+    )
+    .unwrap();
     drop(conn);
     let store = SqliteStore::open(&path).unwrap();
     assert_eq!(store.tokens().unwrap(), []);
