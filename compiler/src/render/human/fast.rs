@@ -80,7 +80,7 @@ pub(super) fn draw(
     out.push_str(file.name());
     let at = file.line_col(start);
     // Writing to a `String` does not fail.
-    let _ = write!(out, ":{}:{}]\n", file.lines().line_of(start) + 1, at.column);
+    let _ = writeln!(out, ":{}:{}]", file.lines().line_of(start) + 1, at.column);
     for (idx, &(offset, line)) in lines.iter().enumerate() {
         let _ = write!(out, " {:>linum_width$} │ ", first + idx);
         out.push_str(line);
