@@ -366,7 +366,7 @@ mod tests {
                         continue;
                     }
                     for (idx, label) in labels.iter().enumerate() {
-                        let message = messages[idx % messages.len()];
+                        let message = messages.get(idx % messages.len()).copied().unwrap_or("");
                         let mut diagnostic =
                             Diagnostic::new(Code::W0021, message, file.span(start..end), *label);
                         if idx == 0 {
