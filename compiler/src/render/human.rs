@@ -343,10 +343,9 @@ mod tests {
             numbered,
         ];
         let labels = ["here", "", "two\nlines"];
-        let messages = [
-            "a short message",
-            "a message long enough that miette must wrap it onto a second line at eighty columns",
-        ];
+        let short_message = "a short message";
+        let long_message =
+            "a message long enough that miette must wrap it onto a second line at eighty columns";
         for text in texts {
             let mut sources = SourceMap::new();
             let file = sources.add("gen.stratum.yaml", text.clone()).clone();
@@ -366,11 +365,15 @@ mod tests {
                         continue;
                     }
                     for (idx, label) in labels.iter().enumerate() {
-                        let message = messages.get(idx % messages.len()).copied().unwrap_or("");
+                        let message = if idx % 2 == 0 {
+                            short_message
+                        } else {
+                            long_message
+                        };
                         let mut diagnostic =
                             Diagnostic::new(Code::W0021, message, file.span(start..end), *label);
                         if idx == 0 {
-                            diagnostic = diagnostic.help(messages[1]);
+                            diagnostic = diagnostic.help(long_message);
                         }
                         let diagnostics = [diagnostic];
                         let reports = [FileReport {
