@@ -65,8 +65,8 @@ pub static DIFFERENCES: &[Difference] = &[
         ours: "each tool's full output schema is generated from its response types (an object \
                whose `anyOf` lists every shape, published in `runtime/schemas/tools/`); \
                `tools/list` serves it folded into one compact object schema (`status` as an enum \
-               of the tool's values, each field some shape always carries typed, no prose below \
-               the root); arguments of the wrong type or shape are refused with \
+               of the tool's values, each field some shape always carries typed, one subschema \
+               per type, no prose below the root); arguments of the wrong type or shape are refused with \
                `invalid_argument` naming the argument; runtime refusals (`flow_not_found`, \
                `wrong_step`, …) answer `status: error` as the reference does.",
         why: "clients that validate structured content (the TypeScript and Python SDKs) and \

@@ -432,3 +432,80 @@ pub struct PolicyRecord {
     pub round_start_step_id: Option<String>,
     pub at_ms: u64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::validate::Failure;
+    use crate::state::FlowStatus;
+
+    /// The `status` values a type's schema lists.
+    fn listed<T: JsonSchema>() -> Vec<String> {
+        let schema = schemars::schema_for!(T).to_value();
+        schema
+            .pointer("/properties/status/enum")
+            .and_then(Value::as_array)
+            .map(|values| {
+                values
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Every flow status; the match makes a new variant a compile error here, so that the
+    /// schemas' lists are revisited with it (clients reject a status a schema does not list).
+    fn every_flow_status() -> Vec<FlowStatus> {
+        let all = [
+            FlowStatus::Running,
+            FlowStatus::Complete,
+            FlowStatus::Killed,
+            FlowStatus::Failed,
+            FlowStatus::BudgetExhausted,
+            FlowStatus::Cancelled,
+        ];
+        for status in all {
+            match status {
+                FlowStatus::Running
+                | FlowStatus::Complete
+                | FlowStatus::Killed
+                | FlowStatus::Failed
+                | FlowStatus::BudgetExhausted
+                | FlowStatus::Cancelled => {}
+            }
+        }
+        all.to_vec()
+    }
+
+    #[test]
+    fn the_schemas_list_every_status_the_runtime_answers_with() {
+        let finished: Vec<&str> = every_flow_status()
+            .into_iter()
+            .filter(|status| status.is_finished())
+            .map(FlowStatus::as_str)
+            .collect();
+        let resumed = listed::<StatusOnly>();
+        let audited = listed::<Audit>();
+        for status in &finished {
+            assert!(
+                resumed.iter().any(|s| s == status),
+                "StatusOnly lacks {status}"
+            );
+            assert!(audited.iter().any(|s| s == status), "Audit lacks {status}");
+        }
+        assert!(audited.iter().any(|s| s == "in_progress"));
+        let mut dispatched = vec!["execute_step"];
+        for failure in [Failure::Schema, Failure::Guardrail, Failure::Ensure] {
+            match failure {
+                Failure::Schema | Failure::Guardrail | Failure::Ensure => {}
+            }
+            dispatched.push(failure.status());
+        }
+        let mut listed_dispatch = listed::<StepDispatch>();
+        listed_dispatch.sort();
+        dispatched.sort_unstable();
+        assert_eq!(listed_dispatch, dispatched);
+    }
+}
