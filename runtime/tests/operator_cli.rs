@@ -733,12 +733,13 @@ async fn names_and_notes_reach_a_terminal_as_text_never_as_control_sequences() {
     assert_eq!(status(&gate), "await_gate", "{gate:#}");
 
     let visible_flow = r"rw\x1b]0;PWNED\x07\x1b[2K\rOTHER-FLOW";
-    for args in [
-        vec!["query", "flows"],
-        vec!["query", "gates"],
-        vec!["query", "flow", &flow],
-    ] {
-        let (code, shown) = cli_on_terminal(home.path(), &args);
+    let queries: [&[&str]; 3] = [
+        &["query", "flows"],
+        &["query", "gates"],
+        &["query", "flow", &flow],
+    ];
+    for args in queries {
+        let (code, shown) = cli_on_terminal(home.path(), args);
         assert_eq!(code, 0, "{args:?}: {shown}");
         assert_inert(&format!("{args:?}"), &shown);
         assert!(shown.contains(visible_flow), "{args:?}: {shown}");

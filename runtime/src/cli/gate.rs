@@ -133,8 +133,7 @@ impl GateAnswer {
         value.unwrap_or(Value::Null)
     }
 
-    /// One sentence for a person at a terminal.
-    /// The answer as a sentence for a terminal, [`visible`]: the step ids and messages in it
+    /// One sentence for a person at a terminal, [`visible`]: the step ids and messages in it
     /// come from a spec.
     pub fn to_text(&self) -> String {
         let text = match self {

@@ -143,7 +143,7 @@ pub async fn stream(State(app): State<App>, _identity: Identity, headers: Header
         headers,
     };
     let events = futures_util::stream::unfold(listener, |mut listener| async move {
-        let event = listener.next().await?;
+        let event = listener.next_event().await?;
         Some((Ok::<Event, Infallible>(event), listener))
     });
     // nginx would otherwise hold the events back in its buffer.
@@ -174,7 +174,7 @@ enum Wake {
 impl Listener {
     /// The next event to send, or `None` when the stream ends: the server shuts down, or the
     /// caller's token or session is gone.
-    async fn next(&mut self) -> Option<Event> {
+    async fn next_event(&mut self) -> Option<Event> {
         loop {
             let wake = tokio::select! {
                 changed = self.receiver.recv() => Wake::Changed(changed),
