@@ -12,8 +12,7 @@
 #[path = "../tests/load/mod.rs"]
 mod load;
 mod load_bench;
-#[path = "../tests/support/postgres.rs"]
-mod test_postgres;
+use stratum_test_support::postgres as test_postgres;
 
 fn main() {
     load_bench::main(&load::Load::http());

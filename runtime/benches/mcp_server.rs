@@ -19,8 +19,7 @@
 //! Cargo's target directory, on the disk a real state directory would be on.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a benchmark may unwrap what it built
 
-#[path = "../tests/linear/mod.rs"]
-mod linear;
+use stratum_test_support::linear;
 
 use std::path::Path;
 use std::process::Stdio;

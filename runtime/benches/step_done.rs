@@ -9,8 +9,7 @@
 //! would be on (a tmpfs would make `FULL` look free).
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a benchmark may unwrap what it built
 
-#[path = "../tests/linear/mod.rs"]
-mod linear;
+use stratum_test_support::linear;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -18,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use stratum_compiler::plan::Plan;
-use stratum_runtime::{Command, Config, Context, SqliteOptions, SqliteStore, Synchronous, execute};
+use stratum_rest::{Command, Config, Context, SqliteOptions, SqliteStore, Synchronous, execute};
 
 /// A store, a plan, and a flow of it in progress.
 struct Driver {
@@ -37,7 +36,7 @@ impl Driver {
             synchronous,
             ..SqliteOptions::default()
         };
-        let plan = stratum_runtime::compile::plan_from_spec(
+        let plan = stratum_rest::compile::plan_from_spec(
             "linear.stratum.yaml",
             &linear::linear_spec(steps),
         )
@@ -55,7 +54,7 @@ impl Driver {
         driver
     }
 
-    fn call(&mut self, command: &Command) -> stratum_runtime::Response {
+    fn call(&mut self, command: &Command) -> stratum_rest::Response {
         self.seed += 1;
         let ctx = Context::new(1_767_225_600_000, self.seed, self.config.clone());
         execute(&self.store, command, &ctx).unwrap()

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use stratum_runtime::draft::{self, DraftError, save_draft};
-use stratum_runtime::workflows::{WorkflowList, list_workflows};
+use stratum_rest::draft::{self, DraftError, save_draft};
+use stratum_rest::workflows::{WorkflowList, list_workflows};
 
 /// A clean spec registering workflow `name`, with one required input and one defaulted.
 fn spec(name: &str) -> String {

@@ -196,7 +196,7 @@ async fn a_flow_page_draws_its_graph_and_shows_every_failed_attempt() {
     assert!(
         attempts.contains(&format!(
             "<li class=\"violation\">{}</li>",
-            stratum_runtime::http::pages::escape(&violation)
+            stratum_rest::http::pages::escape(&violation)
         )),
         "{attempts}"
     );

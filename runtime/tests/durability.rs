@@ -13,8 +13,8 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-mod linear;
-mod support;
+use stratum_test_support as support;
+use stratum_test_support::linear;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -23,8 +23,8 @@ use std::sync::{Arc, Barrier, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
-use stratum_runtime::store::{Location, Snapshot};
-use stratum_runtime::{Command, Config, FlowId, Runtime, SqliteOptions, Store};
+use stratum_rest::store::{Location, Snapshot};
+use stratum_rest::{Command, Config, FlowId, Runtime, SqliteOptions, Store};
 use support::Scenario;
 
 const KILL_DRIVER: &str = "STRATUM_DURABILITY_DRIVER";
@@ -185,7 +185,7 @@ fn stored(location: &Location, flow: &str) -> (Option<usize>, BTreeMap<usize, Va
         .read(&mut |snapshot: &mut dyn Snapshot| {
             let header = snapshot.flow(&id)?.expect("the flow exists");
             current = match header.cursor {
-                stratum_runtime::state::Cursor::Step(at) if !header.status.is_finished() => {
+                stratum_rest::state::Cursor::Step(at) if !header.status.is_finished() => {
                     Some(at as usize)
                 }
                 _ => None,

@@ -7,7 +7,7 @@
 //! `cargo bench -p stratum-runtime --bench http_load`; here they are only printed.
 
 mod load;
-mod support;
+use stratum_test_support as support;
 
 use load::{Load, StoreAt};
 

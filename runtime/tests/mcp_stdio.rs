@@ -98,7 +98,7 @@ async fn tools_are_titled_annotated_and_typed_on_both_protocols() {
 #[test]
 fn published_tool_schemas_are_the_generated_ones() {
     let dir = mcp::tool_schemas_dir();
-    for spec in stratum_runtime::mcp::tools::TOOLS {
+    for spec in stratum_rest::mcp::tools::TOOLS {
         let schema = Value::Object(spec.full_output_schema());
         let path = dir.join(spec.schema_file());
         let generated = format!("{}\n", serde_json::to_string_pretty(&schema).expect("json"));

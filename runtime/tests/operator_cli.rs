@@ -72,7 +72,7 @@ fn assert_valid(value: &Value, file: &str) {
 
 #[test]
 fn published_schemas_are_the_generated_ones() {
-    for (file, schema) in stratum_runtime::cli::schemas::all() {
+    for (file, schema) in stratum_rest::cli::schemas::all() {
         let path = schemas_dir().join(file);
         let generated = format!("{}\n", serde_json::to_string_pretty(&schema).expect("json"));
         if std::env::var_os("STRATUM_UPDATE_SCHEMAS").is_some() {
@@ -443,10 +443,7 @@ fn explain_lists_topics_and_explains_each() {
         .take_while(|line| !line.is_empty())
         .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
         .collect();
-    assert_eq!(
-        topics.len(),
-        stratum_runtime::differences::DIFFERENCES.len()
-    );
+    assert_eq!(topics.len(), stratum_rest::differences::DIFFERENCES.len());
     for topic in &topics {
         let one = cli(home.path(), &["explain", topic]);
         assert_eq!(code(&one), 0);

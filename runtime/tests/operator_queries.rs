@@ -4,13 +4,13 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may unwrap what it set up; JSON indexes to null
 
-mod support;
+use stratum_test_support as support;
 
 use std::sync::Arc;
 
 use serde_json::json;
-use stratum_runtime::cli::{prune, query, table, watch};
-use stratum_runtime::{Config, MemoryStore, SqliteStore, Store};
+use stratum_rest::cli::{prune, query, table, watch};
+use stratum_rest::{Config, MemoryStore, SqliteStore, Store};
 use support::{EPOCH_MS, Scenario};
 
 const REVIEWED: &str = include_str!("../../examples/reviewed-work.stratum.yaml");

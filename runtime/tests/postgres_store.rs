@@ -5,16 +5,16 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-mod linear;
-mod support;
+use stratum_test_support as support;
+use stratum_test_support::linear;
 
 use std::process::Command as Process;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use stratum_runtime::store::{PostgresOptions, PostgresStore, Store, StoreError};
-use stratum_runtime::{Command, Config, Runtime, SqliteStore};
+use stratum_rest::store::{PostgresOptions, PostgresStore, Store, StoreError};
+use stratum_rest::{Command, Config, Runtime, SqliteStore};
 use support::Scenario;
 
 fn binary() -> &'static str {
@@ -69,7 +69,7 @@ fn the_schema_is_created_once_and_a_newer_one_is_refused_untouched() {
         .query_one("SELECT version FROM stratum_schema", &[])
         .unwrap()
         .get(0);
-    assert_eq!(version, stratum_runtime::store::postgres::SCHEMA_VERSION);
+    assert_eq!(version, stratum_rest::store::postgres::SCHEMA_VERSION);
     let rows = db.query("SELECT * FROM stratum_schema", &[]).unwrap();
     assert_eq!(rows.len(), 1);
 
@@ -449,7 +449,7 @@ fn test_schemas_older_than_a_day_are_dropped_by_a_later_run() {
 fn every_store_lists_each_flows_version_as_its_header_has_it() {
     let dir = tempfile::tempdir().unwrap();
     let stores: [(&str, Arc<dyn Store>); 3] = [
-        ("memory", Arc::new(stratum_runtime::MemoryStore::new())),
+        ("memory", Arc::new(stratum_rest::MemoryStore::new())),
         (
             "SQLite",
             Arc::new(SqliteStore::open(dir.path().join("state.db")).unwrap()),

@@ -7,8 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may unwrap what it set up
 
-mod linear;
-mod support;
+use stratum_test_support as support;
+use stratum_test_support::linear;
 
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
@@ -22,8 +22,8 @@ use rcgen::{
     KeyPair, KeyUsagePurpose,
 };
 use serde_json::json;
-use stratum_runtime::store::{PostgresStore, Store};
-use stratum_runtime::{Command, Config, Runtime};
+use stratum_rest::store::{PostgresStore, Store};
+use stratum_rest::{Command, Config, Runtime};
 use support::postgres::{admin, script, start_server};
 
 /// The name the server's certificate carries, besides the address 127.0.0.1; reached through

@@ -22,12 +22,12 @@ use mcp::{BOTH, McpServer, Protocol, example, flow_at_gate, run_every_example, s
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use serve::{Serve, State, binary, csrf_of, http, sign_in};
-use stratum_runtime::http::{Access, App, ServeOptions};
+use stratum_rest::http::{Access, App, ServeOptions};
 
 /// The routes the server registers, from its own router.
-fn registered_routes() -> Vec<stratum_runtime::http::RouteInfo> {
+fn registered_routes() -> Vec<stratum_rest::http::RouteInfo> {
     let app = App::new(
-        Arc::new(stratum_runtime::MemoryStore::new()),
+        Arc::new(stratum_rest::MemoryStore::new()),
         Default::default(),
         ServeOptions {
             listen: "127.0.0.1:0".parse().unwrap(),
@@ -36,7 +36,7 @@ fn registered_routes() -> Vec<stratum_runtime::http::RouteInfo> {
             connections: Default::default(),
         },
     );
-    stratum_runtime::http::router(app).1
+    stratum_rest::http::router(app).1
 }
 
 fn concrete(path: &str) -> String {
@@ -619,15 +619,15 @@ async fn a_browser_signs_in_and_its_posts_need_the_csrf_token() {
 #[tokio::test]
 async fn a_read_only_token_cannot_post_a_form_that_changes_state() {
     use axum::extract::State as Axum;
-    use stratum_runtime::http::{Identity, pages};
+    use stratum_rest::http::{Identity, pages};
 
-    let store: Arc<dyn stratum_runtime::Store> = Arc::new(stratum_runtime::MemoryStore::new());
+    let store: Arc<dyn stratum_rest::Store> = Arc::new(stratum_rest::MemoryStore::new());
     let (writer, reader) = ("stratum_writer", "stratum_reader");
     for (name, secret, read_only) in [("w", writer, false), ("r", reader, true)] {
         store
-            .add_token(&stratum_runtime::store::Token {
+            .add_token(&stratum_rest::store::Token {
                 name: name.to_owned(),
-                hash: stratum_runtime::cli::token::hash(secret),
+                hash: stratum_rest::cli::token::hash(secret),
                 read_only,
                 created_ms: 0,
                 last_used_ms: None,
@@ -653,7 +653,7 @@ async fn a_read_only_token_cannot_post_a_form_that_changes_state() {
         identity: Identity,
         axum::extract::Path(flow): axum::extract::Path<String>,
     ) -> String {
-        use stratum_runtime::cli::gate::{Decision, ResolvedBy, resolve_as};
+        use stratum_rest::cli::gate::{Decision, ResolvedBy, resolve_as};
         let runtime = app.runtime();
         let answer = tokio::task::spawn_blocking(move || {
             resolve_as(
@@ -681,7 +681,7 @@ async fn a_read_only_token_cannot_post_a_form_that_changes_state() {
             &pages::form(&identity, "/act", "<button>go</button>"),
         )
     }
-    let routes = stratum_runtime::http::routes::table(&app)
+    let routes = stratum_rest::http::routes::table(&app)
         .page("/page", page)
         .action("/act", act)
         .action("/approve/{flow}", approve);
@@ -755,14 +755,14 @@ async fn a_read_only_token_cannot_post_a_form_that_changes_state() {
     assert_eq!(header.status(), StatusCode::OK);
 
     // A gate resolved through an action records the token, and a second try is a conflict.
-    let plan = stratum_runtime::compile::plan_from_spec(
+    let plan = stratum_rest::compile::plan_from_spec(
         "reviewed-work.stratum.yaml",
         &example("reviewed-work.stratum.yaml"),
     )
     .unwrap();
-    let runtime = stratum_runtime::Runtime::new(store_for_gate.clone(), Default::default());
+    let runtime = stratum_rest::Runtime::new(store_for_gate.clone(), Default::default());
     let started = runtime
-        .call(&stratum_runtime::Command::Start {
+        .call(&stratum_rest::Command::Start {
             plan: Arc::new(plan),
             flow: None,
             inputs: json!({"text": "t"}),
@@ -771,7 +771,7 @@ async fn a_read_only_token_cannot_post_a_form_that_changes_state() {
         .to_json();
     let flow = started["flow_id"].as_str().unwrap().to_owned();
     let at_gate = runtime
-        .call(&stratum_runtime::Command::StepDone {
+        .call(&stratum_rest::Command::StepDone {
             flow_id: flow.clone(),
             step_id: "work".to_owned(),
             result: json!({"result": "r", "quality_score": 0.9}),
@@ -795,7 +795,7 @@ async fn a_read_only_token_cannot_post_a_form_that_changes_state() {
         serde_json::from_str(&approve(writer).await.unwrap().text().await.unwrap()).unwrap();
     assert_eq!(again["conflict"], true, "{again}");
     let audit = runtime
-        .call(&stratum_runtime::Command::Audit { flow_id: flow })
+        .call(&stratum_rest::Command::Audit { flow_id: flow })
         .unwrap()
         .to_json();
     let gate = audit["trace"]
@@ -877,13 +877,13 @@ async fn oversized_and_malformed_requests_get_a_clear_4xx() {
             "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {secret}\r\n\
              Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
              Content-Length: {}\r\nConnection: close\r\n\r\n{{",
-            stratum_runtime::http::MAX_MCP_BODY_BYTES + 1
+            stratum_rest::http::MAX_MCP_BODY_BYTES + 1
         ),
     );
     assert!(reply.starts_with("HTTP/1.1 413"), "{reply}");
     assert!(reply.contains("limit of 8388608 bytes"), "{reply}");
 
-    let form = "x".repeat(stratum_runtime::http::MAX_FORM_BODY_BYTES + 1);
+    let form = "x".repeat(stratum_rest::http::MAX_FORM_BODY_BYTES + 1);
     let answer = client
         .post(serve.url("/signin"))
         .form(&[("token", form.as_str())])

@@ -7,14 +7,14 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod serve;
-mod support;
+use stratum_test_support as support;
 
 use std::time::Duration;
 
 use reqwest::StatusCode;
 use serve::{Serve, State, csrf_of, http, sign_in};
-use stratum_runtime::store::{PostgresStore, Session, SqliteOptions, Store, Token};
-use stratum_runtime::{MemoryStore, SqliteStore};
+use stratum_rest::store::{PostgresStore, Session, SqliteOptions, Store, Token};
+use stratum_rest::{MemoryStore, SqliteStore};
 
 fn token(name: &str, hash: &str) -> Token {
     Token {
@@ -224,7 +224,7 @@ fn a_version_2_sqlite_database_gains_the_sessions_table_and_keeps_its_tokens() {
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
     assert_eq!(version, 4);
-    assert_eq!(version, stratum_runtime::store::sqlite::SCHEMA_VERSION);
+    assert_eq!(version, stratum_rest::store::sqlite::SCHEMA_VERSION);
 }
 
 #[test]
@@ -254,7 +254,7 @@ fn a_version_2_postgres_schema_gains_the_sessions_table() {
     })
     .unwrap();
     assert_eq!(version, 4);
-    assert_eq!(version, stratum_runtime::store::postgres::SCHEMA_VERSION);
+    assert_eq!(version, stratum_rest::store::postgres::SCHEMA_VERSION);
 }
 
 /// `migrate-store` copies flows, not who is signed in (as it copies no token).

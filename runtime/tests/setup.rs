@@ -1,4 +1,4 @@
-//! `stratum-mcp install` / `uninstall` (`stratum_runtime::setup`) on real temporary project
+//! `stratum-mcp install` / `uninstall` (`stratum_rest::setup`) on real temporary project
 //! and home directories: a user's files come back byte for byte, install is idempotent, an
 //! unusable file is left untouched with an error naming it, and the PostToolUse hook.
 
@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::Path;
 
-use stratum_runtime::setup::{
+use stratum_rest::setup::{
     self, Action, InstallArgs, Report, SetupError, UninstallArgs, post_tool_use_hook,
 };
 

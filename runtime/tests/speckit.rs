@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use stratum_compiler::plan::{Action, Plan};
 use stratum_compiler::source::SourceMap;
 use stratum_grammar::{Bindings, Limits};
-use stratum_runtime::compile::plan_from_spec;
-use stratum_runtime::speckit::{
+use stratum_rest::compile::plan_from_spec;
+use stratum_rest::speckit::{
     self, CompiledTasks, MAX_TASK_FILE_BYTES, MAX_TASK_FILES, SpeckitError, compile_tasks,
     compile_tasks_dir, step_id,
 };

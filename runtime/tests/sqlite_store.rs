@@ -6,16 +6,16 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-mod linear;
-mod support;
+use stratum_test_support as support;
+use stratum_test_support::linear;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use stratum_runtime::store::Snapshot;
-use stratum_runtime::{Command, Config, MemoryStore, SqliteStore, Store, StoreError};
+use stratum_rest::store::Snapshot;
+use stratum_rest::{Command, Config, MemoryStore, SqliteStore, Store, StoreError};
 use support::Scenario;
 
 const SENTIMENT: &str = include_str!("../../examples/sentiment.stratum.yaml");
@@ -307,7 +307,7 @@ fn a_hand_edited_plan_is_refused_not_run() {
 }
 
 fn read_header(store: &dyn Store, flow: &str) -> Value {
-    let id = stratum_runtime::FlowId::parse(flow).expect("a flow id");
+    let id = stratum_rest::FlowId::parse(flow).expect("a flow id");
     let mut found = None;
     store
         .read(&mut |snapshot: &mut dyn Snapshot| {
@@ -521,7 +521,7 @@ impl Agent {
     fn learn(&mut self, response: &Value) {
         for key in ["flow_id", "child_flow_id", "parent_flow_id"] {
             if let Some(id) = response.get(key).and_then(Value::as_str)
-                && stratum_runtime::FlowId::parse(id).is_some()
+                && stratum_rest::FlowId::parse(id).is_some()
                 && !self.flows.iter().any(|known| known == id)
             {
                 self.flows.push(id.to_owned());
@@ -922,18 +922,18 @@ fn execute_pausing(
     store: &dyn Store,
     command: &Command,
     pause: &mut dyn FnMut(),
-) -> stratum_runtime::Response {
-    let ctx = stratum_runtime::Context::new(
-        stratum_runtime::now_ms(),
-        stratum_runtime::fresh_seed(),
+) -> stratum_rest::Response {
+    let ctx = stratum_rest::Context::new(
+        stratum_rest::now_ms(),
+        stratum_rest::fresh_seed(),
         Arc::new(Config::default()),
     );
     let mut response = None;
     let mut first = true;
     store
         .transact(&mut |snapshot| {
-            let mut work = stratum_runtime::exec::Work::new(snapshot);
-            response = Some(stratum_runtime::exec::run(&mut work, command, &ctx)?);
+            let mut work = stratum_rest::exec::Work::new(snapshot);
+            response = Some(stratum_rest::exec::run(&mut work, command, &ctx)?);
             if std::mem::take(&mut first) {
                 pause();
             }
@@ -944,7 +944,7 @@ fn execute_pausing(
 }
 
 fn started(store: &Arc<SqliteStore>, spec: &str, flow: &str, inputs: Value) -> String {
-    let response = stratum_runtime::Runtime::new(store.clone(), Config::default())
+    let response = stratum_rest::Runtime::new(store.clone(), Config::default())
         .call(&Command::Start {
             plan: Arc::new(support::plan(spec)),
             flow: Some(flow.to_owned()),
@@ -982,7 +982,7 @@ fn a_call_in_progress_holds_up_no_call_on_another_flow() {
     };
     wait_for_entered.recv().unwrap();
     let other = started(&store, SENTIMENT, "run", json!({"text": "b"}));
-    let runtime = stratum_runtime::Runtime::new(store.clone(), Config::default());
+    let runtime = stratum_rest::Runtime::new(store.clone(), Config::default());
     let done = runtime
         .call(&Command::StepDone {
             flow_id: other,
@@ -1008,7 +1008,7 @@ fn a_call_whose_flow_moved_under_it_runs_again_on_fresh_state() {
         result: json!({"result": format!("r{quality}"), "quality_score": quality}),
         usage: None,
     };
-    let runtime = stratum_runtime::Runtime::new(store.clone(), Config::default());
+    let runtime = stratum_rest::Runtime::new(store.clone(), Config::default());
     // The first call reads the flow at `work`; before it writes, a second call completes
     // `work`. The first must not complete it again: it runs again and finds the flow at the
     // gate.

@@ -10,7 +10,7 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may unwrap what it set up
 
-mod support;
+use stratum_test_support as support;
 
 use std::ffi::OsStr;
 use std::net::TcpStream;

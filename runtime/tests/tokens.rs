@@ -4,16 +4,16 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-mod linear;
-mod support;
+use stratum_test_support as support;
+use stratum_test_support::linear;
 
 use std::path::Path;
 use std::process::Command as Process;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use stratum_runtime::store::{PostgresStore, Store, StoreError, Token};
-use stratum_runtime::{MemoryStore, SqliteStore};
+use stratum_rest::store::{PostgresStore, Store, StoreError, Token};
+use stratum_rest::{MemoryStore, SqliteStore};
 
 fn token(name: &str, hash: &str, read_only: bool) -> Token {
     Token {
@@ -121,7 +121,7 @@ fn a_version_1_sqlite_database_gains_the_tokens_table_and_keeps_its_flows() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, stratum_runtime::store::sqlite::SCHEMA_VERSION);
+    assert_eq!(version, stratum_rest::store::sqlite::SCHEMA_VERSION);
 }
 
 fn binary() -> &'static str {
@@ -223,7 +223,7 @@ fn the_token_commands_create_list_and_revoke() {
     let table = cells.join("\n");
     assert!(!table.contains(&secret[8..]), "{table}");
     assert!(
-        table.contains(&stratum_runtime::cli::token::hash(&secret)),
+        table.contains(&stratum_rest::cli::token::hash(&secret)),
         "{table}"
     );
 

@@ -117,7 +117,7 @@ impl Serve {
             .args(["serve", "--listen", listen])
             .args(args)
             .env_remove("STRATUM_DATABASE_URL")
-            .env("STRATUM_LOG", "info,stratum_runtime::http=debug")
+            .env("STRATUM_LOG", "info,stratum_rest::http=debug")
             .current_dir(state.dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -12,10 +12,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
-use stratum_runtime::cli::gate::{Decision, ResolvedBy};
-use stratum_runtime::mcp::{StoreChoice, StratumServer};
-use stratum_runtime::store::Location;
-use stratum_runtime::{Config, SqliteOptions, Synchronous};
+use stratum_rest::cli::gate::{Decision, ResolvedBy};
+use stratum_rest::mcp::{StoreChoice, StratumServer};
+use stratum_rest::store::Location;
+use stratum_rest::{Config, SqliteOptions, Synchronous};
 
 const AFTER_HELP: &str = "\
 With no command, stratum-mcp is the MCP server, on standard input and output. Register it with
@@ -133,7 +133,7 @@ enum Command {
     )]
     Serve {
         /// The address to listen on (port 0: any free port, printed at start)
-        #[arg(long, value_name = "ADDR", default_value = stratum_runtime::http::DEFAULT_LISTEN)]
+        #[arg(long, value_name = "ADDR", default_value = stratum_rest::http::DEFAULT_LISTEN)]
         listen: std::net::SocketAddr,
         /// A `Host` clients reach the server by (a name, or name:port), besides the loopback
         /// names and the address listened on; repeatable; `*` accepts any
@@ -185,7 +185,7 @@ enum Command {
     )]
     Prune {
         /// Remove flows that finished longer ago than this (`7d`, `12h`, `30m`, `0s`)
-        #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = stratum_runtime::cli::prune::parse_duration)]
+        #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = stratum_rest::cli::prune::parse_duration)]
         older_than: u64,
         /// Print JSON even on a terminal
         #[arg(long)]
@@ -229,12 +229,12 @@ enum Command {
     #[command(
         after_help = "Examples:\n  stratum-mcp install\n  stratum-mcp install --codex\n\nWrites .mcp.json (the server), CLAUDE.md (the execution model, between <!-- stratum:begin --> and <!-- stratum:end -->), .claude/settings.json (a PostToolUse hook running `stratum-mcp hook post-tool-use` on every *.stratum.yaml the agent writes) and .claude/skills/stratum/SKILL.md; with --codex, [mcp_servers.stratum] in ~/.codex/config.toml. What is already in those files is kept byte for byte; running it twice changes nothing.\n\nExit status: 0 on success, 1 when a file cannot be read, parsed or written (nothing is changed then)."
     )]
-    Install(stratum_runtime::setup::InstallArgs),
+    Install(stratum_rest::setup::InstallArgs),
     /// Remove exactly what `install` added
     #[command(
         after_help = "Examples:\n  stratum-mcp uninstall\n  stratum-mcp uninstall --keep-skills --codex\n\nExit status: 0 on success, 1 when a file cannot be read, parsed or written (nothing is changed then)."
     )]
-    Uninstall(stratum_runtime::setup::UninstallArgs),
+    Uninstall(stratum_rest::setup::UninstallArgs),
     /// Hooks that agents run (installed by `install`)
     #[command(
         after_help = "Examples:\n  echo '{\"tool_input\": {\"file_path\": \"flow.stratum.yaml\"}}' | stratum-mcp hook post-tool-use\n\nExit status: 0 when there is nothing to report (any other file, a clean spec, warnings only, or input that is not a hook's), 2 when the spec has errors: Claude Code then shows the diagnostics on standard error to the agent."
@@ -363,11 +363,11 @@ fn main() -> ExitCode {
         }) => operator::serve(
             &store,
             cli.root,
-            stratum_runtime::http::ServeOptions {
+            stratum_rest::http::ServeOptions {
                 listen,
                 allowed_hosts: allowed_host,
                 secure_cookies,
-                connections: stratum_runtime::http::ConnectionLimits {
+                connections: stratum_rest::http::ConnectionLimits {
                     header_timeout: std::time::Duration::from_secs(header_timeout),
                     idle_timeout: std::time::Duration::from_secs(idle_timeout),
                     max_connections: usize::try_from(max_connections).unwrap_or(usize::MAX),
@@ -430,7 +430,7 @@ fn serve(root: Option<PathBuf>, store: operator::StoreAt) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let served = runtime.block_on(stratum_runtime::mcp::serve_stdio(server));
+    let served = runtime.block_on(stratum_rest::mcp::serve_stdio(server));
     // A read of standard input cannot be cancelled: do not wait for it at shutdown.
     runtime.shutdown_background();
     match served {

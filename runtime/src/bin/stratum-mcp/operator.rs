@@ -1,5 +1,5 @@
 //! The operator commands: each opens the state database, runs one function of
-//! `stratum_runtime::cli`, and prints its answer as a table for a person or as JSON for a
+//! `stratum_rest::cli`, and prints its answer as a table for a person or as JSON for a
 //! program.
 
 use std::io::IsTerminal;
@@ -11,13 +11,11 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 use stratum_compiler::source::SourceMap;
-use stratum_runtime::cli::flow_ref::{self, FlowRef};
-use stratum_runtime::cli::gate::{self, Decision, ResolvedBy};
-use stratum_runtime::cli::{migrate, prune as pruning, query, table, token, watch as watching};
-use stratum_runtime::store::Location;
-use stratum_runtime::{
-    Config, MemoryStore, Runtime, SqliteOptions, SqliteStore, Store, StoreError,
-};
+use stratum_rest::cli::flow_ref::{self, FlowRef};
+use stratum_rest::cli::gate::{self, Decision, ResolvedBy};
+use stratum_rest::cli::{migrate, prune as pruning, query, table, token, watch as watching};
+use stratum_rest::store::Location;
+use stratum_rest::{Config, MemoryStore, Runtime, SqliteOptions, SqliteStore, Store, StoreError};
 
 use crate::print;
 
@@ -211,7 +209,7 @@ pub fn watch(at: &StoreAt, flow: Option<&str>, interval_ms: u64, json: bool) -> 
         let mut existed = at.exists();
         let interval = Duration::from_millis(interval_ms.max(10));
         loop {
-            for happening in watcher.poll(store.as_ref(), stratum_runtime::now_ms())? {
+            for happening in watcher.poll(store.as_ref(), stratum_rest::now_ms())? {
                 let line = if json {
                     to_json(&happening).to_string()
                 } else {
@@ -319,7 +317,7 @@ fn unknown_flow(id: &str) -> ExitCode {
 
 pub fn prune(at: &StoreAt, older_than_ms: u64, json: bool) -> ExitCode {
     with_store(at, |store| {
-        let report = pruning::prune(store.as_ref(), stratum_runtime::now_ms(), older_than_ms)?;
+        let report = pruning::prune(store.as_ref(), stratum_rest::now_ms(), older_than_ms)?;
         Ok(if wants_json(json) {
             print::json_with(&to_json(&report), 0)
         } else {
@@ -337,7 +335,7 @@ pub fn prune(at: &StoreAt, older_than_ms: u64, json: bool) -> ExitCode {
 
 /// `compile`: the task compiler, its spec checked before it is written.
 pub fn compile(tasks_dir: &Path, output: Option<&Path>, flow: &str) -> ExitCode {
-    let compiled = match stratum_runtime::speckit::compile_tasks_dir(tasks_dir, flow) {
+    let compiled = match stratum_rest::speckit::compile_tasks_dir(tasks_dir, flow) {
         Ok(compiled) => compiled,
         Err(error) => {
             eprintln!("error: {error}");
@@ -388,7 +386,7 @@ pub fn compile(tasks_dir: &Path, output: Option<&Path>, flow: &str) -> ExitCode 
 /// diagnostic codes (which `stratumc explain` also prints), so that a person who installed only
 /// the server can read what a code in a diagnostic means.
 pub fn explain(topic: Option<&str>) -> ExitCode {
-    use stratum_runtime::differences::{DIFFERENCES, find};
+    use stratum_rest::differences::{DIFFERENCES, find};
     let Some(topic) = topic else {
         let width = DIFFERENCES
             .iter()
@@ -452,7 +450,7 @@ fn print_token(answer: &token::TokenAnswer, json: bool) -> ExitCode {
 
 pub fn token_create(at: &StoreAt, name: &str, read_only: bool, json: bool) -> ExitCode {
     with_store_created(at, |store| {
-        let answer = token::create(store.as_ref(), name, read_only, stratum_runtime::now_ms())?;
+        let answer = token::create(store.as_ref(), name, read_only, stratum_rest::now_ms())?;
         Ok(print_token(&answer, json))
     })
 }
@@ -473,9 +471,9 @@ pub fn token_revoke(at: &StoreAt, name: &str, json: bool) -> ExitCode {
 pub fn serve(
     at: &StoreAt,
     root: Option<std::path::PathBuf>,
-    options: stratum_runtime::http::ServeOptions,
+    options: stratum_rest::http::ServeOptions,
 ) -> ExitCode {
-    use stratum_runtime::http::{self, App, ServeError};
+    use stratum_rest::http::{self, App, ServeError};
     let root = match root.map_or_else(std::env::current_dir, Ok) {
         Ok(root) => root,
         Err(error) => {

@@ -1,11 +1,11 @@
 //! `install`, `uninstall` and the hook command: the binary's side of
-//! `stratum_runtime::setup`, which does the work.
+//! `stratum_rest::setup`, which does the work.
 
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use stratum_runtime::setup::{self, InstallArgs, Report, SetupError, UninstallArgs};
+use stratum_rest::setup::{self, InstallArgs, Report, SetupError, UninstallArgs};
 
 use crate::print;
 

@@ -227,7 +227,7 @@ impl Run<'_> {
 }
 
 /// The current step's index, when the cursor is on one.
-pub(crate) fn current(header: &FlowHeader) -> Option<u32> {
+pub fn current(header: &FlowHeader) -> Option<u32> {
     match header.cursor {
         Cursor::Step(index) => Some(index),
         Cursor::End => None,

@@ -49,7 +49,7 @@ pub fn server_url() -> &'static str {
 
 /// The throwaway server script.
 pub fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/throwaway-postgres")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/throwaway-postgres")
 }
 
 /// Runs `scripts/throwaway-postgres start --owner OWNER` with `envs` added: the server's URL,

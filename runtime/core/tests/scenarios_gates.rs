@@ -7,12 +7,12 @@
 
 #![allow(clippy::indexing_slicing)] // JSON values index to null; a short list fails the test
 
-mod support;
+use stratum_test_support as support;
 
 use serde_json::{Value, json};
 use support::{Scenario, error_type, status};
 
-const REVIEWED_WORK: &str = include_str!("../../examples/reviewed-work.stratum.yaml");
+const REVIEWED_WORK: &str = include_str!("../../../examples/reviewed-work.stratum.yaml");
 
 /// Gates routing to steps, to the end, and to a cleanup step (one with a timeout).
 const ROUTES: &str = r#"version: "0.2"
@@ -897,7 +897,7 @@ fn skip_step_on_a_gate_is_refused() {
 /// The old process exits (its connection closes) and a new one opens the database file.
 fn restart_on_sqlite(mut s: Scenario, path: &std::path::Path) -> Scenario {
     s.store = std::sync::Arc::new(stratum_runtime::MemoryStore::new());
-    let store = stratum_runtime::SqliteStore::open(path).expect("the database opens again");
+    let store = stratum_rest::SqliteStore::open(path).expect("the database opens again");
     s.reopen_with(std::sync::Arc::new(store))
 }
 
@@ -907,7 +907,7 @@ fn restart_on_sqlite(mut s: Scenario, path: &std::path::Path) -> Scenario {
 fn reference_bugs_7_and_11_survive_a_restart_on_sqlite() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("stratum.db");
-    let store = stratum_runtime::SqliteStore::open(&path).expect("the database opens");
+    let store = stratum_rest::SqliteStore::open(&path).expect("the database opens");
     let mut s = Scenario::with(
         ROUTES,
         std::sync::Arc::new(store),

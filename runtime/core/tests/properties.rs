@@ -53,7 +53,7 @@
 //! And replay: the same commands with the same contexts on a fresh store of each kind (memory,
 //! SQLite, PostgreSQL) give identical responses: a differential test of the stores.
 
-mod support;
+use stratum_test_support as support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -64,12 +64,11 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config as ProptestConfig, TestCaseError, TestRunner};
 use serde_json::{Value, json};
 use stratum_compiler::plan::{Action as PlanAction, Plan, Step as PlanStep};
+use stratum_rest::SqliteStore;
+use stratum_rest::store::PostgresStore;
 use stratum_runtime::response::Record;
 use stratum_runtime::state::{Cursor, Event, EventBody, FlowHeader, FlowStatus, StepState};
-use stratum_runtime::store::PostgresStore;
-use stratum_runtime::{
-    Command, Config, Context, FlowId, MemoryStore, Response, SqliteStore, Store, execute,
-};
+use stratum_runtime::{Command, Config, Context, FlowId, MemoryStore, Response, Store, execute};
 
 /// The clock every case starts at: 2026-01-01T00:00:00Z.
 const EPOCH_MS: u64 = 1_767_225_600_000;

@@ -9,12 +9,12 @@ use super::StoreError;
 use crate::ids::FlowId;
 
 /// The deepest JSON document a store reads back (see [`decode`]).
-pub(crate) const MAX_STORED_DEPTH: usize = 1024;
+pub const MAX_STORED_DEPTH: usize = 1024;
 
 /// A value as JSON text; refused (failing the command, which leaves the flow as it was) when
 /// it nests too deep for [`decode`] to read back: a row that cannot be read would stop its flow
 /// for good.
-pub(crate) fn encode(value: &impl Serialize) -> Result<String, EncodeError> {
+pub fn encode(value: &impl Serialize) -> Result<String, EncodeError> {
     let json = serde_json::to_string(value).map_err(|error| EncodeError(error.to_string()))?;
     if nesting_beyond(json.as_bytes(), MAX_STORED_DEPTH) {
         return Err(EncodeError(format!(
@@ -27,7 +27,7 @@ pub(crate) fn encode(value: &impl Serialize) -> Result<String, EncodeError> {
 /// Why a value cannot be stored.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub(crate) struct EncodeError(String);
+pub struct EncodeError(String);
 
 impl From<EncodeError> for StoreError {
     fn from(error: EncodeError) -> StoreError {
@@ -39,10 +39,7 @@ impl From<EncodeError> for StoreError {
 /// agent sent them, plus the few levels of the state around them: deeper than `serde_json`'s
 /// default limit of 128, which would make a flow unreadable after a result it accepted. So the
 /// limit is lifted, and the nesting bounded by a scan first, which does not recurse.
-pub(crate) fn decode<T: DeserializeOwned>(
-    json: &str,
-    what: impl Fn() -> String,
-) -> Result<T, StoreError> {
+pub fn decode<T: DeserializeOwned>(json: &str, what: impl Fn() -> String) -> Result<T, StoreError> {
     if nesting_beyond(json.as_bytes(), MAX_STORED_DEPTH) {
         return Err(StoreError::Corrupt(format!(
             "{} nests deeper than {MAX_STORED_DEPTH} levels",
@@ -58,17 +55,17 @@ pub(crate) fn decode<T: DeserializeOwned>(
 
 /// Whether the brackets of JSON text nest deeper than `limit` (strings skipped): the plan
 /// loader's scan, which does not recurse.
-pub(crate) fn nesting_beyond(bytes: &[u8], limit: usize) -> bool {
+pub fn nesting_beyond(bytes: &[u8], limit: usize) -> bool {
     stratum_compiler::plan::nesting_beyond(bytes, limit).is_some()
 }
 
-pub(crate) fn to_i64(value: u64, what: &str) -> Result<i64, StoreError> {
+pub fn to_i64(value: u64, what: &str) -> Result<i64, StoreError> {
     i64::try_from(value)
         .map_err(|_| StoreError::Database(format!("{what} ({value}) is too large to store")))
 }
 
 /// A flow's id and version as a row holds them (text, a signed integer).
-pub(crate) fn flow_version(id: &str, version: i64) -> Result<(FlowId, u64), StoreError> {
+pub fn flow_version(id: &str, version: i64) -> Result<(FlowId, u64), StoreError> {
     let flow = FlowId::parse(id)
         .ok_or_else(|| StoreError::Corrupt(format!("the flow id {id:?} is not a flow id")))?;
     let version = u64::try_from(version)
@@ -78,7 +75,7 @@ pub(crate) fn flow_version(id: &str, version: i64) -> Result<(FlowId, u64), Stor
 
 /// Loads a stored plan's JSON, refusing one that is damaged or is another plan than its key
 /// names (it would run the wrong steps).
-pub(crate) fn load_plan(checksum: &str, json: &str) -> Result<Plan, StoreError> {
+pub fn load_plan(checksum: &str, json: &str) -> Result<Plan, StoreError> {
     let loaded = stratum_compiler::plan::load(json.as_bytes()).map_err(|error| {
         StoreError::Corrupt(format!("the stored plan {checksum} is refused: {error}"))
     })?;

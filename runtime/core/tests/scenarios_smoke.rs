@@ -1,11 +1,11 @@
 //! A first end-to-end run: the sentiment example through retries to completion.
 
-mod support;
+use stratum_test_support as support;
 
 use serde_json::json;
 use support::Scenario;
 
-const SENTIMENT: &str = include_str!("../../examples/sentiment.stratum.yaml");
+const SENTIMENT: &str = include_str!("../../../examples/sentiment.stratum.yaml");
 
 #[test]
 fn sentiment_retries_then_completes() {

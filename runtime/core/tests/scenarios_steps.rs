@@ -8,7 +8,7 @@
 //! Tests named `reference_bug_N_…` pin the fix of weak point N of the reference runtime
 //! (`reference-runtime.md` §3).
 
-mod support;
+use stratum_test_support as support;
 
 use std::sync::Arc;
 
@@ -1301,7 +1301,7 @@ fn flow_inputs_are_checked_at_start_and_unknown_flows_get_a_suggestion() {
     insta::assert_snapshot!(s.transcript());
 }
 
-const CODE_REVIEW: &str = include_str!("../../examples/code-review.stratum.yaml");
+const CODE_REVIEW: &str = include_str!("../../../examples/code-review.stratum.yaml");
 
 /// The workflow block's defaults fill the entry flow's missing inputs, and a misspelt input is
 /// reported with the name it was probably meant to be, instead of being dropped silently.

@@ -1,7 +1,7 @@
 //! Iteration loops on steps with `max_iterations`: start, report and abort; exit criteria,
 //! scores, accumulators, stagnation; how a loop ends with `step_done`; and the refusals.
 
-mod support;
+use stratum_test_support as support;
 
 use serde_json::{Value, json};
 use support::Scenario;

@@ -168,7 +168,7 @@ impl Dump {
 
 /// The columns a flow row copies out of its header, for operators' queries and the
 /// compare-and-set; computed by every store the same way.
-pub(crate) struct FlowColumns<'h> {
+pub struct FlowColumns<'h> {
     pub parent: Option<&'h str>,
     pub plan: &'h str,
     pub status: &'static str,
@@ -178,7 +178,7 @@ pub(crate) struct FlowColumns<'h> {
 }
 
 impl<'h> FlowColumns<'h> {
-    pub(crate) fn of(header: &'h FlowHeader) -> Result<FlowColumns<'h>, StoreError> {
+    pub fn of(header: &'h FlowHeader) -> Result<FlowColumns<'h>, StoreError> {
         Ok(FlowColumns {
             parent: header.parent.as_ref().map(|link| link.flow.as_str()),
             plan: &header.plan,
@@ -192,7 +192,7 @@ impl<'h> FlowColumns<'h> {
 
 /// A flow row's header, read to fill the other columns on import; a header that cannot be
 /// read, or names another flow, stops the copy.
-pub(crate) fn header_of(row: &FlowRow) -> Result<FlowHeader, StoreError> {
+pub fn header_of(row: &FlowRow) -> Result<FlowHeader, StoreError> {
     let header: FlowHeader = decode(&row.header, || format!("flow {}'s header", row.id))?;
     if header.id.as_str() != row.id {
         return Err(StoreError::Corrupt(format!(
@@ -205,7 +205,7 @@ pub(crate) fn header_of(row: &FlowRow) -> Result<FlowHeader, StoreError> {
 
 /// Refuses to copy into a store that already holds flows or plans: the copy would mix two
 /// states.
-pub(crate) fn ensure_empty(flows: i64, plans: i64) -> Result<(), StoreError> {
+pub fn ensure_empty(flows: i64, plans: i64) -> Result<(), StoreError> {
     if flows > 0 || plans > 0 {
         return Err(StoreError::NotEmpty { flows, plans });
     }

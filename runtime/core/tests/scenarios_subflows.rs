@@ -1,7 +1,7 @@
 //! Flow steps: a parent step runs a child flow, the agent drives the child, and the parent
 //! step takes the child's result once (and only once) the child has finished.
 
-mod support;
+use stratum_test_support as support;
 
 use serde_json::{Value, json};
 use support::Scenario;

@@ -1,0 +1,118 @@
+//! `stratum-runtime`: executes compiled Stratum plans for coding agents, durably.
+//!
+//! The agent does the work of each step; the runtime tells it what to do next, checks what it
+//! submits (output schema, contract, guardrails, `ensure`s), retries, routes, waits at gates,
+//! runs iterations and sub-flows, keeps checkpoints and budgets, and records an audit trail.
+//!
+//! The pieces, in the order a command meets them:
+//!
+//! 1. a [`Command`] (one per MCP tool) and its [`Context`] (time, entropy, settings);
+//! 2. [`execute`]: one transaction of a [`Store`] around [`exec::run`], the pure core, which
+//!    reads state through a [`Snapshot`](store::Snapshot) and returns [`Changes`](store::Changes);
+//! 3. a [`Response`], serialising to the reference server's JSON shapes.
+//!
+//! [`Runtime`] bundles a store, the settings, a real clock and fresh entropy, for servers.
+
+#![deny(clippy::unwrap_used, clippy::indexing_slicing)]
+
+pub mod command;
+pub mod compile;
+pub mod exec;
+pub mod ids;
+pub mod plan_cache;
+pub mod response;
+pub mod state;
+pub mod store;
+
+use std::sync::Arc;
+
+pub use command::{Command, Config, Context, ModelPrice, Pricing};
+pub use ids::FlowId;
+pub use response::Response;
+pub use store::{MemoryStore, Store, StoreError};
+
+/// Runs one command in one transaction of `store`. The response is returned only after the
+/// transaction committed: what it reports is durable.
+pub fn execute(
+    store: &dyn Store,
+    command: &Command,
+    ctx: &Context,
+) -> Result<Response, StoreError> {
+    let mut response = None;
+    if command.is_read_only() {
+        store.read(&mut |snapshot| {
+            let mut work = exec::Work::new(snapshot);
+            response = Some(exec::run(&mut work, command, ctx)?);
+            Ok(())
+        })?;
+    } else {
+        store.transact(&mut |snapshot| {
+            let mut work = exec::Work::new(snapshot);
+            response = Some(exec::run(&mut work, command, ctx)?);
+            Ok(work.into_changes(ctx.now_ms))
+        })?;
+    }
+    response.ok_or_else(|| StoreError::Database("the transaction ran no command".to_owned()))
+}
+
+/// A store with its settings, a real clock and fresh entropy: what a server holds.
+#[derive(Clone)]
+pub struct Runtime {
+    store: Arc<dyn Store>,
+    config: Arc<Config>,
+}
+
+impl Runtime {
+    pub fn new(store: Arc<dyn Store>, config: Config) -> Runtime {
+        Runtime {
+            store,
+            config: Arc::new(config),
+        }
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    pub fn config(&self) -> &Arc<Config> {
+        &self.config
+    }
+
+    /// Runs a command now.
+    pub fn call(&self, command: &Command) -> Result<Response, StoreError> {
+        let ctx = Context::new(now_ms(), fresh_seed(), self.config.clone());
+        execute(self.store.as_ref(), command, &ctx)
+    }
+}
+
+/// Wall-clock milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+        })
+}
+
+/// 128 bits no other call (in this process or another) is likely to see: the standard
+/// library's per-process random hash keys, the time and a counter.
+pub fn fresh_seed() -> u128 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut halves = [0u64; 2];
+    for (salt, half) in halves.iter_mut().enumerate() {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u64(count);
+        hasher.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |elapsed| elapsed.as_nanos()),
+        );
+        hasher.write_u32(std::process::id());
+        hasher.write_usize(salt);
+        *half = hasher.finish();
+    }
+    (u128::from(halves[0]) << 64) | u128::from(halves[1])
+}
