@@ -23,6 +23,8 @@ pub mod plan_cache;
 pub mod response;
 pub mod state;
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use std::sync::Arc;
 

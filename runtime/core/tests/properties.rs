@@ -64,11 +64,11 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config as ProptestConfig, TestCaseError, TestRunner};
 use serde_json::{Value, json};
 use stratum_compiler::plan::{Action as PlanAction, Plan, Step as PlanStep};
-use stratum_rest::SqliteStore;
-use stratum_rest::store::PostgresStore;
 use stratum_runtime::response::Record;
 use stratum_runtime::state::{Cursor, Event, EventBody, FlowHeader, FlowStatus, StepState};
 use stratum_runtime::{Command, Config, Context, FlowId, MemoryStore, Response, Store, execute};
+use stratum_store_postgres::PostgresStore;
+use stratum_store_sqlite::SqliteStore;
 
 /// The clock every case starts at: 2026-01-01T00:00:00Z.
 const EPOCH_MS: u64 = 1_767_225_600_000;

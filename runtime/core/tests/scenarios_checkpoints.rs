@@ -445,7 +445,7 @@ fn checkpoints_survive_a_restart() {
 fn checkpoints_survive_a_restart_on_sqlite() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("stratum.db");
-    let store = stratum_rest::SqliteStore::open(&path).expect("the database opens");
+    let store = stratum_store_sqlite::SqliteStore::open(&path).expect("the database opens");
     let mut s = Scenario::with(
         SPEC,
         std::sync::Arc::new(store),
@@ -459,7 +459,8 @@ fn checkpoints_survive_a_restart_on_sqlite() {
     s.done(&flow, "clean", json!({"rows": 8}));
     s.gate(&flow, "review", "revise", "again", "human");
     s.store = std::sync::Arc::new(stratum_runtime::MemoryStore::new());
-    let reopened = stratum_rest::SqliteStore::open(&path).expect("the database opens again");
+    let reopened =
+        stratum_store_sqlite::SqliteStore::open(&path).expect("the database opens again");
     let mut s = s.reopen_with(std::sync::Arc::new(reopened));
     let reverted = s.revert(&flow, "clean_tried_once");
     assert_eq!(reverted["step_id"], "clean");

@@ -897,7 +897,7 @@ fn skip_step_on_a_gate_is_refused() {
 /// The old process exits (its connection closes) and a new one opens the database file.
 fn restart_on_sqlite(mut s: Scenario, path: &std::path::Path) -> Scenario {
     s.store = std::sync::Arc::new(stratum_runtime::MemoryStore::new());
-    let store = stratum_rest::SqliteStore::open(path).expect("the database opens again");
+    let store = stratum_store_sqlite::SqliteStore::open(path).expect("the database opens again");
     s.reopen_with(std::sync::Arc::new(store))
 }
 
@@ -907,7 +907,7 @@ fn restart_on_sqlite(mut s: Scenario, path: &std::path::Path) -> Scenario {
 fn reference_bugs_7_and_11_survive_a_restart_on_sqlite() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("stratum.db");
-    let store = stratum_rest::SqliteStore::open(&path).expect("the database opens");
+    let store = stratum_store_sqlite::SqliteStore::open(&path).expect("the database opens");
     let mut s = Scenario::with(
         ROUTES,
         std::sync::Arc::new(store),

@@ -1,12 +1,11 @@
 //! The database stores.
 
 pub use stratum_runtime::store::*;
+pub use stratum_store_postgres as postgres;
+pub use stratum_store_sqlite as sqlite;
 
 mod location;
-pub mod postgres;
-pub mod sqlite;
-mod sqlite_errors;
 
 pub use location::{Location, redact};
-pub use postgres::{PostgresOptions, PostgresStore};
-pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
+pub use stratum_store_postgres::{PostgresOptions, PostgresStore};
+pub use stratum_store_sqlite::{SqliteOptions, SqliteStore, Synchronous};

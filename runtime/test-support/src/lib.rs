@@ -363,10 +363,10 @@ impl Mirrors {
     /// A fresh SQLite database and a fresh PostgreSQL schema.
     fn every_database() -> Mirrors {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let sqlite = stratum_rest::SqliteStore::open(dir.path().join("state.db"))
+        let sqlite = stratum_store_sqlite::SqliteStore::open(dir.path().join("state.db"))
             .expect("the SQLite store opens");
         let url = postgres::database_url();
-        let postgres = stratum_rest::store::PostgresStore::connect(&url)
+        let postgres = stratum_store_postgres::PostgresStore::connect(&url)
             .unwrap_or_else(|error| panic!("the PostgreSQL store opens: {error}"));
         Mirrors {
             stores: vec![

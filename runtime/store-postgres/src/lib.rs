@@ -28,6 +28,8 @@
 //! `search_path` (by default `public`), named `stratum_*`; the schema version is a row of
 //! `stratum_schema`. A database from a newer program is refused and left untouched.
 
+#![deny(clippy::unwrap_used, clippy::indexing_slicing)]
+
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -41,15 +43,17 @@ use tokio::task::JoinHandle;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{AsyncMessage, Client, IsolationLevel, Row};
 
-use super::dump::{
+use stratum_runtime::ids::FlowId;
+use stratum_runtime::plan_cache::{PlanCache, plan_size};
+use stratum_runtime::state::{Checkpoint, Event, EventBody, FlowHeader, StepState};
+use stratum_runtime::store::dump::{
     CacheRow, CheckpointRow, Dump, EventRow, FlowColumns, FlowRow, PlanRow, StepRow, ensure_empty,
     header_of,
 };
-use super::rows::{decode, encode, load_plan, to_i64};
-use super::{Changes, FlowChange, Pruned, Session, Snapshot, Store, StoreError, Token};
-use crate::ids::FlowId;
-use crate::plan_cache::{PlanCache, plan_size};
-use crate::state::{Checkpoint, Event, EventBody, FlowHeader, StepState};
+use stratum_runtime::store::rows::{decode, encode, load_plan, to_i64};
+use stratum_runtime::store::{
+    Changes, FlowChange, Pruned, Session, Snapshot, Store, StoreError, Token, prunable,
+};
 
 mod tls;
 
@@ -542,7 +546,7 @@ impl Store for PostgresStore {
                     let id: String = row.try_get(0).map_err(failed("list the flows' versions"))?;
                     let version: i64 =
                         row.try_get(1).map_err(failed("list the flows' versions"))?;
-                    super::rows::flow_version(&id, version)
+                    stratum_runtime::store::rows::flow_version(&id, version)
                 })
                 .collect()
         })
@@ -564,7 +568,7 @@ impl Store for PostgresStore {
                 .query("SELECT id, header FROM stratum_flows ORDER BY seq", &[])
                 .await
                 .map_err(failed("list the flows"))?;
-            let doomed = super::prunable(&headers(&rows)?, finished_before_ms);
+            let doomed = prunable(&headers(&rows)?, finished_before_ms);
             let ids: Vec<&str> = doomed.iter().map(FlowId::as_str).collect();
             for sql in [
                 "DELETE FROM stratum_steps WHERE flow = ANY($1)",
@@ -1327,8 +1331,8 @@ impl From<StoreError> for Written {
     }
 }
 
-impl From<super::rows::EncodeError> for Written {
-    fn from(error: super::rows::EncodeError) -> Written {
+impl From<stratum_runtime::store::rows::EncodeError> for Written {
+    fn from(error: stratum_runtime::store::rows::EncodeError) -> Written {
         Written::Store(error.into())
     }
 }

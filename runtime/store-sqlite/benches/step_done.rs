@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use stratum_compiler::plan::Plan;
-use stratum_rest::{Command, Config, Context, SqliteOptions, SqliteStore, Synchronous, execute};
+use stratum_runtime::{Command, Config, Context, execute};
+use stratum_store_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 
 /// A store, a plan, and a flow of it in progress.
 struct Driver {
@@ -36,7 +37,7 @@ impl Driver {
             synchronous,
             ..SqliteOptions::default()
         };
-        let plan = stratum_rest::compile::plan_from_spec(
+        let plan = stratum_runtime::compile::plan_from_spec(
             "linear.stratum.yaml",
             &linear::linear_spec(steps),
         )
@@ -54,7 +55,7 @@ impl Driver {
         driver
     }
 
-    fn call(&mut self, command: &Command) -> stratum_rest::Response {
+    fn call(&mut self, command: &Command) -> stratum_runtime::Response {
         self.seed += 1;
         let ctx = Context::new(1_767_225_600_000, self.seed, self.config.clone());
         execute(&self.store, command, &ctx).unwrap()

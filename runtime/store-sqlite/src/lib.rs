@@ -27,6 +27,10 @@
 //! The SQL is kept portable (plain tables, `ON CONFLICT … DO UPDATE`, no SQLite-only types)
 //! so that a PostgreSQL store can use the same shapes.
 
+#![deny(clippy::unwrap_used, clippy::indexing_slicing)]
+
+mod sqlite_errors;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -38,16 +42,18 @@ use serde::Serialize;
 use serde_json::Value;
 use stratum_compiler::plan::Plan;
 
-use super::dump::{
+use crate::sqlite_errors::{cannot_create, failed, opening};
+use stratum_runtime::ids::FlowId;
+use stratum_runtime::plan_cache::{PlanCache, plan_size};
+use stratum_runtime::state::{Checkpoint, Event, EventBody, FlowHeader, StepState};
+use stratum_runtime::store::dump::{
     CacheRow, CheckpointRow, Dump, EventRow, FlowColumns, FlowRow, PlanRow, StepRow, ensure_empty,
     header_of,
 };
-use super::rows::{self, decode, load_plan, to_i64};
-use super::sqlite_errors::{cannot_create, failed, opening};
-use super::{Changes, FlowChange, Pruned, Session, Snapshot, Store, StoreError, Token};
-use crate::ids::FlowId;
-use crate::plan_cache::{PlanCache, plan_size};
-use crate::state::{Checkpoint, Event, EventBody, FlowHeader, StepState};
+use stratum_runtime::store::rows::{self, decode, load_plan, to_i64};
+use stratum_runtime::store::{
+    Changes, FlowChange, Pruned, Session, Snapshot, Store, StoreError, Token, prunable,
+};
 
 /// The database's file name in the state directory.
 pub const DATABASE_FILE: &str = "stratum.db";
@@ -405,7 +411,7 @@ impl Store for SqliteStore {
             let mut versions = Vec::new();
             for row in rows {
                 let (id, version) = row.map_err(failed("list the flows' versions"))?;
-                versions.push(super::rows::flow_version(&id, version)?);
+                versions.push(rows::flow_version(&id, version)?);
             }
             Ok(versions)
         })
@@ -417,7 +423,7 @@ impl Store for SqliteStore {
             .map_err(failed("begin a write transaction"))?;
         // Decided inside the write transaction: no flow can start or move meanwhile.
         let headers = all_headers(&tx)?;
-        let doomed = super::prunable(&headers, finished_before_ms);
+        let doomed = prunable(&headers, finished_before_ms);
         for id in &doomed {
             for table in [
                 "DELETE FROM steps WHERE flow = ?1",

@@ -17,7 +17,7 @@ use std::path::Path;
 
 use rusqlite::ErrorCode;
 
-use super::StoreError;
+use stratum_runtime::StoreError;
 
 /// Maps a SQLite error of the step `what` to a [`StoreError`]: damage is
 /// [`StoreError::Corrupt`], anything else [`StoreError::Database`].
@@ -116,7 +116,10 @@ fn why_unwritable(path: &Path) -> String {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    let probe = dir.join(format!(".stratum-probe-{:032x}", crate::fresh_seed()));
+    let probe = dir.join(format!(
+        ".stratum-probe-{:032x}",
+        stratum_runtime::fresh_seed()
+    ));
     match OpenOptions::new().write(true).create_new(true).open(&probe) {
         Ok(_) => {
             let _ = std::fs::remove_file(&probe);
