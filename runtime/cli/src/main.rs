@@ -1,0 +1,464 @@
+//! `stratum-mcp`: the Stratum runtime for coding agents. With no sub-command it is the MCP
+//! server on standard input and output; its sub-commands are the operator's: query flows,
+//! resolve gates, watch, prune, validate and compile specs, explain the runtime's differences.
+//! Logs go to standard error (or `--log-file`), never to standard output, which is the
+//! protocol.
+
+mod operator;
+mod print;
+mod setup;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use stratum_mcp::cli::gate::{Decision, ResolvedBy};
+use stratum_mcp::location::Location;
+use stratum_mcp::{StoreChoice, StratumServer};
+use stratum_runtime::Config;
+use stratum_store_sqlite::{SqliteOptions, Synchronous};
+
+const AFTER_HELP: &str = "\
+With no command, stratum-mcp is the MCP server, on standard input and output. Register it with
+an agent:
+  Claude Code:  claude mcp add stratum -- stratum-mcp
+  Codex:        [mcp_servers.stratum] command = \"stratum-mcp\"  (in ~/.codex/config.toml)
+
+Examples:
+  stratum-mcp query flows
+  stratum-mcp query gates --json
+  stratum-mcp gate approve 3f2a…-…  review --note \"looks good\"
+  stratum-mcp watch
+  stratum-mcp validate specs/
+  stratum-mcp compile tasks/ --output build.stratum.yaml
+
+State is kept in $STRATUM_HOME/stratum.db (default ~/.stratum/stratum.db), created on first use;
+every server and command on one machine may share it, at the same time. A team shares one
+PostgreSQL database instead: STRATUM_DATABASE_URL=postgres://USER@HOST:PORT/DATABASE (or
+--database-url) for every server and command; copy a machine's state into it with
+migrate-store.
+
+Over HTTP, for agents on other machines and people in a browser: stratum-mcp token create --name
+NAME, then stratum-mcp serve (MCP at http://127.0.0.1:7777/mcp, sign-in at /signin).
+
+Exit status: 0 on success; 1 for an unknown flow or token, or a spec with errors; 2 for a gate
+that is not waiting (a conflict), a duplicate token, or a usage error; 3 when the state database
+cannot be used. The server exits 0 when its client closes the connection.";
+
+/// Runs Stratum flows for coding agents over MCP (stdio), and lets operators see and steer them.
+#[derive(Parser)]
+#[command(name = "stratum-mcp", version, about, after_help = AFTER_HELP)]
+struct Cli {
+    /// The state database (default: $STRATUM_HOME/stratum.db, or ~/.stratum/stratum.db).
+    #[arg(long, value_name = "PATH", env = "STRATUM_DB", global = true)]
+    db: Option<PathBuf>,
+    /// The state database as a URL: postgres://USER@HOST:PORT/DATABASE for a team's shared
+    /// PostgreSQL (over TLS: ?sslmode=verify-full, with &sslrootcert=CA.pem for a private
+    /// authority), or sqlite:PATH (instead of --db).
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "STRATUM_DATABASE_URL",
+        global = true,
+        hide_env_values = true
+    )]
+    database_url: Option<String>,
+    /// `normal` survives any crash of the process; `full` also a power loss, at about three
+    /// times the cost of each call.
+    #[arg(long, value_enum, default_value_t = Durability::Normal, global = true)]
+    synchronous: Durability,
+    /// The directory `file_exists` and `file_contains` in `ensure` expressions are confined
+    /// to (default: the current directory).
+    #[arg(long, value_name = "DIR", global = true)]
+    root: Option<PathBuf>,
+    /// Append logs to this file instead of standard error.
+    #[arg(long, value_name = "PATH", global = true)]
+    log_file: Option<PathBuf>,
+    /// What to log: `error`, `warn`, `info`, `debug` or `trace` (or a tracing filter).
+    #[arg(
+        long,
+        value_name = "FILTER",
+        env = "STRATUM_LOG",
+        default_value = "warn",
+        global = true
+    )]
+    log: String,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Durability {
+    Normal,
+    Full,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Read flows and gates from the state database
+    #[command(
+        after_help = "Examples:\n  stratum-mcp query flows\n  stratum-mcp query flow 3f2a9c1e-…\n  stratum-mcp query gates --json | jq '.[].flow_id'\n\nOn a terminal the answer is a table; piped, or with --json, it is JSON in the reference's version-1 contracts (schemas: runtime/schemas/query-*.schema.json).\n\nExit status: 0 on success, 1 for an unknown flow, 3 when the state database cannot be used."
+    )]
+    Query {
+        #[command(subcommand)]
+        what: Query,
+        /// Print JSON even on a terminal
+        #[arg(long, global = true)]
+        json: bool,
+    },
+    /// Approve, revise or kill the gate a flow waits at
+    #[command(
+        after_help = "Examples:\n  stratum-mcp gate approve 3f2a9c1e-… review --note \"ship it\"\n  stratum-mcp gate revise 3f2a9c1e-… review --note \"add tests\"\n  stratum-mcp gate kill 3f2a9c1e-… review --note \"not this way\"\n\nA server running the flow sees the decision on its next call. The answer is JSON (schema: runtime/schemas/gate.schema.json), or one line on a terminal.\n\nExit status: 0 when the gate was resolved, 1 for an unknown flow, 2 when the flow does not wait at that gate (another step is current, someone resolved it first, or the flow has finished), 3 when the state database cannot be used."
+    )]
+    Gate {
+        /// What to decide (`kill` ends the flow, or runs its `on_kill` step; `reject` is accepted for `kill`)
+        #[arg(value_enum)]
+        decision: Decision,
+        /// The flow's id
+        flow: String,
+        /// The gate step's id
+        step: String,
+        /// Why, recorded as the gate's rationale
+        #[arg(long, value_name = "TEXT", default_value = "")]
+        note: String,
+        /// Who decided, as the audit records it
+        #[arg(long, value_enum, default_value_t = ResolvedBy::Human)]
+        resolved_by: ResolvedBy,
+        /// Print JSON even on a terminal
+        #[arg(long)]
+        json: bool,
+    },
+    /// Serve the MCP tools over HTTP (Streamable HTTP at /mcp) and the browser sign-in, to holders of an access token
+    #[command(
+        after_help = "Examples:\n  stratum-mcp token create --name alice && stratum-mcp serve\n  stratum-mcp serve --listen 0.0.0.0:7777 --allowed-host stratum.example.com --secure-cookies\n\nEvery request needs `Authorization: Bearer <token>` or a browser session opened at /signin with a token (`stratum-mcp token create`); a read-only token can call only the read-only tools. On a loopback address serve starts without any token (and says how to make one); on any other address it refuses to start until one exists. TLS is left to a reverse proxy (see the README). A connection whose request headers take over --header-timeout, or that idles over --idle-timeout with no request in progress, is closed; beyond --max-connections, new connections wait unaccepted. SIGTERM or Ctrl-C: stop accepting, finish the calls in flight, exit.\n\nExit status: 0 after a shutdown signal, 1 when the address cannot be listened on, 2 on a usage error or a non-loopback address without any token, 3 when the state database cannot be used."
+    )]
+    Serve {
+        /// The address to listen on (port 0: any free port, printed at start)
+        #[arg(long, value_name = "ADDR", default_value = stratum_serve::DEFAULT_LISTEN)]
+        listen: std::net::SocketAddr,
+        /// A `Host` clients reach the server by (a name, or name:port), besides the loopback
+        /// names and the address listened on; repeatable; `*` accepts any
+        #[arg(long, value_name = "HOST")]
+        allowed_host: Vec<String>,
+        /// Mark the session cookie Secure (sent over HTTPS only): behind a TLS reverse proxy
+        #[arg(long)]
+        secure_cookies: bool,
+        /// Close a connection whose request headers are not complete this many seconds after
+        /// their first byte
+        #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+        header_timeout: u64,
+        /// Close a connection with no request in progress and nothing sent for this many
+        /// seconds (a request being answered is never cut)
+        #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+        idle_timeout: u64,
+        /// Hold at most this many connections at once; more wait, unaccepted, until one closes
+        #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=65536))]
+        max_connections: u64,
+    },
+    /// Create, list and revoke the access tokens of `serve`
+    #[command(
+        after_help = "Examples:\n  stratum-mcp token create --name ci-agent\n  stratum-mcp token create --name dashboard --read-only\n  stratum-mcp token list\n  stratum-mcp token revoke ci-agent\n\nThe secret is printed once, by create, and stored only as its SHA-256. A read-only token can call the read-only MCP tools and see pages, and change nothing. A revoked token, and every browser session opened with it, is refused from its next request on. JSON with --json or when piped (schemas: runtime/schemas/token-*.schema.json).\n\nExit status: 0 on success, 1 for an unknown name (revoke), 2 for an invalid or duplicate name, 3 when the state database cannot be used."
+    )]
+    Token {
+        #[command(subcommand)]
+        what: TokenCommand,
+        /// Print JSON even on a terminal
+        #[arg(long, global = true)]
+        json: bool,
+    },
+    /// Follow flows as they move, one line per event, until interrupted
+    #[command(
+        after_help = "Examples:\n  stratum-mcp watch\n  stratum-mcp watch 3f2a9c1e-…\n  stratum-mcp watch --json | jq -c 'select(.kind == \"gate_waiting\")'\n\nEvents: started, dispatched, done, refused (an attempt failed its checks), failed, skipped, gate waiting, gate resolved, finished. Watching one flow (and its sub-flows) stops when it has finished.\n\nExit status: 0 when interrupted or the watched flow finished, 1 for an unknown flow, 3 when the state database cannot be used."
+    )]
+    Watch {
+        /// Watch only this flow and its sub-flows
+        flow: Option<String>,
+        /// How often to look, in milliseconds
+        #[arg(long, value_name = "MS", default_value_t = 250)]
+        interval: u64,
+        /// One JSON object per line (schema: runtime/schemas/watch-event.schema.json)
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove finished flows from the state database (never a running one)
+    #[command(
+        after_help = "Examples:\n  stratum-mcp prune --older-than 30d\n  stratum-mcp prune --older-than 0s\n\nFinished flows are kept so that audits work after the end; prune removes those that finished longer ago than --older-than, each with its sub-flows, and the plans no flow left runs on. A flow with a running sub-flow (or parent) is kept.\n\nExit status: 0 on success, 3 when the state database cannot be used."
+    )]
+    Prune {
+        /// Remove flows that finished longer ago than this (`7d`, `12h`, `30m`, `0s`)
+        #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = stratum_mcp::cli::prune::parse_duration)]
+        older_than: u64,
+        /// Print JSON even on a terminal
+        #[arg(long)]
+        json: bool,
+    },
+    /// Copy every flow, plan and audit record from one state database into another, empty one
+    #[command(
+        after_help = "Examples:\n  stratum-mcp migrate-store --from sqlite:$HOME/.stratum/stratum.db --to postgres://stratum@db.internal/stratum\n  stratum-mcp migrate-store --from postgres://stratum@db.internal/stratum --to sqlite:backup.db\n\nThe target must hold no flow and no plan. The copy is one transaction of the target; then the target is read back and verified: as many rows in every table as the source, and the same SHA-256 over all of them. Stop the servers that write to the source first: a flow that moves during the copy is copied as it stood when the copy began.\n\nExit status: 0 when the copy is verified, 1 when the target read back differs from the source, 2 on a usage error or a target that is not empty, 3 when either database cannot be used."
+    )]
+    MigrateStore {
+        /// The state to copy: sqlite:PATH or postgres://USER@HOST:PORT/DATABASE
+        #[arg(long, value_name = "URL")]
+        from: String,
+        /// Where to copy it (empty): sqlite:PATH or postgres://USER@HOST:PORT/DATABASE
+        #[arg(long, value_name = "URL")]
+        to: String,
+        /// Print JSON even on a terminal
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check specs, as `stratumc check` does
+    #[command(
+        after_help = "Examples:\n  stratum-mcp validate examples/sentiment.stratum.yaml\n  stratum-mcp validate specs/ --format short\n\nExit status: 0 when no spec has errors, 1 when one has (or has warnings, with --deny-warnings), 2 on a usage or I/O error."
+    )]
+    Validate(stratum_compiler::cli::CheckArgs),
+    /// Compile spec-kit task files (tasks/*.md) into a spec
+    #[command(
+        after_help = "Examples:\n  stratum-mcp compile tasks/\n  stratum-mcp compile tasks/ --output build.stratum.yaml --flow build\n\nThe spec is checked before it is written; one with errors is not written.\n\nExit status: 0 when the spec was written, 1 when the tasks cannot be compiled or the spec has errors, 2 on a usage or I/O error."
+    )]
+    Compile {
+        /// The directory of task files
+        tasks_dir: PathBuf,
+        /// Where to write the spec (default: standard output)
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// The flow's name
+        #[arg(long, value_name = "NAME", default_value = "tasks")]
+        flow: String,
+    },
+    /// Set the current project up for Claude Code: the MCP server, the execution model in CLAUDE.md, a hook that checks specs, a skill
+    #[command(
+        after_help = "Examples:\n  stratum-mcp install\n  stratum-mcp install --codex\n\nWrites .mcp.json (the server), CLAUDE.md (the execution model, between <!-- stratum:begin --> and <!-- stratum:end -->), .claude/settings.json (a PostToolUse hook running `stratum-mcp hook post-tool-use` on every *.stratum.yaml the agent writes) and .claude/skills/stratum/SKILL.md; with --codex, [mcp_servers.stratum] in ~/.codex/config.toml. What is already in those files is kept byte for byte; running it twice changes nothing.\n\nExit status: 0 on success, 1 when a file cannot be read, parsed or written (nothing is changed then)."
+    )]
+    Install(stratum_mcp::setup::InstallArgs),
+    /// Remove exactly what `install` added
+    #[command(
+        after_help = "Examples:\n  stratum-mcp uninstall\n  stratum-mcp uninstall --keep-skills --codex\n\nExit status: 0 on success, 1 when a file cannot be read, parsed or written (nothing is changed then)."
+    )]
+    Uninstall(stratum_mcp::setup::UninstallArgs),
+    /// Hooks that agents run (installed by `install`)
+    #[command(
+        after_help = "Examples:\n  echo '{\"tool_input\": {\"file_path\": \"flow.stratum.yaml\"}}' | stratum-mcp hook post-tool-use\n\nExit status: 0 when there is nothing to report (any other file, a clean spec, warnings only, or input that is not a hook's), 2 when the spec has errors: Claude Code then shows the diagnostics on standard error to the agent."
+    )]
+    Hook {
+        #[command(subcommand)]
+        hook: Hook,
+    },
+    /// Explain where the runtime deliberately differs from the reference (all topics when none is given)
+    #[command(
+        after_help = "Examples:\n  stratum-mcp explain\n  stratum-mcp explain retries-exhausted\n\nExit status: 0 when the topic exists, 2 when it does not."
+    )]
+    Explain {
+        /// A topic, as `stratum-mcp explain` lists them
+        topic: Option<String>,
+    },
+    /// Print a shell completion script
+    #[command(
+        after_help = "Examples:\n  stratum-mcp completions bash > ~/.local/share/bash-completion/completions/stratum-mcp\n  stratum-mcp completions zsh > ~/.zfunc/_stratum-mcp\n  stratum-mcp completions fish > ~/.config/fish/completions/stratum-mcp.fish"
+    )]
+    Completions {
+        /// The shell to complete in
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Make a token and print its secret (once)
+    Create {
+        /// Its name: what the audit records as who acted (letters, digits, `.`, `_`, `-`, `@`)
+        #[arg(long, value_name = "NAME")]
+        name: String,
+        /// It may look, and change nothing
+        #[arg(long)]
+        read_only: bool,
+    },
+    /// Every token: name, access, created, last used (never a secret)
+    List,
+    /// Delete a token: requests carrying it, and its sessions, are refused
+    Revoke {
+        /// The token's name
+        name: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum Hook {
+    /// Claude Code's PostToolUse: check the spec the agent just wrote (the hook's JSON on standard input)
+    PostToolUse,
+}
+
+#[derive(Subcommand)]
+enum Query {
+    /// Every flow, newest first
+    Flows,
+    /// One flow's whole state: its steps, outputs and trace
+    Flow {
+        /// The flow's id
+        id: String,
+    },
+    /// Every gate a running flow waits at
+    Gates,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Err(message) = init_logging(&cli) {
+        eprintln!("stratum-mcp: {message}");
+        return ExitCode::FAILURE;
+    }
+    let options = SqliteOptions {
+        synchronous: match cli.synchronous {
+            Durability::Normal => Synchronous::Normal,
+            Durability::Full => Synchronous::Full,
+        },
+        ..SqliteOptions::default()
+    };
+    let location = match (&cli.db, cli.database_url.as_deref()) {
+        (Some(_), Some(_)) => {
+            eprintln!(
+                "stratum-mcp: give the state database once: --db (STRATUM_DB) or \
+                 --database-url (STRATUM_DATABASE_URL), not both"
+            );
+            return ExitCode::from(2);
+        }
+        (Some(path), None) => Some(Location::Sqlite(path.clone())),
+        (None, Some(url)) => match Location::parse(url) {
+            Ok(location) => Some(location),
+            Err(message) => {
+                eprintln!("stratum-mcp: --database-url: {message}");
+                return ExitCode::from(2);
+            }
+        },
+        (None, None) => None,
+    };
+    let store = operator::StoreAt { location, options };
+    match cli.command {
+        None => serve(cli.root, store),
+        Some(Command::Query { what, json }) => match what {
+            Query::Flows => operator::query_flows(&store, json),
+            Query::Flow { id } => operator::query_flow(&store, &id, json),
+            Query::Gates => operator::query_gates(&store, json),
+        },
+        Some(Command::Gate {
+            decision,
+            flow,
+            step,
+            note,
+            resolved_by,
+            json,
+        }) => operator::gate(&store, &flow, &step, decision, &note, resolved_by, json),
+        Some(Command::Watch {
+            flow,
+            interval,
+            json,
+        }) => operator::watch(&store, flow.as_deref(), interval, json),
+        Some(Command::Serve {
+            listen,
+            allowed_host,
+            secure_cookies,
+            header_timeout,
+            idle_timeout,
+            max_connections,
+        }) => operator::serve(
+            &store,
+            cli.root,
+            stratum_serve::ServeOptions {
+                listen,
+                allowed_hosts: allowed_host,
+                secure_cookies,
+                connections: stratum_serve::ConnectionLimits {
+                    header_timeout: std::time::Duration::from_secs(header_timeout),
+                    idle_timeout: std::time::Duration::from_secs(idle_timeout),
+                    max_connections: usize::try_from(max_connections).unwrap_or(usize::MAX),
+                },
+            },
+        ),
+        Some(Command::Token { what, json }) => match what {
+            TokenCommand::Create { name, read_only } => {
+                operator::token_create(&store, &name, read_only, json)
+            }
+            TokenCommand::List => operator::token_list(&store, json),
+            TokenCommand::Revoke { name } => operator::token_revoke(&store, &name, json),
+        },
+        Some(Command::Prune { older_than, json }) => operator::prune(&store, older_than, json),
+        Some(Command::MigrateStore { from, to, json }) => {
+            operator::migrate_store(&from, &to, options, json)
+        }
+        Some(Command::Validate(args)) => stratum_compiler::cli::check(&args),
+        Some(Command::Compile {
+            tasks_dir,
+            output,
+            flow,
+        }) => operator::compile(&tasks_dir, output.as_deref(), &flow),
+        Some(Command::Install(args)) => setup::install(&args),
+        Some(Command::Uninstall(args)) => setup::uninstall(&args),
+        Some(Command::Hook {
+            hook: Hook::PostToolUse,
+        }) => setup::post_tool_use(),
+        Some(Command::Explain { topic }) => operator::explain(topic.as_deref()),
+        Some(Command::Completions { shell }) => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "stratum-mcp", &mut script);
+            print::bytes(&script)
+        }
+    }
+}
+
+/// The MCP server on standard input and output.
+fn serve(root: Option<PathBuf>, store: operator::StoreAt) -> ExitCode {
+    let root = match root.map_or_else(std::env::current_dir, Ok) {
+        Ok(root) => root,
+        Err(error) => {
+            eprintln!("stratum-mcp: cannot read the current directory: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let choice = match store.location {
+        Some(Location::Sqlite(path)) => StoreChoice::Sqlite(path, store.options),
+        Some(Location::Postgres(url)) => StoreChoice::Postgres(url),
+        None => StoreChoice::Default(store.options),
+    };
+    let server = StratumServer::new(choice, Config::default().with_root(root));
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("stratum-mcp: cannot start: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let served = runtime.block_on(stratum_mcp::serve_stdio(server));
+    // A read of standard input cannot be cancelled: do not wait for it at shutdown.
+    runtime.shutdown_background();
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("stratum-mcp: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(cli: &Cli) -> Result<(), String> {
+    let filter = tracing_subscriber::EnvFilter::try_new(&cli.log)
+        .map_err(|error| format!("--log {}: {error}", cli.log))?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false);
+    match &cli.log_file {
+        Some(path) => {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|error| format!("cannot open the log file {}: {error}", path.display()))?;
+            builder.with_writer(std::sync::Mutex::new(file)).init();
+        }
+        None => builder.with_writer(std::io::stderr).init(),
+    }
+    Ok(())
+}
