@@ -33,11 +33,11 @@ use rmcp::ServiceExt;
 // The core's and the authoring crate's modules under the names this code used when it was part
 // of one runtime crate (`crate::state`, `crate::speckit`, …); new code may name them either way.
 use stratum_authoring::{confined, draft, speckit, workflows};
+#[cfg(test)]
+use stratum_runtime::MemoryStore;
 use stratum_runtime::{
     Config, Runtime, command, compile, exec, ids, now_ms, plan_cache, response, state,
 };
-#[cfg(test)]
-use stratum_runtime::MemoryStore;
 
 /// The core's store items with the two database stores beside them.
 mod store {

@@ -101,7 +101,7 @@ def expect(answer: dict[str, Any], status: str, what: str) -> dict[str, Any]:
 
 def example(name: str) -> str:
     """The text of one of the repository's example specs."""
-    return (Path(__file__).resolve().parents[3] / "examples" / name).read_text()
+    return (Path(__file__).resolve().parents[4] / "examples" / name).read_text()
 
 
 def fail(message: str) -> None:

@@ -337,10 +337,7 @@ pub(crate) fn step_of<'p>(
         .and_then(|flow| flow.steps.get(index as usize))
 }
 
-pub fn flow_of<'p>(
-    plan: &'p Plan,
-    header: &FlowHeader,
-) -> Result<&'p plan::Flow, StoreError> {
+pub fn flow_of<'p>(plan: &'p Plan, header: &FlowHeader) -> Result<&'p plan::Flow, StoreError> {
     plan.flows.get(header.flow as usize).ok_or_else(|| {
         StoreError::Corrupt(format!(
             "flow {} runs flow {} of its plan, which has {}",
