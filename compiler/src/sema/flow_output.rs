@@ -5,7 +5,7 @@
 //! contract does not fit the flow's `output` contract. Returns, per flow, whether it reported
 //! one (the usage pass then leaves out `W0013`, which says less about the same problem).
 //!
-//! The rule is the runtime's (`runtime/src/exec/finish.rs`): when the cursor reaches the end,
+//! The rule is the runtime's (`runtime/core/src/exec/finish.rs`): when the cursor reaches the end,
 //! the flow's result is the output of the last step, in execution order, that has one, and it
 //! is validated against the schema of the flow's `output`; a mismatch fails the step that
 //! produced it, which retries and then ends the flow `retries_exhausted`, after all the work.
