@@ -97,12 +97,11 @@ fn start(store: &dyn Store, plan: &Arc<Plan>, now_ms: u64) -> FlowId {
         inputs: json!({"text": "the work"}),
     };
     let answer = call(store, &command, now_ms);
-    let id = answer
+    answer
         .get("flow_id")
         .and_then(Value::as_str)
         .and_then(FlowId::parse)
-        .unwrap_or_else(|| panic!("a start answers with a flow id: {answer}"));
-    id
+        .unwrap_or_else(|| panic!("a start answers with a flow id: {answer}"))
 }
 
 /// Finishes the flow's only step at `now_ms`, which completes it.
