@@ -20,8 +20,11 @@ use crate::ids::FlowId;
 use crate::state::FlowHeader;
 use crate::store::{Changes, FlowChange, Session, Store, StoreError, Token};
 
+/// What opens a fresh, empty store of the kind under test.
+pub type OpenStore = dyn Fn() -> Arc<dyn Store>;
+
 /// Every check, by name, in the order [`run`] runs them.
-pub const CHECKS: &[(&str, fn(&dyn Fn() -> Arc<dyn Store>))] = &[
+pub const CHECKS: &[(&str, fn(&OpenStore))] = &[
     ("commands_are_read_back", commands_are_read_back),
     (
         "a_failed_transaction_writes_nothing",
@@ -48,7 +51,7 @@ pub const CHECKS: &[(&str, fn(&dyn Fn() -> Arc<dyn Store>))] = &[
 ];
 
 /// Runs every check, each on a store of its own from `open` (which must return an empty one).
-pub fn run(open: &dyn Fn() -> Arc<dyn Store>) {
+pub fn run(open: &OpenStore) {
     for (name, check) in CHECKS {
         eprintln!("store conformance: {name}");
         check(open);
@@ -136,7 +139,7 @@ fn ids(headers: &[FlowHeader]) -> Vec<FlowId> {
 }
 
 /// What a command wrote is what the next transaction reads: header, plan, step rows, events.
-fn commands_are_read_back(open: &dyn Fn() -> Arc<dyn Store>) {
+fn commands_are_read_back(open: &OpenStore) {
     let store = open();
     let plan = plan();
     let id = start(store.as_ref(), &plan, EPOCH_MS);
@@ -172,7 +175,7 @@ fn commands_are_read_back(open: &dyn Fn() -> Arc<dyn Store>) {
 }
 
 /// An error from the work rolls the transaction back and comes back unchanged.
-fn a_failed_transaction_writes_nothing(open: &dyn Fn() -> Arc<dyn Store>) {
+fn a_failed_transaction_writes_nothing(open: &OpenStore) {
     let store = open();
     let plan = plan();
     let failed = store.transact(&mut |snapshot| {
@@ -198,7 +201,7 @@ fn a_failed_transaction_writes_nothing(open: &dyn Fn() -> Arc<dyn Store>) {
 }
 
 /// A change made on a version another command has since moved past is refused whole.
-fn a_stale_version_is_a_conflict(open: &dyn Fn() -> Arc<dyn Store>) {
+fn a_stale_version_is_a_conflict(open: &OpenStore) {
     let store = open();
     let id = start(store.as_ref(), &plan(), EPOCH_MS);
     let read = header(store.as_ref(), &id).expect("the flow is stored");
@@ -240,7 +243,7 @@ fn a_stale_version_is_a_conflict(open: &dyn Fn() -> Arc<dyn Store>) {
 }
 
 /// `list_flows` is newest first, and `flow_versions` agrees with it.
-fn flows_are_listed_newest_first(open: &dyn Fn() -> Arc<dyn Store>) {
+fn flows_are_listed_newest_first(open: &OpenStore) {
     let store = open();
     let plan = plan();
     let first = start(store.as_ref(), &plan, EPOCH_MS);
@@ -259,7 +262,7 @@ fn flows_are_listed_newest_first(open: &dyn Fn() -> Arc<dyn Store>) {
 }
 
 /// `prune` deletes the finished flows older than the cut-off, and then the plans no flow runs.
-fn prune_takes_whole_finished_trees(open: &dyn Fn() -> Arc<dyn Store>) {
+fn prune_takes_whole_finished_trees(open: &OpenStore) {
     let store = open();
     let plan = plan();
     let done = start(store.as_ref(), &plan, EPOCH_MS);
@@ -295,7 +298,7 @@ fn token(name: &str, digit: char) -> Token {
 }
 
 /// Tokens: unique by name, listed by name, found by hash, their use recorded, revoked once.
-fn tokens_are_kept_by_name(open: &dyn Fn() -> Arc<dyn Store>) {
+fn tokens_are_kept_by_name(open: &OpenStore) {
     let store = open();
     let ann = token("ann", 'a');
     let bob = token("bob", 'b');
@@ -339,7 +342,7 @@ fn tokens_are_kept_by_name(open: &dyn Fn() -> Arc<dyn Store>) {
 
 /// Sessions: read until they expire, at most `keep` per token (its oldest go), never another
 /// token's, closed once, and gone with their token.
-fn sessions_expire_and_are_bounded_per_token(open: &dyn Fn() -> Arc<dyn Store>) {
+fn sessions_expire_and_are_bounded_per_token(open: &OpenStore) {
     let store = open();
     let ann = token("ann", 'a');
     let bob = token("bob", 'b');
@@ -426,7 +429,7 @@ fn sessions_expire_and_are_bounded_per_token(open: &dyn Fn() -> Arc<dyn Store>) 
 
 /// A store that can be copied exports every row and imports them into an empty store of its
 /// kind, which then exports the same rows; it refuses to import into a store with flows.
-fn a_copy_holds_every_row(open: &dyn Fn() -> Arc<dyn Store>) {
+fn a_copy_holds_every_row(open: &OpenStore) {
     let store = open();
     let plan = plan();
     let done = start(store.as_ref(), &plan, EPOCH_MS);
