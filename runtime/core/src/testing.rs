@@ -21,10 +21,13 @@ use crate::state::FlowHeader;
 use crate::store::{Changes, FlowChange, Session, Store, StoreError, Token};
 
 /// What opens a fresh, empty store of the kind under test.
-pub type OpenStore = dyn Fn() -> Arc<dyn Store>;
+pub type OpenStore<'a> = dyn Fn() -> Arc<dyn Store> + 'a;
+
+/// One check of the suite: panics on the first promise the store it opens breaks.
+pub type Check = fn(&OpenStore<'_>);
 
 /// Every check, by name, in the order [`run`] runs them.
-pub const CHECKS: &[(&str, fn(&OpenStore))] = &[
+pub const CHECKS: &[(&str, Check)] = &[
     ("commands_are_read_back", commands_are_read_back),
     (
         "a_failed_transaction_writes_nothing",
@@ -51,7 +54,7 @@ pub const CHECKS: &[(&str, fn(&OpenStore))] = &[
 ];
 
 /// Runs every check, each on a store of its own from `open` (which must return an empty one).
-pub fn run(open: &OpenStore) {
+pub fn run(open: &OpenStore<'_>) {
     for (name, check) in CHECKS {
         eprintln!("store conformance: {name}");
         check(open);
@@ -139,7 +142,7 @@ fn ids(headers: &[FlowHeader]) -> Vec<FlowId> {
 }
 
 /// What a command wrote is what the next transaction reads: header, plan, step rows, events.
-fn commands_are_read_back(open: &OpenStore) {
+fn commands_are_read_back(open: &OpenStore<'_>) {
     let store = open();
     let plan = plan();
     let id = start(store.as_ref(), &plan, EPOCH_MS);
@@ -175,7 +178,7 @@ fn commands_are_read_back(open: &OpenStore) {
 }
 
 /// An error from the work rolls the transaction back and comes back unchanged.
-fn a_failed_transaction_writes_nothing(open: &OpenStore) {
+fn a_failed_transaction_writes_nothing(open: &OpenStore<'_>) {
     let store = open();
     let plan = plan();
     let failed = store.transact(&mut |snapshot| {
@@ -201,7 +204,7 @@ fn a_failed_transaction_writes_nothing(open: &OpenStore) {
 }
 
 /// A change made on a version another command has since moved past is refused whole.
-fn a_stale_version_is_a_conflict(open: &OpenStore) {
+fn a_stale_version_is_a_conflict(open: &OpenStore<'_>) {
     let store = open();
     let id = start(store.as_ref(), &plan(), EPOCH_MS);
     let read = header(store.as_ref(), &id).expect("the flow is stored");
@@ -243,7 +246,7 @@ fn a_stale_version_is_a_conflict(open: &OpenStore) {
 }
 
 /// `list_flows` is newest first, and `flow_versions` agrees with it.
-fn flows_are_listed_newest_first(open: &OpenStore) {
+fn flows_are_listed_newest_first(open: &OpenStore<'_>) {
     let store = open();
     let plan = plan();
     let first = start(store.as_ref(), &plan, EPOCH_MS);
@@ -262,7 +265,7 @@ fn flows_are_listed_newest_first(open: &OpenStore) {
 }
 
 /// `prune` deletes the finished flows older than the cut-off, and then the plans no flow runs.
-fn prune_takes_whole_finished_trees(open: &OpenStore) {
+fn prune_takes_whole_finished_trees(open: &OpenStore<'_>) {
     let store = open();
     let plan = plan();
     let done = start(store.as_ref(), &plan, EPOCH_MS);
@@ -298,7 +301,7 @@ fn token(name: &str, digit: char) -> Token {
 }
 
 /// Tokens: unique by name, listed by name, found by hash, their use recorded, revoked once.
-fn tokens_are_kept_by_name(open: &OpenStore) {
+fn tokens_are_kept_by_name(open: &OpenStore<'_>) {
     let store = open();
     let ann = token("ann", 'a');
     let bob = token("bob", 'b');
@@ -342,7 +345,7 @@ fn tokens_are_kept_by_name(open: &OpenStore) {
 
 /// Sessions: read until they expire, at most `keep` per token (its oldest go), never another
 /// token's, closed once, and gone with their token.
-fn sessions_expire_and_are_bounded_per_token(open: &OpenStore) {
+fn sessions_expire_and_are_bounded_per_token(open: &OpenStore<'_>) {
     let store = open();
     let ann = token("ann", 'a');
     let bob = token("bob", 'b');
@@ -429,7 +432,7 @@ fn sessions_expire_and_are_bounded_per_token(open: &OpenStore) {
 
 /// A store that can be copied exports every row and imports them into an empty store of its
 /// kind, which then exports the same rows; it refuses to import into a store with flows.
-fn a_copy_holds_every_row(open: &OpenStore) {
+fn a_copy_holds_every_row(open: &OpenStore<'_>) {
     let store = open();
     let plan = plan();
     let done = start(store.as_ref(), &plan, EPOCH_MS);
