@@ -6,6 +6,7 @@
 
 #[path = "serve/connections.rs"]
 mod connections;
+mod linear;
 mod mcp;
 #[path = "serve/protocol.rs"]
 mod protocol;
@@ -1114,4 +1115,57 @@ async fn a_sign_in_from_another_sites_page_is_refused() {
             .unwrap();
         assert_eq!(answer.status(), expected, "{origin}");
     }
+}
+
+/// `serve`'s resident memory (`VmRSS` of `/proc/PID/status`), in KiB.
+fn resident_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Issue 26: four large specs that differ only by a comment took `serve` from 71 to 801 MB
+/// resident, and it stayed there, since the plan caches were bounded by count. Bounded by bytes
+/// (here 2 MiB, set by `STRATUM_PLAN_CACHE_MIB`, so that plans of 6,000 steps, about 3 MB of
+/// JSON each, stand for the 100,000-step ones a debug build would take minutes to compile),
+/// no such plan is kept: once the first two have set the allocator's working set, five more
+/// leave the resident memory where it was. Count-bounded caches grew it by some 13 MB a plan
+/// (the server's cache by spec text and the store's by checksum each keep one), 65 MB here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_plans_do_not_stay_in_the_servers_memory() {
+    let state = State::new();
+    let secret = state.token("alice", false);
+    let serve = Serve::start_with_env(&state, &[("STRATUM_PLAN_CACHE_MIB", "2")], &[]);
+    let mut server = McpServer::start_http(
+        &serve.url("/mcp"),
+        &secret,
+        Protocol::Handshake,
+        state.dir.path(),
+    )
+    .await;
+    let large = linear::linear_spec(6_000);
+    let mut settled = 0;
+    for copy in 0..7 {
+        let spec = format!("# copy {copy}\n{large}");
+        let started = server
+            .call(
+                "stratum_plan",
+                json!({"spec": spec, "flow": "main", "inputs": linear::inputs()}),
+            )
+            .await;
+        assert_eq!(status(&started), "execute_step", "{started:#}");
+        if copy == 1 {
+            settled = resident_kib(serve.child.id());
+        }
+    }
+    let after = resident_kib(serve.child.id());
+    let grown_mib = after.saturating_sub(settled) / 1024;
+    assert!(
+        grown_mib <= 24,
+        "serve grew by {grown_mib} MiB over five large plans ({settled} KiB to {after} KiB)"
+    );
+    server.stop().await;
 }

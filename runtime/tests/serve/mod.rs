@@ -107,9 +107,24 @@ impl Serve {
         Serve::try_start_on(state, "127.0.0.1:0", args)
     }
 
+    /// The server with these variables added to its environment.
+    pub fn start_with_env(state: &State, env: &[(&str, &str)], args: &[&str]) -> Serve {
+        Serve::try_start_with(state, "127.0.0.1:0", env, args)
+            .unwrap_or_else(|(code, stderr)| panic!("serve exited {code:?}: {stderr}"))
+    }
+
     fn try_start_on(
         state: &State,
         listen: &str,
+        args: &[&str],
+    ) -> Result<Serve, (Option<i32>, String)> {
+        Serve::try_start_with(state, listen, &[], args)
+    }
+
+    fn try_start_with(
+        state: &State,
+        listen: &str,
+        env: &[(&str, &str)],
         args: &[&str],
     ) -> Result<Serve, (Option<i32>, String)> {
         let mut child = Process::new(binary())
@@ -118,6 +133,7 @@ impl Serve {
             .args(args)
             .env_remove("STRATUM_DATABASE_URL")
             .env("STRATUM_LOG", "info,stratum_runtime::http=debug")
+            .envs(env.iter().copied())
             .current_dir(state.dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
