@@ -25,6 +25,11 @@ use serve::{Serve, State};
 /// the flows with a session cookie the page's scripts cannot read.
 async fn sign_in(browser: &Browser, serve: &Serve, secret: &str) {
     browser.goto(&serve.url("/signin")).await;
+    sign_in_here(browser, secret, "/").await;
+}
+
+/// Signs in on the sign-in form the browser shows, and waits to land on `landing`.
+async fn sign_in_here(browser: &Browser, secret: &str, landing: &str) {
     browser
         .find("input#token")
         .await
@@ -38,7 +43,9 @@ async fn sign_in(browser: &Browser, serve: &Serve, secret: &str) {
         .await
         .unwrap();
     browser
-        .until("signed in, on /", || async { browser.path().await == "/" })
+        .until(&format!("signed in, on {landing}"), || async {
+            browser.path().await == landing
+        })
         .await;
     let cookie = browser
         .client
@@ -310,9 +317,12 @@ async fn a_failed_ensure_shows_its_violation_on_the_flow_page() {
         "{violation}"
     );
 
+    // The person opens the flow's link before signing in: the console sends them to the
+    // sign-in form, and back to the flow once signed in.
     let browser = Browser::start().await;
-    sign_in(&browser, &serve, &secret).await;
     browser.goto(&serve.url(&format!("/flows/{id}"))).await;
+    assert_eq!(browser.path().await, format!("/signin?next=/flows/{id}"));
+    sign_in_here(&browser, &secret, &format!("/flows/{id}")).await;
     browser
         .until_attr("#flow-status", "data-status", "running")
         .await;
@@ -355,8 +365,17 @@ async fn a_read_only_token_sees_the_gates_without_their_forms() {
     let gate = flow_at_gate(&mut server, "reviewed-work.stratum.yaml").await;
     let id = gate["flow_id"].as_str().unwrap().to_owned();
 
+    // A link that would send the person elsewhere after signing in lands on the flows.
     let browser = Browser::start().await;
-    sign_in(&browser, &serve, &reader).await;
+    browser
+        .goto(&serve.url("/signin?next=%2F%2Fevil.example%2F"))
+        .await;
+    sign_in_here(&browser, &reader, "/").await;
+    let url = browser.client.current_url().await.unwrap();
+    assert_eq!(
+        url.host_str(),
+        Some(serve.address.ip().to_string().as_str())
+    );
     browser
         .find("nav[aria-label=\"Console\"] a[href=\"/gates\"]")
         .await
