@@ -287,6 +287,31 @@ async fn a_reviewer_approves_a_gate_in_the_browser_and_the_agent_gets_the_next_s
         "the list changed in place, not by a reload"
     );
 
+    // The complete flow's page draws each step as what it is: the approved gate approved, the
+    // rollback its `skip_if` skipped; and counts them so.
+    browser.goto(&serve.url(&format!("/flows/{id}"))).await;
+    browser
+        .until_attr("#flow-status", "data-status", "complete")
+        .await;
+    for (step, state) in [
+        ("current", "done"),
+        ("build", "done"),
+        ("test", "done"),
+        ("approve", "approved"),
+        ("release", "done"),
+        ("rollback", "skipped"),
+    ] {
+        browser
+            .until_attr(
+                &format!("svg#dag g.step[data-step-id=\"{step}\"]"),
+                "data-state",
+                state,
+            )
+            .await;
+    }
+    assert_eq!(browser.text("dd#steps-done").await, "5 of 6, 1 skipped");
+    assert_eq!(browser.text("tr#step-3 .key").await, "approved");
+
     browser.close().await;
     server.stop().await;
 }
