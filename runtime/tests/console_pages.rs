@@ -292,6 +292,41 @@ async fn a_gate_is_decided_from_the_console_once_and_the_audit_names_the_token()
         .unwrap();
     assert_eq!(forged.status(), StatusCode::FORBIDDEN, "no CSRF token");
 
+    // A revise or a kill needs a reason: the form says so (an approval may go without), and the
+    // server refuses one without, the gate still waiting.
+    assert!(
+        page.contains("name=\"rationale\" rows=\"2\" maxlength=\"4000\" required"),
+        "{page}"
+    );
+    assert!(page.contains("value=\"approve\" class=\"approve\" formnovalidate>"));
+    for (decision, rationale) in [("revise", "   "), ("kill", "")] {
+        let refused = post(vec![
+            ("decision", decision.to_owned()),
+            ("rationale", rationale.to_owned()),
+            ("csrf", csrf.clone()),
+        ])
+        .await
+        .unwrap();
+        assert_eq!(
+            refused.status(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{decision}"
+        );
+        let refused = refused.text().await.unwrap();
+        assert!(
+            refused.contains(&format!(
+                "<p role=\"alert\" class=\"problem\">The gate review of flow {} was not \
+                 decided: to {decision} it, say why in the rationale",
+                fixture.at_gate
+            )),
+            "{refused}"
+        );
+        assert!(
+            refused.contains(&format!("data-flow-id=\"{}\"", fixture.at_gate)),
+            "the gate still waits: {refused}"
+        );
+    }
+
     let approved = post(vec![
         ("decision", "approve".to_owned()),
         ("rationale", "  reads well  ".to_owned()),
@@ -324,6 +359,7 @@ async fn a_gate_is_decided_from_the_console_once_and_the_audit_names_the_token()
 
     let again = post(vec![
         ("decision", "kill".to_owned()),
+        ("rationale", "too late".to_owned()),
         ("csrf", csrf.clone()),
     ])
     .await
