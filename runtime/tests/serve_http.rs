@@ -1254,3 +1254,73 @@ async fn a_browser_without_a_session_is_sent_to_sign_in_and_back_to_its_page() {
         assert!(!form.contains("name=\"next\""), "{hostile:?}: {form}");
     }
 }
+
+/// The `await_gate` dispatch tells the agent how a person decides: the operator command with
+/// this flow's id and gate (which works as given), and the console's address when the server
+/// knows it; the CLAUDE.md block and the skill point the agent at it in the same words.
+#[tokio::test]
+async fn a_gate_dispatch_says_how_a_person_decides_it() {
+    let state = State::new();
+    let secret = state.token("ci-agent", false);
+    let serve = Serve::start(&state, &["--allowed-host", "console.example"]);
+    let mut agent = McpServer::start_http(
+        &serve.url("/mcp"),
+        &secret,
+        Protocol::Stateless,
+        state.dir.path(),
+    )
+    .await;
+    let flow = mcp::start_reviewed_work(&mut agent).await;
+    let gate = agent
+        .call(
+            "stratum_step_done",
+            json!({"flow_id": flow, "step_id": "work",
+                   "result": {"result": "r1", "quality_score": 0.9}}),
+        )
+        .await;
+    assert_eq!(status(&gate), "await_gate", "{gate:#}");
+    let told = gate["how_to_decide"].as_str().unwrap();
+    let command = format!("stratum-mcp gate approve {flow} review --note \"why\"");
+    assert!(told.contains(&format!("`{command}`")), "{told}");
+    assert!(
+        told.contains("`gate revise`") && told.contains("`gate kill`"),
+        "{told}"
+    );
+    assert!(told.contains("http://console.example/gates"), "{told}");
+    // Every key of the reference's answer is still there.
+    for key in [
+        "status",
+        "flow_id",
+        "step_number",
+        "total_steps",
+        "step_id",
+        "step_mode",
+        "function",
+        "agent",
+        "on_approve",
+        "on_revise",
+        "on_kill",
+        "timeout",
+    ] {
+        assert!(gate.get(key).is_some(), "{key}: {gate:#}");
+    }
+    // What the installed instructions say agrees with it.
+    let block = stratum_runtime::setup::claude_md_block("\n");
+    for text in [block.as_str(), stratum_runtime::setup::SKILL] {
+        assert!(text.contains("how_to_decide"), "{text}");
+        assert!(
+            text.contains("stratum-mcp gate approve <flow_id> <step_id> --note"),
+            "{text}"
+        );
+    }
+    // The command works as the agent passes it on.
+    let (code, decided) = state.cli(&[
+        "gate", "approve", &flow, "review", "--note", "why", "--json",
+    ]);
+    assert_eq!(
+        (code, &decided["outcome"]),
+        (0, &json!("approve")),
+        "{decided}"
+    );
+    agent.stop().await;
+}

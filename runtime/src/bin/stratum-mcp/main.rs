@@ -44,6 +44,9 @@ Exit status: 0 on success; 1 for an unknown flow or token, or a spec with errors
 that is not waiting (a conflict), a duplicate token, or a usage error; 3 when the state database
 cannot be used. The server exits 0 when its client closes the connection.";
 
+/// The web console's address, for the link an `await_gate` dispatch gives people.
+const CONSOLE_URL_ENV: &str = "STRATUM_CONSOLE_URL";
+
 /// Runs Stratum flows for coding agents over MCP (stdio), and lets operators see and steer them.
 #[derive(Parser)]
 #[command(name = "stratum-mcp", version, about, after_help = AFTER_HELP)]
@@ -419,7 +422,10 @@ fn serve(root: Option<PathBuf>, store: operator::StoreAt) -> ExitCode {
         Some(Location::Postgres(url)) => StoreChoice::Postgres(url),
         None => StoreChoice::Default(store.options),
     };
-    let server = StratumServer::new(choice, Config::default().with_root(root));
+    let config = Config::default()
+        .with_root(root)
+        .with_console_url(std::env::var(CONSOLE_URL_ENV).ok());
+    let server = StratumServer::new(choice, config);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
