@@ -86,6 +86,8 @@ pub struct Serve {
     pub child: Child,
     pub address: SocketAddr,
     pub stderr: Arc<Mutex<String>>,
+    /// The thread that copies the server's standard error into `stderr`, until it ends.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Serve {
@@ -155,7 +157,7 @@ impl Serve {
         };
         let stderr = Arc::new(Mutex::new(seen));
         let sink = stderr.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
                 let mut sink = sink.lock().unwrap();
                 sink.push_str(&line);
@@ -166,6 +168,7 @@ impl Serve {
             child,
             address,
             stderr,
+            reader: Some(reader),
         })
     }
 
@@ -186,6 +189,11 @@ impl Serve {
         let until = Instant::now() + timeout;
         while Instant::now() < until {
             if let Some(status) = self.child.try_wait().unwrap() {
+                // Its last lines may still be in the pipe: `stderr` is complete once the
+                // reader has seen the pipe close.
+                if let Some(reader) = self.reader.take() {
+                    reader.join().unwrap();
+                }
                 return status.code();
             }
             std::thread::sleep(Duration::from_millis(20));
