@@ -234,10 +234,10 @@ impl Diagnostic {
         Diagnostic {
             code,
             severity: code.severity(),
-            message: message.into(),
+            message: shown(message.into()),
             primary: Label {
                 span,
-                message: label.into(),
+                message: shown(label.into()),
             },
             secondary: Vec::new(),
             help: None,
@@ -248,13 +248,13 @@ impl Diagnostic {
     pub fn secondary(mut self, span: Span, label: impl Into<String>) -> Diagnostic {
         self.secondary.push(Label {
             span,
-            message: label.into(),
+            message: shown(label.into()),
         });
         self
     }
 
     pub fn help(mut self, help: impl Into<String>) -> Diagnostic {
-        self.help = Some(help.into());
+        self.help = Some(shown(help.into()));
         self
     }
 
@@ -266,7 +266,7 @@ impl Diagnostic {
         replacement: impl Into<String>,
     ) -> Diagnostic {
         self.fix = Some(Fix {
-            message: message.into(),
+            message: shown(message.into()),
             edits: vec![Edit {
                 span,
                 replacement: replacement.into(),
@@ -286,6 +286,18 @@ impl Diagnostic {
     /// The order of every output: by file, position, then code.
     pub fn sort_key(&self) -> (Span, Code) {
         (self.primary.span, self.code)
+    }
+}
+
+/// `text` with every character a terminal would obey rather than show (control characters,
+/// bidirectional overrides; see [`stratum_grammar::print::visible`]) written as an escape:
+/// messages quote names from the spec, and a name such as `"a\e[2J"` in a double-quoted YAML
+/// key must not clear the screen of the person reading the report (or move their cursor, or
+/// print itself backwards). The one place every renderer and the language server read from.
+fn shown(text: String) -> String {
+    match stratum_grammar::print::visible(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(escaped) => escaped,
     }
 }
 

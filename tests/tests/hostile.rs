@@ -228,3 +228,34 @@ proptest! {
         let _ = stratum_tests::render_snapshot(&sources, std::slice::from_ref(&compilation));
     }
 }
+
+/// Names come into messages from the spec, and a double-quoted YAML key can hold any
+/// character through its escapes (E0003 sees only the file's own bytes): a flow named
+/// `"a\e[2J\a\u202Eb"` must not clear the terminal, ring it, or print the rest of the line
+/// backwards in any report a person reads. Its characters are shown as escapes.
+#[test]
+fn names_with_terminal_escapes_are_shown_not_obeyed() {
+    use stratum_compiler::render::{self, github, human, short};
+    let spec = "version: \"0.1\"\nflows:\n  \"a\\e[2J\\a\\u202Eb\":\n    input: {}\n    steps:\n      - id: s\n        intent: \"x\"\n";
+    let (sources, compilation) = check_one("hostile.stratum.yaml", spec.as_bytes());
+    let compilations = [compilation];
+    let reports = render::reports(&sources, &compilations);
+    for (format, out) in [
+        (
+            "human",
+            human::render(&sources, &reports, human::Style::PLAIN),
+        ),
+        ("short", short::render(&sources, &reports)),
+        ("github", github::render(&sources, &reports)),
+    ] {
+        assert!(
+            out.contains(r"a\x1b[2J\x07\u202eb"),
+            "{format}: the name is shown escaped:\n{out}"
+        );
+        let obeyed: Vec<char> = out
+            .chars()
+            .filter(|c| (c.is_control() && *c != '\n') || ('\u{202a}'..='\u{202e}').contains(c))
+            .collect();
+        assert!(obeyed.is_empty(), "{format} writes {obeyed:?}:\n{out}");
+    }
+}

@@ -45,6 +45,9 @@ Exit status: 0 on success; 1 for an unknown flow or token, or a spec with errors
 that is not waiting (a conflict), a duplicate token, or a usage error; 3 when the state database
 cannot be used. The server exits 0 when its client closes the connection.";
 
+/// The web console's address, for the link an `await_gate` dispatch gives people.
+const CONSOLE_URL_ENV: &str = "STRATUM_CONSOLE_URL";
+
 /// Runs Stratum flows for coding agents over MCP (stdio), and lets operators see and steer them.
 #[derive(Parser)]
 #[command(name = "stratum-mcp", version, about, after_help = AFTER_HELP)]
@@ -63,13 +66,13 @@ struct Cli {
         hide_env_values = true
     )]
     database_url: Option<String>,
-    /// `normal` survives any crash of the process; `full` also a power loss, at about three
-    /// times the cost of each call.
-    #[arg(long, value_enum, default_value_t = Durability::Normal, global = true)]
+    /// The MCP server's: `normal` survives any crash of the process; `full` also a power loss,
+    /// at about three times the cost of each call (the commands that write take it too).
+    #[arg(long, value_enum, default_value_t = Durability::Normal)]
     synchronous: Durability,
-    /// The directory `file_exists` and `file_contains` in `ensure` expressions are confined
-    /// to (default: the current directory).
-    #[arg(long, value_name = "DIR", global = true)]
+    /// The MCP server's: the directory `file_exists` and `file_contains` in `ensure`
+    /// expressions are confined to (default: the current directory; `serve` takes it too).
+    #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
     /// Append logs to this file instead of standard error.
     #[arg(long, value_name = "PATH", global = true)]
@@ -91,6 +94,15 @@ struct Cli {
 enum Durability {
     Normal,
     Full,
+}
+
+/// The options of a command that writes to the state database (a read takes none of them).
+#[derive(clap::Args)]
+struct Writes {
+    /// `normal` survives any crash of the process; `full` also a power loss, at about three
+    /// times the cost of each write (SQLite only)
+    #[arg(long, value_enum)]
+    synchronous: Option<Durability>,
 }
 
 #[derive(Subcommand)]
@@ -127,6 +139,8 @@ enum Command {
         /// Print JSON even on a terminal
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        writes: Writes,
     },
     /// Serve the MCP tools over HTTP (Streamable HTTP at /mcp) and the browser sign-in, to holders of an access token
     #[command(
@@ -154,6 +168,12 @@ enum Command {
         /// Hold at most this many connections at once; more wait, unaccepted, until one closes
         #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=65536))]
         max_connections: u64,
+        /// The directory `file_exists` and `file_contains` in `ensure` expressions, and the
+        /// authoring tools, are confined to (default: the current directory)
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+        #[command(flatten)]
+        writes: Writes,
     },
     /// Create, list and revoke the access tokens of `serve`
     #[command(
@@ -191,6 +211,8 @@ enum Command {
         /// Print JSON even on a terminal
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        writes: Writes,
     },
     /// Copy every flow, plan and audit record from one state database into another, empty one
     #[command(
@@ -206,6 +228,8 @@ enum Command {
         /// Print JSON even on a terminal
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        writes: Writes,
     },
     /// Check specs, as `stratumc check` does
     #[command(
@@ -263,6 +287,20 @@ enum Command {
     },
 }
 
+impl Command {
+    /// The write options of a command that writes (`None` for a read, and for a command that
+    /// uses no state database).
+    fn writes(&self) -> Option<&Writes> {
+        match self {
+            Command::Gate { writes, .. }
+            | Command::Serve { writes, .. }
+            | Command::Prune { writes, .. }
+            | Command::MigrateStore { writes, .. } => Some(writes),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum TokenCommand {
     /// Make a token and print its secret (once)
@@ -308,8 +346,14 @@ fn main() -> ExitCode {
         eprintln!("stratum-mcp: {message}");
         return ExitCode::FAILURE;
     }
+    let synchronous = cli
+        .command
+        .as_ref()
+        .and_then(Command::writes)
+        .and_then(|writes| writes.synchronous)
+        .unwrap_or(cli.synchronous);
     let options = SqliteOptions {
-        synchronous: match cli.synchronous {
+        synchronous: match synchronous {
             Durability::Normal => Synchronous::Normal,
             Durability::Full => Synchronous::Full,
         },
@@ -348,6 +392,7 @@ fn main() -> ExitCode {
             note,
             resolved_by,
             json,
+            writes: _,
         }) => operator::gate(&store, &flow, &step, decision, &note, resolved_by, json),
         Some(Command::Watch {
             flow,
@@ -361,9 +406,11 @@ fn main() -> ExitCode {
             header_timeout,
             idle_timeout,
             max_connections,
+            root,
+            writes: _,
         }) => operator::serve(
             &store,
-            cli.root,
+            root.or(cli.root),
             stratum_serve::ServeOptions {
                 listen,
                 allowed_hosts: allowed_host,
@@ -382,8 +429,10 @@ fn main() -> ExitCode {
             TokenCommand::List => operator::token_list(&store, json),
             TokenCommand::Revoke { name } => operator::token_revoke(&store, &name, json),
         },
-        Some(Command::Prune { older_than, json }) => operator::prune(&store, older_than, json),
-        Some(Command::MigrateStore { from, to, json }) => {
+        Some(Command::Prune {
+            older_than, json, ..
+        }) => operator::prune(&store, older_than, json),
+        Some(Command::MigrateStore { from, to, json, .. }) => {
             operator::migrate_store(&from, &to, options, json)
         }
         Some(Command::Validate(args)) => stratum_compiler::cli::check(&args),
@@ -420,7 +469,10 @@ fn serve(root: Option<PathBuf>, store: operator::StoreAt) -> ExitCode {
         Some(Location::Postgres(url)) => StoreChoice::Postgres(url),
         None => StoreChoice::Default(store.options),
     };
-    let server = StratumServer::new(choice, Config::default().with_root(root));
+    let config = Config::default()
+        .with_root(root)
+        .with_console_url(std::env::var(CONSOLE_URL_ENV).ok());
+    let server = StratumServer::new(choice, config);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

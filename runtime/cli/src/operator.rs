@@ -468,6 +468,26 @@ pub fn token_revoke(at: &StoreAt, name: &str, json: bool) -> ExitCode {
     })
 }
 
+/// The console's address as `serve` knows it before it listens: its first `--allowed-host`
+/// name (over HTTPS with `--secure-cookies`, which says a TLS proxy is in front), else the
+/// address it listens on, unless that is any address or any port (`0.0.0.0`, port 0).
+fn console_url(options: &stratum_runtime::http::ServeOptions) -> Option<String> {
+    let scheme = if options.secure_cookies {
+        "https"
+    } else {
+        "http"
+    };
+    if let Some(host) = options
+        .allowed_hosts
+        .iter()
+        .find(|host| host.as_str() != "*")
+    {
+        return Some(format!("{scheme}://{host}"));
+    }
+    let listen = options.listen;
+    (!listen.ip().is_unspecified() && listen.port() != 0).then(|| format!("http://{listen}"))
+}
+
 /// `serve`: the MCP tools over HTTP and the browser sign-in, until SIGTERM or Ctrl-C.
 pub fn serve(
     at: &StoreAt,
@@ -506,7 +526,11 @@ pub fn serve(
             return ExitCode::FAILURE;
         }
     };
-    let app = App::new(store, Config::default().with_root(root), options);
+    let console = std::env::var(crate::CONSOLE_URL_ENV)
+        .ok()
+        .or_else(|| console_url(&options));
+    let config = Config::default().with_root(root).with_console_url(console);
+    let app = App::new(store, config, options);
     let served = runtime.block_on(http::serve(app, shutdown_signal(), |address| {
         eprintln!(
             "stratum-mcp serve: listening on http://{address} (MCP at /mcp, sign-in at /signin)"

@@ -25,6 +25,11 @@ use serve::{Serve, State};
 /// the flows with a session cookie the page's scripts cannot read.
 async fn sign_in(browser: &Browser, serve: &Serve, secret: &str) {
     browser.goto(&serve.url("/signin")).await;
+    sign_in_here(browser, secret, "/").await;
+}
+
+/// Signs in on the sign-in form the browser shows, and waits to land on `landing`.
+async fn sign_in_here(browser: &Browser, secret: &str, landing: &str) {
     browser
         .find("input#token")
         .await
@@ -38,7 +43,9 @@ async fn sign_in(browser: &Browser, serve: &Serve, secret: &str) {
         .await
         .unwrap();
     browser
-        .until("signed in, on /", || async { browser.path().await == "/" })
+        .until(&format!("signed in, on {landing}"), || async {
+            browser.path().await == landing
+        })
         .await;
     let cookie = browser
         .client
@@ -280,6 +287,31 @@ async fn a_reviewer_approves_a_gate_in_the_browser_and_the_agent_gets_the_next_s
         "the list changed in place, not by a reload"
     );
 
+    // The complete flow's page draws each step as what it is: the approved gate approved, the
+    // rollback its `skip_if` skipped; and counts them so.
+    browser.goto(&serve.url(&format!("/flows/{id}"))).await;
+    browser
+        .until_attr("#flow-status", "data-status", "complete")
+        .await;
+    for (step, state) in [
+        ("current", "done"),
+        ("build", "done"),
+        ("test", "done"),
+        ("approve", "approved"),
+        ("release", "done"),
+        ("rollback", "skipped"),
+    ] {
+        browser
+            .until_attr(
+                &format!("svg#dag g.step[data-step-id=\"{step}\"]"),
+                "data-state",
+                state,
+            )
+            .await;
+    }
+    assert_eq!(browser.text("dd#steps-done").await, "5 of 6, 1 skipped");
+    assert_eq!(browser.text("tr#step-3 .key").await, "approved");
+
     browser.close().await;
     server.stop().await;
 }
@@ -310,9 +342,12 @@ async fn a_failed_ensure_shows_its_violation_on_the_flow_page() {
         "{violation}"
     );
 
+    // The person opens the flow's link before signing in: the console sends them to the
+    // sign-in form, and back to the flow once signed in.
     let browser = Browser::start().await;
-    sign_in(&browser, &serve, &secret).await;
     browser.goto(&serve.url(&format!("/flows/{id}"))).await;
+    assert_eq!(browser.path().await, format!("/signin?next=/flows/{id}"));
+    sign_in_here(&browser, &secret, &format!("/flows/{id}")).await;
     browser
         .until_attr("#flow-status", "data-status", "running")
         .await;
@@ -355,8 +390,17 @@ async fn a_read_only_token_sees_the_gates_without_their_forms() {
     let gate = flow_at_gate(&mut server, "reviewed-work.stratum.yaml").await;
     let id = gate["flow_id"].as_str().unwrap().to_owned();
 
+    // A link that would send the person elsewhere after signing in lands on the flows.
     let browser = Browser::start().await;
-    sign_in(&browser, &serve, &reader).await;
+    browser
+        .goto(&serve.url("/signin?next=%2F%2Fevil.example%2F"))
+        .await;
+    sign_in_here(&browser, &reader, "/").await;
+    let url = browser.client.current_url().await.unwrap();
+    assert_eq!(
+        url.host_str(),
+        Some(serve.address.ip().to_string().as_str())
+    );
     browser
         .find("nav[aria-label=\"Console\"] a[href=\"/gates\"]")
         .await

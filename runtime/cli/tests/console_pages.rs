@@ -292,6 +292,41 @@ async fn a_gate_is_decided_from_the_console_once_and_the_audit_names_the_token()
         .unwrap();
     assert_eq!(forged.status(), StatusCode::FORBIDDEN, "no CSRF token");
 
+    // A revise or a kill needs a reason: the form says so (an approval may go without), and the
+    // server refuses one without, the gate still waiting.
+    assert!(
+        page.contains("name=\"rationale\" rows=\"2\" maxlength=\"4000\" required"),
+        "{page}"
+    );
+    assert!(page.contains("value=\"approve\" class=\"approve\" formnovalidate>"));
+    for (decision, rationale) in [("revise", "   "), ("kill", "")] {
+        let refused = post(vec![
+            ("decision", decision.to_owned()),
+            ("rationale", rationale.to_owned()),
+            ("csrf", csrf.clone()),
+        ])
+        .await
+        .unwrap();
+        assert_eq!(
+            refused.status(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{decision}"
+        );
+        let refused = refused.text().await.unwrap();
+        assert!(
+            refused.contains(&format!(
+                "<p role=\"alert\" class=\"problem\">The gate review of flow {} was not \
+                 decided: to {decision} it, say why in the rationale",
+                fixture.at_gate
+            )),
+            "{refused}"
+        );
+        assert!(
+            refused.contains(&format!("data-flow-id=\"{}\"", fixture.at_gate)),
+            "the gate still waits: {refused}"
+        );
+    }
+
     let approved = post(vec![
         ("decision", "approve".to_owned()),
         ("rationale", "  reads well  ".to_owned()),
@@ -324,6 +359,7 @@ async fn a_gate_is_decided_from_the_console_once_and_the_audit_names_the_token()
 
     let again = post(vec![
         ("decision", "kill".to_owned()),
+        ("rationale", "too late".to_owned()),
         ("csrf", csrf.clone()),
     ])
     .await
@@ -749,4 +785,90 @@ async fn event_streams_end_when_their_session_or_token_does() {
     ends_within("bearer, revoked", &mut by_bearer, Duration::from_secs(15)).await;
     ends_within("session, revoked", &mut by_cookie, Duration::from_secs(15)).await;
     drop(stays);
+}
+
+/// The text of the element with `id` (its first text, up to the next tag).
+fn text_of<'p>(page: &'p str, id: &str) -> &'p str {
+    let at = page
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no #{id}"));
+    let rest = &page[at..];
+    let start = rest.find('>').unwrap() + 1;
+    let end = rest[start..].find('<').unwrap();
+    &rest[start..start + end]
+}
+
+/// A flow's page draws and counts each step as what it is: a gate approved or killed as
+/// decided (a gate has no output, and was drawn "not yet"), a skipped step as skipped; "Steps
+/// done" counts the approved gate and names the skipped and killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gates_decided_and_steps_skipped_are_drawn_and_counted_as_what_they_are() {
+    let mut fixture = Fixture::new().await;
+    let approved = fixture.at_gate.clone();
+    let (code, _) = fixture.state.cli(&[
+        "gate", "approve", &approved, "review", "--note", "fine", "--json",
+    ]);
+    assert_eq!(code, 0);
+    let killed = flow_at_gate(&mut fixture.agent).await;
+    let (code, _) = fixture
+        .state
+        .cli(&["gate", "kill", &killed, "review", "--note", "no", "--json"]);
+    assert_eq!(code, 0);
+    let skipped = mcp::start_reviewed_work(&mut fixture.agent).await;
+    let at_gate = fixture
+        .agent
+        .call(
+            "stratum_skip_step",
+            json!({"flow_id": skipped, "step_id": "work", "reason": "already done"}),
+        )
+        .await;
+    assert_eq!(status(&at_gate), "await_gate", "{at_gate:#}");
+
+    for (flow, status, states, done) in [
+        (
+            &approved,
+            "complete",
+            &[("work", "done"), ("review", "approved")][..],
+            "2 of 2",
+        ),
+        (
+            &killed,
+            "killed",
+            &[("work", "done"), ("review", "killed")][..],
+            "1 of 2, 1 killed",
+        ),
+        (
+            &skipped,
+            "awaiting_gate",
+            &[("work", "skipped"), ("review", "gate")][..],
+            "0 of 2, 1 skipped",
+        ),
+        (
+            &fixture.complete,
+            "complete",
+            &[("s1", "done")][..],
+            "1 of 1",
+        ),
+    ] {
+        let (code, page) = fixture.get(&format!("/flows/{flow}")).await;
+        assert_eq!(code, StatusCode::OK);
+        assert!(
+            page.contains(&format!("data-status=\"{status}\"")),
+            "{page}"
+        );
+        for (index, (step, state)) in states.iter().enumerate() {
+            assert_eq!(step_state(&page, step), *state, "{flow} {step}");
+            let row = page
+                .split(&format!("<tr id=\"step-{index}\">"))
+                .nth(1)
+                .unwrap();
+            let row = row.split("</tr>").next().unwrap();
+            assert!(
+                row.contains(&format!("<span class=\"key state-{state}\">{state}</span>")),
+                "{flow} {step}: {row}"
+            );
+        }
+        assert_eq!(text_of(&page, "steps-done"), done, "{flow}");
+    }
+    fixture.agent.stop().await;
 }

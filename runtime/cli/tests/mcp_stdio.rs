@@ -436,6 +436,44 @@ async fn an_iteration_loop_runs_until_its_exit_criterion() {
     server.stop().await;
 }
 
+/// An `ensure` that is a method call names its receiver in the violation the agent reads
+/// (issue 27: `result.artifact.endswith('.tar.gz')` used to name no operand at all).
+#[tokio::test]
+async fn a_method_call_ensure_names_its_receiver_in_the_violation() {
+    let (home, work) = dirs();
+    let mut server = McpServer::start(home.path(), work.path(), Protocol::Handshake).await;
+    server
+        .call(
+            "stratum_plan",
+            json!({"spec": example("deploy.stratum.yaml"), "flow": "deploy",
+                   "inputs": {"project": "p", "git_sha": "1"}}),
+        )
+        .await;
+    let flow = server.flow(1);
+    server
+        .call(
+            "stratum_step_done",
+            json!({"flow_id": flow, "step_id": "current", "result": {"version": "1"}}),
+        )
+        .await;
+    let refused = server
+        .call(
+            "stratum_step_done",
+            json!({"flow_id": flow, "step_id": "build",
+                   "result": {"artifact": "p.zip", "version": "2", "sha256": "b".repeat(64)}}),
+        )
+        .await;
+    assert_eq!(status(&refused), "ensure_failed", "{refused:#}");
+    assert_eq!(
+        refused["violations"],
+        json!([
+            "ensure 'result.artifact.endswith('.tar.gz')' failed: `result.artifact` was 'p.zip'"
+        ]),
+        "{refused:#}"
+    );
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn a_sub_flow_is_run_and_reported_to_its_parent() {
     let (home, work) = dirs();

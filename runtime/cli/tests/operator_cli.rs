@@ -521,6 +521,51 @@ fn every_command_has_help_with_examples_and_exit_statuses() {
     assert!(stdout(&bash).contains("stratum-mcp"));
 }
 
+/// A read takes no write option: `--synchronous` (durability of writes) and `--root` (where
+/// `ensure`s may read files) are offered by the commands they change, not by `query` or
+/// `watch`; the forms the README documents keep working.
+#[test]
+fn reads_are_not_offered_options_that_only_writes_use() {
+    let home = tempfile::tempdir().unwrap();
+    let help_of = |args: &[&str]| {
+        let help = cli(home.path(), args);
+        assert_eq!(code(&help), 0, "{args:?}");
+        stdout(&help)
+    };
+    for read in [
+        &["query", "flow", "--help"][..],
+        &["query", "flows", "--help"],
+        &["query", "--help"],
+        &["watch", "--help"],
+        &["validate", "--help"],
+    ] {
+        let text = help_of(read);
+        assert!(!text.contains("--synchronous"), "{read:?}: {text}");
+        assert!(!text.contains("--root"), "{read:?}: {text}");
+    }
+    for (write, options) in [
+        (&["gate", "--help"][..], &["--synchronous"][..]),
+        (&["prune", "--help"], &["--synchronous"]),
+        (&["serve", "--help"], &["--synchronous", "--root"]),
+        (&["--help"], &["--synchronous", "--root"]),
+    ] {
+        let text = help_of(write);
+        for option in options {
+            assert!(text.contains(option), "{write:?} {option}: {text}");
+        }
+    }
+    let refused = cli(home.path(), &["query", "flows", "--synchronous", "full"]);
+    assert_eq!(code(&refused), 2, "{}", stderr(&refused));
+    for works in [
+        &["--synchronous", "full", "query", "flows", "--json"][..],
+        &["--root", ".", "query", "flows", "--json"],
+        &["prune", "--synchronous", "full", "--json"],
+    ] {
+        let output = cli(home.path(), works);
+        assert_eq!(code(&output), 0, "{works:?}: {}", stderr(&output));
+    }
+}
+
 #[test]
 fn install_then_uninstall_leaves_a_project_as_it_was() {
     let project = tempfile::tempdir().unwrap();

@@ -6,6 +6,7 @@
 
 #[path = "serve/connections.rs"]
 mod connections;
+mod linear;
 mod mcp;
 #[path = "serve/protocol.rs"]
 mod protocol;
@@ -1114,4 +1115,266 @@ async fn a_sign_in_from_another_sites_page_is_refused() {
             .unwrap();
         assert_eq!(answer.status(), expected, "{origin}");
     }
+}
+
+/// `serve`'s resident memory (`VmRSS` of `/proc/PID/status`), in KiB.
+fn resident_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Issue 26: four large specs that differ only by a comment took `serve` from 71 to 801 MB
+/// resident, and it stayed there, since the plan caches were bounded by count. Bounded by bytes
+/// (here 2 MiB, set by `STRATUM_PLAN_CACHE_MIB`, so that plans of 6,000 steps, about 3 MB of
+/// JSON each, stand for the 100,000-step ones a debug build would take minutes to compile),
+/// no such plan is kept: once the first two have set the allocator's working set, five more
+/// leave the resident memory where it was. Count-bounded caches grew it by some 13 MB a plan
+/// (the server's cache by spec text and the store's by checksum each keep one), 65 MB here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_plans_do_not_stay_in_the_servers_memory() {
+    let state = State::new();
+    let secret = state.token("alice", false);
+    let serve = Serve::start_with_env(&state, &[("STRATUM_PLAN_CACHE_MIB", "2")], &[]);
+    let mut server = McpServer::start_http(
+        &serve.url("/mcp"),
+        &secret,
+        Protocol::Handshake,
+        state.dir.path(),
+    )
+    .await;
+    let large = linear::linear_spec(6_000);
+    let mut settled = 0;
+    for copy in 0..7 {
+        let spec = format!("# copy {copy}\n{large}");
+        let started = server
+            .call(
+                "stratum_plan",
+                json!({"spec": spec, "flow": "main", "inputs": linear::inputs()}),
+            )
+            .await;
+        assert_eq!(status(&started), "execute_step", "{started:#}");
+        if copy == 1 {
+            settled = resident_kib(serve.child.id());
+        }
+    }
+    let after = resident_kib(serve.child.id());
+    let grown_mib = after.saturating_sub(settled) / 1024;
+    assert!(
+        grown_mib <= 24,
+        "serve grew by {grown_mib} MiB over five large plans ({settled} KiB to {after} KiB)"
+    );
+    server.stop().await;
+}
+
+/// A person's browser (`Accept: text/html`, no `Authorization`) without a session is sent to
+/// the sign-in form, which remembers the page it asked for and, once signed in, goes back to
+/// it; a script keeps its 401; and `next` never leads off this server.
+#[tokio::test]
+async fn a_browser_without_a_session_is_sent_to_sign_in_and_back_to_its_page() {
+    let state = State::new();
+    let secret = state.token("alice", false);
+    let serve = Serve::start(&state, &[]);
+    let client = http();
+    const BROWSER: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+    for (asked, next) in [
+        ("/", "/"),
+        ("/flows/abc", "/flows/abc"),
+        ("/?status=gate&q=x", "/%3Fstatus%3Dgate%26q%3Dx"),
+        ("/no/such/page", "/no/such/page"),
+    ] {
+        let answer = client
+            .get(serve.url(asked))
+            .header("accept", BROWSER)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), StatusCode::SEE_OTHER, "{asked}");
+        assert_eq!(
+            answer.headers()["location"],
+            format!("/signin?next={next}"),
+            "{asked}"
+        );
+    }
+    // A session that ended is sent to sign in again, as one that never began.
+    let answer = client
+        .get(serve.url("/gates"))
+        .header("accept", "text/html")
+        .header("cookie", "stratum_session=0000")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::SEE_OTHER);
+    assert_eq!(answer.headers()["location"], "/signin?next=/gates");
+    // Scripts keep the 401: no `text/html`, a bearer token (even a wrong one), the event
+    // stream, a post.
+    for (method, path, accept, authorization) in [
+        ("GET", "/", "application/json", None),
+        ("GET", "/", "*/*", None),
+        ("GET", "/", "text/html", Some("Bearer stratum_wrong")),
+        ("GET", "/events", "text/event-stream", None),
+        ("POST", "/signout", "text/html", None),
+    ] {
+        let mut request = client
+            .request(method.parse().unwrap(), serve.url(path))
+            .header("accept", accept);
+        if let Some(authorization) = authorization {
+            request = request.header("authorization", authorization);
+        }
+        let answer = request.send().await.unwrap();
+        assert_eq!(
+            answer.status(),
+            StatusCode::UNAUTHORIZED,
+            "{method} {path} {accept} {authorization:?}"
+        );
+    }
+
+    // The form carries `next` on; signing in goes there.
+    let form = client
+        .get(serve.url("/signin?next=%2Fflows%2Fabc%3Fx%3D1"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        form.contains("<input type=\"hidden\" name=\"next\" value=\"/flows/abc?x=1\">"),
+        "{form}"
+    );
+    let signed_in = client
+        .post(serve.url("/signin"))
+        .form(&[("token", secret.as_str()), ("next", "/flows/abc?x=1")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
+    assert_eq!(signed_in.headers()["location"], "/flows/abc?x=1");
+    // A wrong token shows the form again, still going to the same page.
+    let wrong = client
+        .post(serve.url("/signin"))
+        .form(&[("token", "stratum_nope"), ("next", "/gates")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    assert!(
+        wrong
+            .text()
+            .await
+            .unwrap()
+            .contains("name=\"next\" value=\"/gates\"")
+    );
+
+    // Open redirects: anything but a path of this server goes to `/`, and the form does not
+    // carry it.
+    for hostile in [
+        "//evil.example/",
+        "///evil.example",
+        "https://evil.example/",
+        "http:/evil.example",
+        "javascript:alert(1)",
+        "/\\evil.example",
+        "\\\\evil.example",
+        "/\t/evil.example",
+        "/\n/evil.example",
+        " /flows",
+        "evil.example",
+        "",
+        "/caf\u{e9}",
+    ] {
+        let signed_in = client
+            .post(serve.url("/signin"))
+            .form(&[("token", secret.as_str()), ("next", hostile)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(signed_in.status(), StatusCode::SEE_OTHER, "{hostile:?}");
+        assert_eq!(signed_in.headers()["location"], "/", "{hostile:?}");
+        let form = client
+            .get(serve.url(&format!(
+                "/signin?next={}",
+                percent_encoding::utf8_percent_encode(hostile, percent_encoding::NON_ALPHANUMERIC)
+            )))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(!form.contains("name=\"next\""), "{hostile:?}: {form}");
+    }
+}
+
+/// The `await_gate` dispatch tells the agent how a person decides: the operator command with
+/// this flow's id and gate (which works as given), and the console's address when the server
+/// knows it; the CLAUDE.md block and the skill point the agent at it in the same words.
+#[tokio::test]
+async fn a_gate_dispatch_says_how_a_person_decides_it() {
+    let state = State::new();
+    let secret = state.token("ci-agent", false);
+    let serve = Serve::start(&state, &["--allowed-host", "console.example"]);
+    let mut agent = McpServer::start_http(
+        &serve.url("/mcp"),
+        &secret,
+        Protocol::Stateless,
+        state.dir.path(),
+    )
+    .await;
+    let flow = mcp::start_reviewed_work(&mut agent).await;
+    let gate = agent
+        .call(
+            "stratum_step_done",
+            json!({"flow_id": flow, "step_id": "work",
+                   "result": {"result": "r1", "quality_score": 0.9}}),
+        )
+        .await;
+    assert_eq!(status(&gate), "await_gate", "{gate:#}");
+    let told = gate["how_to_decide"].as_str().unwrap();
+    let command = format!("stratum-mcp gate approve {flow} review --note \"why\"");
+    assert!(told.contains(&format!("`{command}`")), "{told}");
+    assert!(
+        told.contains("`gate revise`") && told.contains("`gate kill`"),
+        "{told}"
+    );
+    assert!(told.contains("http://console.example/gates"), "{told}");
+    // Every key of the reference's answer is still there.
+    for key in [
+        "status",
+        "flow_id",
+        "step_number",
+        "total_steps",
+        "step_id",
+        "step_mode",
+        "function",
+        "agent",
+        "on_approve",
+        "on_revise",
+        "on_kill",
+        "timeout",
+    ] {
+        assert!(gate.get(key).is_some(), "{key}: {gate:#}");
+    }
+    // What the installed instructions say agrees with it.
+    let block = stratum_runtime::setup::claude_md_block("\n");
+    for text in [block.as_str(), stratum_runtime::setup::SKILL] {
+        assert!(text.contains("how_to_decide"), "{text}");
+        assert!(
+            text.contains("stratum-mcp gate approve <flow_id> <step_id> --note"),
+            "{text}"
+        );
+    }
+    // The command works as the agent passes it on.
+    let (code, decided) = state.cli(&[
+        "gate", "approve", &flow, "review", "--note", "why", "--json",
+    ]);
+    assert_eq!(
+        (code, &decided["outcome"]),
+        (0, &json!("approve")),
+        "{decided}"
+    );
+    agent.stop().await;
 }

@@ -134,6 +134,9 @@ pub struct Config {
     pub pricing: Pricing,
     /// Bounds of one guardrail match.
     pub guardrail_backtrack_limit: usize,
+    /// The web console's address (`http://127.0.0.1:7777`), which an `await_gate` dispatch
+    /// links people to; `None` when no console is known.
+    pub console_url: Option<String>,
 }
 
 /// The bound on routing back into a step when a flow sets no `max_rounds`.
@@ -148,6 +151,7 @@ impl Default for Config {
                 .with_vocabulary_reader(stratum_compiler::vocabulary::READER),
             pricing: Pricing::default(),
             guardrail_backtrack_limit: 1_000_000,
+            console_url: None,
         }
     }
 }
@@ -156,6 +160,14 @@ impl Config {
     /// Confines the file built-ins to `root`.
     pub fn with_root(mut self, root: impl Into<PathBuf>) -> Config {
         self.limits.root = Some(root.into());
+        self
+    }
+
+    /// Links `await_gate` dispatches to the web console at `url` (none: no link).
+    pub fn with_console_url(mut self, url: Option<String>) -> Config {
+        self.console_url = url
+            .map(|url| url.trim().trim_end_matches('/').to_owned())
+            .filter(|url| !url.is_empty());
         self
     }
 }

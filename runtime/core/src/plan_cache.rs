@@ -16,6 +16,33 @@ use stratum_compiler::plan::Plan;
 /// kilobytes, and thousands of them fit.
 pub const PLAN_CACHE_BYTES: usize = 32 * 1024 * 1024;
 
+/// The variable that sets every plan cache's budget of this process, in mebibytes (`0` keeps
+/// no plan): for a server with little memory, or one that serves only huge specs.
+pub const PLAN_CACHE_VARIABLE: &str = "STRATUM_PLAN_CACHE_MIB";
+
+/// The budget of a new cache: `STRATUM_PLAN_CACHE_MIB` when it is set to a whole number of
+/// mebibytes, [`PLAN_CACHE_BYTES`] otherwise (a value that is not a number is logged and
+/// ignored, since a cache's size never makes a command fail).
+pub fn configured_budget() -> usize {
+    match std::env::var(PLAN_CACHE_VARIABLE) {
+        Ok(text) => budget_from(&text).unwrap_or_else(|| {
+            tracing::warn!(
+                "{PLAN_CACHE_VARIABLE}={text:?} is not a whole number of mebibytes; \
+                 the plan caches keep {} MiB each",
+                PLAN_CACHE_BYTES / MIB
+            );
+            PLAN_CACHE_BYTES
+        }),
+        Err(_) => PLAN_CACHE_BYTES,
+    }
+}
+
+const MIB: usize = 1024 * 1024;
+
+fn budget_from(text: &str) -> Option<usize> {
+    text.trim().parse::<usize>().ok()?.checked_mul(MIB)
+}
+
 /// Plans by key, the oldest dropped first while the total size is over the budget.
 pub struct PlanCache {
     plans: HashMap<String, (Arc<Plan>, usize)>,
@@ -25,8 +52,9 @@ pub struct PlanCache {
 }
 
 impl Default for PlanCache {
+    /// A cache of the [`configured_budget`].
     fn default() -> PlanCache {
-        PlanCache::with_budget(PLAN_CACHE_BYTES)
+        PlanCache::with_budget(configured_budget())
     }
 }
 
@@ -145,6 +173,16 @@ mod tests {
         }
         assert!(cache.held_bytes() <= size * 2 + size / 2);
         assert!(cache.get("small-99").is_some());
+    }
+
+    #[test]
+    fn the_budget_variable_reads_whole_mebibytes() {
+        assert_eq!(budget_from("8"), Some(8 * MIB));
+        assert_eq!(budget_from(" 0 "), Some(0));
+        assert_eq!(budget_from("-1"), None);
+        assert_eq!(budget_from("1.5"), None);
+        assert_eq!(budget_from("32MiB"), None);
+        assert_eq!(budget_from(&u64::MAX.to_string()), None);
     }
 
     #[test]

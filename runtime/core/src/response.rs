@@ -120,12 +120,31 @@ pub struct GateDispatch {
     pub on_revise: Option<String>,
     pub on_kill: Option<String>,
     pub timeout: Option<u64>,
+    /// What to tell a person who is to decide the gate: the operator commands with this
+    /// flow's id and this gate's step id, and the web console's address when the server
+    /// knows it. Not in the reference's answer (an addition; every other key is its).
+    pub how_to_decide: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub routed_from: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reverted_to: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub violations: Option<Vec<String>>,
+}
+
+/// The `how_to_decide` of the gate `step_id` of flow `flow_id`; `console` is the web
+/// console's address (`http://127.0.0.1:7777`), when known.
+pub fn how_to_decide(flow_id: &str, step_id: &str, console: Option<&str>) -> String {
+    let console = match console {
+        Some(base) => format!("the web console, {}/gates", base.trim_end_matches('/')),
+        None => "the web console's Gates page, where `stratum-mcp serve` runs".to_owned(),
+    };
+    format!(
+        "When the decision is a person's, tell them how to make it: in a terminal, \
+         `stratum-mcp gate approve {flow_id} {step_id} --note \"why\"` (or `gate revise`, \
+         `gate kill`, with the reason), or {console}; then call stratum_resume for what comes \
+         next. A decision they tell you goes to stratum_gate_resolve with resolved_by \"human\"."
+    )
 }
 
 /// `execute_flow`: a flow step started (or resumed) its child; `child_step` is the child's

@@ -231,8 +231,20 @@ fn await_gate_dispatch_shape() {
         "on_revise": "work",
         "on_kill": null,
         "timeout": 3600,
+        // The one key the reference does not send: what to tell the person who decides.
+        "how_to_decide": stratum_runtime::response::how_to_decide(&flow, "review", None),
     });
-    assert_eq!(gate, expected, "the reference's await_gate shape, exactly");
+    assert_eq!(
+        gate, expected,
+        "the reference's await_gate shape, exactly, and how_to_decide"
+    );
+    let told = gate["how_to_decide"].as_str().unwrap_or_default();
+    assert!(
+        told.contains(&format!(
+            "`stratum-mcp gate approve {flow} review --note \"why\"`"
+        )),
+        "{told}"
+    );
     insta::assert_snapshot!("await_gate_dispatch_shape_reviewed_work", s.transcript());
 
     let mut s = Scenario::new(ROUTES);

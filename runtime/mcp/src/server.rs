@@ -80,7 +80,7 @@ enum Outcome {
 
 impl StratumServer {
     pub fn new(choice: StoreChoice, config: Config) -> StratumServer {
-        StratumServer::with_plan_budget(choice, config, crate::plan_cache::PLAN_CACHE_BYTES)
+        StratumServer::with_plan_budget(choice, config, crate::plan_cache::configured_budget())
     }
 
     /// A server that keeps at most `bytes` of compiled plans (their JSON size) in memory.

@@ -11,11 +11,14 @@
 
 use axum::body::Body;
 use axum::extract::{FromRequestParts, Request, State};
-use axum::http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, HOST};
+use axum::http::header::{
+    ACCEPT, AUTHORIZATION, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, HOST,
+};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, Method, StatusCode, uri::Authority};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, uri::Authority};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::{IntoResponse, Redirect, Response};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use super::{App, MAX_FORM_BODY_BYTES, MAX_MCP_BODY_BYTES, pages, sessions};
 use crate::cli::token::hash;
@@ -64,7 +67,8 @@ impl<S: Send + Sync> FromRequestParts<S> for Identity {
     }
 }
 
-/// 401, saying how to authenticate; HTML for a browser, which is pointed at the sign-in form.
+/// 401, saying how to authenticate (a browser asking for a page is sent to the sign-in form
+/// instead, by [`guard`]).
 pub fn unauthorized(why: &str) -> Response {
     let body = format!(
         "401 Unauthorized: {why}. Send `Authorization: Bearer <token>` (make one with \
@@ -184,12 +188,16 @@ fn same_host(entry: &str, name: &str) -> bool {
     }
 }
 
-/// Every route but sign-in: who calls (401 without a valid token), the body's declared size
+/// Every route but sign-in: who calls (401 without a valid token; a browser asking for a
+/// page is sent to the sign-in form instead, see [`wants_a_page`]), the body's declared size
 /// (413), the CSRF token of a state-changing request that came with a session cookie (403).
 /// The caller goes on as an [`Identity`] in the request's extensions.
 pub async fn guard(State(app): State<App>, mut request: Request, next: Next) -> Response {
     let identity = match identify(&app, request.headers()).await {
         Ok(identity) => identity,
+        Err(refused) if refused.status() == StatusCode::UNAUTHORIZED && wants_a_page(&request) => {
+            return to_signin(request.uri());
+        }
         Err(refused) => return refused,
     };
     if let Some(length) = declared_length(request.headers())
@@ -215,6 +223,65 @@ pub async fn guard(State(app): State<App>, mut request: Request, next: Next) -> 
     );
     request.extensions_mut().insert(identity);
     next.run(request).await
+}
+
+/// Whether a request refused for want of a token is a person's browser asking for a page:
+/// a `GET` (or `HEAD`) that accepts `text/html` and carries no `Authorization` header. A
+/// script (no `text/html` in its `Accept`, or a bearer token, even a wrong one) and the
+/// console's event stream (`text/event-stream`) keep their 401.
+fn wants_a_page(request: &Request) -> bool {
+    matches!(*request.method(), Method::GET | Method::HEAD)
+        && !request.headers().contains_key(AUTHORIZATION)
+        && request
+            .headers()
+            .get_all(ACCEPT)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(','))
+            .any(|media| {
+                media
+                    .split(';')
+                    .next()
+                    .is_some_and(|kind| kind.trim().eq_ignore_ascii_case("text/html"))
+            })
+}
+
+/// What a `next` query value may not leave as it is: everything but letters, digits and `/`,
+/// `-`, `_`, `.`, `~`.
+const NEXT_ENCODED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'/')
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// 303 to `/signin?next=PATH`, `PATH` the page asked for (its query included), where the
+/// sign-in sends the person back ([`safe_next`]).
+fn to_signin(uri: &Uri) -> Response {
+    let asked = uri.path_and_query().map_or("/", |path| path.as_str());
+    let location = format!("/signin?next={}", utf8_percent_encode(asked, NEXT_ENCODED));
+    ([(CACHE_CONTROL, "no-store")], Redirect::to(&location)).into_response()
+}
+
+/// The page to go to after signing in: `next` if it is a path of this server (ASCII, one `/`
+/// first and not two, no `\`, no control character or space, at most 2,048 bytes), else
+/// `/`. Anything else could send a person who just signed in to another site (an open
+/// redirect): `//evil.example` and `/\evil.example` are another host to a browser, and a
+/// browser drops tabs and line breaks from a URL, so `/\t/evil.example` is one too.
+pub fn safe_next(next: Option<&str>) -> &str {
+    match next {
+        Some(path)
+            if path.starts_with('/')
+                && !path.starts_with("//")
+                && path.len() <= 2048
+                && path
+                    .bytes()
+                    .all(|byte| byte.is_ascii_graphic() && byte != b'\\') =>
+        {
+            path
+        }
+        _ => "/",
+    }
 }
 
 /// A route that changes state: refused (403) to a read-only token.

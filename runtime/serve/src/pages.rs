@@ -13,7 +13,7 @@
 //! sign-in, which refuses a post from anywhere but this server's own page, would refuse them.
 
 use axum::Form;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::http::StatusCode;
 use axum::http::header::{
@@ -23,7 +23,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use stratum_grammar::print::push_visible;
 
-use super::auth::{Identity, SESSION_COOKIE, cookie};
+use super::auth::{Identity, SESSION_COOKIE, cookie, safe_next};
 use super::{App, sessions};
 use crate::cli::token::hash;
 
@@ -116,16 +116,33 @@ pub fn form(identity: &Identity, action: &str, fields: &str) -> String {
     )
 }
 
-/// `GET /signin`.
-pub async fn signin_form() -> Response {
-    signin_page(StatusCode::OK, "")
+/// Where the sign-in form sends the person once signed in: `?next=PATH`, a page of this
+/// server that sent them here ([`safe_next`] decides whether it is one).
+#[derive(Deserialize)]
+pub struct Next {
+    #[serde(default)]
+    next: Option<String>,
 }
 
-fn signin_page(status: StatusCode, problem: &str) -> Response {
+/// `GET /signin` (with `?next=PATH` when a page sent the person here).
+pub async fn signin_form(Query(next): Query<Next>) -> Response {
+    signin_page(StatusCode::OK, "", safe_next(next.next.as_deref()))
+}
+
+/// The sign-in form, with `problem` said above it, that goes on to `next` (already safe).
+fn signin_page(status: StatusCode, problem: &str, next: &str) -> Response {
     let problem = if problem.is_empty() {
         String::new()
     } else {
         format!("<p role=\"alert\">{}</p>\n", escape(problem))
+    };
+    let next = if next == "/" {
+        String::new()
+    } else {
+        format!(
+            "<input type=\"hidden\" name=\"next\" value=\"{}\">\n",
+            escape(next)
+        )
     };
     layout(
         status,
@@ -134,7 +151,7 @@ fn signin_page(status: StatusCode, problem: &str) -> Response {
             "<main class=\"signin\">\n<h1>Sign in to Stratum</h1>\n{problem}<form method=\"post\" action=\"/signin\">\n\
              <label for=\"token\">Access token</label>\n\
              <input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"current-password\" required autofocus>\n\
-             <button type=\"submit\">Sign in</button>\n</form>\n\
+             {next}<button type=\"submit\">Sign in</button>\n</form>\n\
              <p>An operator makes a token with <code>stratum-mcp token create --name NAME</code>.</p>\n</main>"
         ),
     )
@@ -143,9 +160,13 @@ fn signin_page(status: StatusCode, problem: &str) -> Response {
 #[derive(Deserialize)]
 pub struct SignIn {
     token: String,
+    /// The page to go back to ([`safe_next`]).
+    #[serde(default)]
+    next: Option<String>,
 }
 
-/// `POST /signin` with `token`: a session cookie and the flows, or the form again (401). A
+/// `POST /signin` with `token` (and `next`): a session cookie and the page `next` names (the
+/// flows when it names none of this server's), or the form again (401). A
 /// post from another site's page is refused (403): it would sign the person in with someone
 /// else's token (login CSRF), and no CSRF token can exist before a session does, so the
 /// browser's own `Origin` and `Sec-Fetch-Site` headers decide.
@@ -154,8 +175,9 @@ pub async fn signin(
     headers: HeaderMap,
     Form(signin): Form<SignIn>,
 ) -> Response {
+    let next = safe_next(signin.next.as_deref());
     if let Some(why) = cross_site(&headers, &app.options().allowed_hosts) {
-        return signin_page(StatusCode::FORBIDDEN, &why);
+        return signin_page(StatusCode::FORBIDDEN, &why, next);
     }
     let token_hash = hash(signin.token.trim());
     match app.token(token_hash.clone()).await {
@@ -164,13 +186,18 @@ pub async fn signin(
             return signin_page(
                 StatusCode::UNAUTHORIZED,
                 "That token is not valid (unknown, or revoked).",
+                next,
             );
         }
-        Err(error) => return signin_page(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
+        Err(error) => {
+            return signin_page(StatusCode::SERVICE_UNAVAILABLE, &error.to_string(), next);
+        }
     }
     let (id, _) = match sessions::open(&app, token_hash).await {
         Ok(opened) => opened,
-        Err(error) => return signin_page(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
+        Err(error) => {
+            return signin_page(StatusCode::SERVICE_UNAVAILABLE, &error.to_string(), next);
+        }
     };
     let secure = if app.options().secure_cookies {
         "; Secure"
@@ -181,7 +208,7 @@ pub async fn signin(
         "{SESSION_COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}{secure}",
         super::SESSION_LIFETIME.as_secs()
     );
-    ([(SET_COOKIE, cookie)], Redirect::to("/")).into_response()
+    ([(SET_COOKIE, cookie)], Redirect::to(next)).into_response()
 }
 
 /// Why a sign-in post comes from another site's page, if it does: its `Origin` names another

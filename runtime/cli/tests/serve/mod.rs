@@ -86,6 +86,8 @@ pub struct Serve {
     pub child: Child,
     pub address: SocketAddr,
     pub stderr: Arc<Mutex<String>>,
+    /// The thread that copies the server's standard error into `stderr`, until it ends.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Serve {
@@ -107,9 +109,24 @@ impl Serve {
         Serve::try_start_on(state, "127.0.0.1:0", args)
     }
 
+    /// The server with these variables added to its environment.
+    pub fn start_with_env(state: &State, env: &[(&str, &str)], args: &[&str]) -> Serve {
+        Serve::try_start_with(state, "127.0.0.1:0", env, args)
+            .unwrap_or_else(|(code, stderr)| panic!("serve exited {code:?}: {stderr}"))
+    }
+
     fn try_start_on(
         state: &State,
         listen: &str,
+        args: &[&str],
+    ) -> Result<Serve, (Option<i32>, String)> {
+        Serve::try_start_with(state, listen, &[], args)
+    }
+
+    fn try_start_with(
+        state: &State,
+        listen: &str,
+        env: &[(&str, &str)],
         args: &[&str],
     ) -> Result<Serve, (Option<i32>, String)> {
         let mut child = Process::new(binary())
@@ -118,6 +135,7 @@ impl Serve {
             .args(args)
             .env_remove("STRATUM_DATABASE_URL")
             .env("STRATUM_LOG", "info,stratum_serve=debug")
+            .envs(env.iter().copied())
             .current_dir(state.dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -139,7 +157,7 @@ impl Serve {
         };
         let stderr = Arc::new(Mutex::new(seen));
         let sink = stderr.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
                 let mut sink = sink.lock().unwrap();
                 sink.push_str(&line);
@@ -150,6 +168,7 @@ impl Serve {
             child,
             address,
             stderr,
+            reader: Some(reader),
         })
     }
 
@@ -170,6 +189,11 @@ impl Serve {
         let until = Instant::now() + timeout;
         while Instant::now() < until {
             if let Some(status) = self.child.try_wait().unwrap() {
+                // Its last lines may still be in the pipe: `stderr` is complete once the
+                // reader has seen the pipe close.
+                if let Some(reader) = self.reader.take() {
+                    reader.join().unwrap();
+                }
                 return status.code();
             }
             std::thread::sleep(Duration::from_millis(20));

@@ -646,6 +646,11 @@ fn gate_dispatch(run: &Run<'_>, index: u32, step: &Step, note: Note) -> Response
         on_revise,
         on_kill,
         timeout,
+        how_to_decide: crate::response::how_to_decide(
+            run.id.as_str(),
+            &step.id,
+            run.ctx.config.console_url.as_deref(),
+        ),
         routed_from: note.routed_from,
         reverted_to: note.reverted_to,
         violations: note.violations,

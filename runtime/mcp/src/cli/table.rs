@@ -94,22 +94,37 @@ pub fn flow(state: &FlowState) -> String {
                     StepMode::Gate => "gate".to_owned(),
                     StepMode::Step => "step".to_owned(),
                 },
-                step.function.clone().unwrap_or_default(),
-                if state.step_outputs.contains_key(&step.id) {
-                    "output".to_owned()
-                } else {
-                    String::new()
-                },
+                step.function.clone().unwrap_or_else(|| "-".to_owned()),
+                state
+                    .step_outputs
+                    .get(&step.id)
+                    .map_or_else(String::new, shown_output),
             ]
         })
         .collect::<Vec<_>>();
-    text.push_str(&render(&["", "#", "STEP", "KIND", "FUNCTION", ""], &rows));
+    text.push_str(&render(
+        &["", "#", "STEP", "KIND", "FUNCTION", "OUTPUT"],
+        &rows,
+    ));
     text.push_str(&format!(
         "\n{} record(s) in this round, {} earlier round(s); `--json` prints them all\n",
         state.records.len(),
         state.rounds_count
     ));
     text
+}
+
+/// Characters of a step's output shown in `query flow`'s table; `--json` has the whole value.
+const MAX_OUTPUT_CHARS: usize = 60;
+
+/// A step's output in one cell: its JSON on one line, cut at [`MAX_OUTPUT_CHARS`] (`…`); a
+/// skipped step's is `null`.
+fn shown_output(output: &serde_json::Value) -> String {
+    let text = output.to_string();
+    match text.char_indices().nth(MAX_OUTPUT_CHARS) {
+        Some((at, _)) => format!("{}…", text.get(..at).unwrap_or_default()),
+        None => text,
+    }
 }
 
 fn status(status: SummaryStatus) -> &'static str {

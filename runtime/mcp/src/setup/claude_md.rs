@@ -63,7 +63,8 @@ run it as a Stratum flow through the `stratum` MCP server instead of improvising
    the next step.
 4. If it answers `ensure_failed`, `schema_failed` or `guardrail_blocked`, read `violations`,
    fix the work and report the same step again (`retries_remaining` says how many tries are left).
-5. At `await_gate`, when the decision is the person's, tell them how to make it:
+5. At `await_gate`, when the decision is the person's, tell them how to make it, as the
+   dispatch's `how_to_decide` says with this flow's id and gate:
    `stratum-mcp gate approve <flow_id> <step_id> --note \"why\"` (or `revise`, `kill`), or the
    web console when the server runs as `stratum-mcp serve`; then `stratum_resume(flow_id)`. If
    they tell you their decision, record it with `stratum_gate_resolve(flow_id, step_id, outcome,

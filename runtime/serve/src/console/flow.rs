@@ -3,8 +3,9 @@
 //! with their scores, the budget against its limits, child flows, checkpoints, the timeline,
 //! and every step's details.
 //!
-//! Contract: `h1` holds the flow's name; `#flow-status[data-status]`; `svg#dag` with
-//! `g.step[data-step-id][data-state]`; `section#dispatch`, `#attempts` (one `li.violation`
+//! Contract: `h1` holds the flow's name; `#flow-status[data-status]`; `dd#steps-done`;
+//! `svg#dag` with `g.step[data-step-id][data-state]` (`done`, `current`, `gate`, `approved`,
+//! `killed`, `failed`, `skipped`, `pending`); `section#dispatch`, `#attempts` (one `li.violation`
 //! per violation), `#rounds`, `#iterations`, `#budget`, `#children`, `#checkpoints`,
 //! `#timeline`, `#steps` (a row `#step-INDEX` per step). `main > div[data-live]` is swapped
 //! by the script when the flow changes. An unknown id answers 404.
@@ -97,17 +98,14 @@ fn render(view: &FlowView, identity: &Identity) -> Result<String, crate::store::
         "<h1>Flow <span class=\"name\">{name}</span></h1>\n\
          <p id=\"flow-status\" data-status=\"{status}\">{badge} <code class=\"id\">{id}</code></p>\n\
          <dl class=\"facts\"><dt>Started</dt><dd>{started}</dd><dt>Last change</dt><dd>{changed}</dd>\
-         <dt>Round</dt><dd>{round}</dd><dt>Steps done</dt><dd>{done} of {total}</dd>{parent}{ended}</dl>\n",
+         <dt>Round</dt><dd>{round}</dd><dt>Steps done</dt><dd id=\"steps-done\">{done}</dd>{parent}{ended}</dl>\n",
         name = shown_name(&header.flow_name),
         status = status_words(view.status()).0,
         badge = status_badge(view.status()),
         started = moment(header.started_ms),
         changed = moment(header.updated_ms),
         round = header.round,
-        done = (0..view.summary.step_count)
-            .filter(|index| view.look(*index) == StepLook::Done)
-            .count(),
-        total = view.summary.step_count,
+        done = steps_done(view),
         parent = header
             .parent
             .as_ref()
@@ -129,6 +127,7 @@ fn render(view: &FlowView, identity: &Identity) -> Result<String, crate::store::
         "<section id=\"graph\" aria-labelledby=\"graph-h\"><h2 id=\"graph-h\">Steps</h2>\
          <p class=\"legend\"><span class=\"key state-done\">done</span>\
          <span class=\"key state-current\">current</span><span class=\"key state-gate\">gate waiting</span>\
+         <span class=\"key state-approved\">approved</span><span class=\"key state-killed\">killed</span>\
          <span class=\"key state-failed\">failed</span><span class=\"key state-skipped\">skipped</span>\
          <span class=\"key state-pending\">not yet</span> \
          Solid arcs on the left: data dependencies; dashed on the right: routing.</p>\
@@ -157,6 +156,25 @@ fn render(view: &FlowView, identity: &Identity) -> Result<String, crate::store::
     }
     html.push_str("</div>");
     Ok(html)
+}
+
+/// "Steps done" in the flow's facts (`dd#steps-done`): the steps behind it (done, or a gate
+/// approved) of all its steps, and how many were skipped or killed (a gate): `5 of 6, 1
+/// skipped`.
+fn steps_done(view: &FlowView) -> String {
+    let total = view.summary.step_count;
+    let looks: Vec<StepLook> = (0..total).map(|index| view.look(index)).collect();
+    let mut text = format!(
+        "{} of {total}",
+        looks.iter().filter(|look| look.is_done()).count()
+    );
+    for (wanted, word) in [(StepLook::Skipped, "skipped"), (StepLook::Killed, "killed")] {
+        let n = looks.iter().filter(|look| **look == wanted).count();
+        if n > 0 {
+            let _ = write!(text, ", {n} {word}");
+        }
+    }
+    text
 }
 
 /// The steps a page shows of a flow of `total`: all of them, or a window of

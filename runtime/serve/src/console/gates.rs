@@ -6,10 +6,11 @@
 //!
 //! Contract: `article.gate[data-flow-id][data-step-id]` per gate (id `gate-FLOW-STEP`),
 //! `p#no-gates` when none waits; in each, for a token that may write, `form` posting to
-//! `/gates/FLOW/STEP` with `textarea[name=rationale]` and `button[name=decision]` valued
-//! `approve`, `revise`, `kill`; a read-only token sees `p.read-only` instead. After a decision:
-//! 303 to `/gates?done=…`, which shows `p[role=status]`; a conflict: 409 with
-//! `p[role=alert]`. The gate list is `data-live` and keyed, so the script adds and drops
+//! `/gates/FLOW/STEP` with `textarea[name=rationale][required]` and `button[name=decision]`
+//! valued `approve` (with `formnovalidate`: an approval may go without a reason), `revise`,
+//! `kill`; a read-only token sees `p.read-only` instead. After a decision: 303 to
+//! `/gates?done=…`, which shows `p[role=status]`; a revise or kill without a rationale: 422
+//! with `p[role=alert]`, the gate still waiting; a conflict: 409 with `p[role=alert]`. The gate list is `data-live` and keyed, so the script adds and drops
 //! gates without touching a form being filled.
 
 use std::collections::HashMap;
@@ -172,11 +173,12 @@ fn article(body: &mut String, identity: &Identity, waiting: &Waiting) {
     );
     if !identity.read_only {
         let fields = format!(
-            "<label for=\"rationale-{key}\">Rationale</label>\
+            "<label for=\"rationale-{key}\">Rationale <span class=\"sub\">(needed to revise or \
+             kill; optional to approve)</span></label>\
              <textarea id=\"rationale-{key}\" name=\"rationale\" rows=\"2\" maxlength=\"{MAX_RATIONALE_CHARS}\" \
-             placeholder=\"Why (kept in the audit)\"></textarea>\
+             required placeholder=\"Why (kept in the audit; the agent reads it)\"></textarea>\
              <div class=\"decisions\">\
-             <button type=\"submit\" name=\"decision\" value=\"approve\" class=\"approve\">Approve</button>\
+             <button type=\"submit\" name=\"decision\" value=\"approve\" class=\"approve\" formnovalidate>Approve</button>\
              <button type=\"submit\" name=\"decision\" value=\"revise\" class=\"revise\">Revise</button>\
              <button type=\"submit\" name=\"decision\" value=\"kill\" class=\"kill\">Kill</button></div>"
         );
@@ -222,6 +224,19 @@ pub async fn decide(
         .chars()
         .take(MAX_RATIONALE_CHARS)
         .collect();
+    // A revise or a kill tells the agent (and the audit's reader) to do otherwise: without a
+    // reason, neither knows what. The form's `required` says so first; this is for a browser
+    // without it, and for any other client.
+    if rationale.is_empty() && decision != Decision::Approve {
+        let notice = format!(
+            "<p role=\"alert\" class=\"problem\">The gate {} of flow {} was not decided: to {} \
+             it, say why in the rationale (the audit keeps it, and the agent reads it).</p>\n",
+            escape(&step_id),
+            escape(&flow_id),
+            decision.outcome()
+        );
+        return gates_page(&app, &identity, StatusCode::UNPROCESSABLE_ENTITY, notice).await;
+    }
     let runtime = app.runtime();
     let actor = identity.name.clone();
     let (flow, step) = (flow_id.clone(), step_id.clone());

@@ -29,6 +29,10 @@ pub enum StepLook {
     Skipped,
     /// A gate waiting for a decision.
     Gate,
+    /// A gate approved in this round (by a person, an agent, a timeout or a policy).
+    Approved,
+    /// A gate killed in this round: the flow ended there, or went on to its `on_kill` step.
+    Killed,
     Pending,
 }
 
@@ -40,8 +44,16 @@ impl StepLook {
             StepLook::Failed => "failed",
             StepLook::Skipped => "skipped",
             StepLook::Gate => "gate",
+            StepLook::Approved => "approved",
+            StepLook::Killed => "killed",
             StepLook::Pending => "pending",
         }
+    }
+
+    /// Whether the step is behind the flow, as "Steps done" counts it: done, or a gate
+    /// approved.
+    pub fn is_done(self) -> bool {
+        matches!(self, StepLook::Done | StepLook::Approved)
     }
 }
 
@@ -171,9 +183,23 @@ impl FlowView {
     }
 }
 
+/// A step's last record in the current round, as far as its look goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Last {
+    Accepted,
+    Failed,
+    Approved,
+    Killed,
+    /// Anything else: a skip (the step's state says so), or a revise (which ends its round,
+    /// so the current round never has one last).
+    Other,
+}
+
 /// How every step of `flow` stands in the current round: the cursor's step is current (a
 /// gate: waiting); a step whose last record of the round is a failure, or where a failed flow
-/// stopped, failed; then skipped, done (it has a result) or not yet.
+/// stopped, failed; then skipped, done (it has a result), a gate approved or killed in this
+/// round (a gate has no result: its record says what was decided), or not yet. A gate revised
+/// is not yet: the revise began a new round, in which the gate is asked again.
 fn looks(
     header: &FlowHeader,
     flow: &plan::Flow,
@@ -181,11 +207,21 @@ fn looks(
     events: &[Event],
 ) -> Vec<StepLook> {
     // Each step's last record of the current round, in one pass.
-    let mut last_failed: HashMap<&str, bool> = HashMap::new();
+    let mut last: HashMap<&str, Last> = HashMap::new();
     for event in events.iter().filter(|event| event.round == header.round) {
         if let EventBody::Record(record) = &event.body {
-            let failed = matches!(record, Record::Step(done) if !done.violations.is_empty());
-            last_failed.insert(record.step_id(), failed);
+            let kind = match record {
+                Record::Step(done) if done.violations.is_empty() => Last::Accepted,
+                Record::Step(_) => Last::Failed,
+                Record::Gate(gate) => match gate.outcome.as_str() {
+                    "approve" => Last::Approved,
+                    "kill" => Last::Killed,
+                    _ => Last::Other,
+                },
+                Record::Policy(policy) if policy.resolved_outcome == "approve" => Last::Approved,
+                Record::Skip(_) | Record::Policy(_) => Last::Other,
+            };
+            last.insert(record.step_id(), kind);
         }
     }
     let running = header.status == FlowStatus::Running;
@@ -194,19 +230,24 @@ fn looks(
         .map(|(index, step)| {
             let at_cursor = header.cursor == Cursor::Step(index);
             let state = steps.get(&index);
+            let last = last.get(step.id.as_str()).copied();
             if running && at_cursor {
                 match step.action {
                     Action::Gate { .. } => StepLook::Gate,
                     _ => StepLook::Current,
                 }
             } else if (header.status == FlowStatus::Failed && at_cursor)
-                || last_failed.get(step.id.as_str()) == Some(&true)
+                || last == Some(Last::Failed)
             {
                 StepLook::Failed
             } else if state.is_some_and(|state| state.skipped) {
                 StepLook::Skipped
             } else if state.is_some_and(|state| state.output.is_some()) {
                 StepLook::Done
+            } else if matches!(step.action, Action::Gate { .. }) && last == Some(Last::Approved) {
+                StepLook::Approved
+            } else if matches!(step.action, Action::Gate { .. }) && last == Some(Last::Killed) {
+                StepLook::Killed
             } else {
                 StepLook::Pending
             }
