@@ -109,7 +109,7 @@ struct Writes {
 enum Command {
     /// Read flows and gates from the state database
     #[command(
-        after_help = "Examples:\n  stratum-mcp query flows\n  stratum-mcp query flow 3f2a9c1e-…\n  stratum-mcp query gates --json | jq '.[].flow_id'\n\nOn a terminal the answer is a table; piped, or with --json, it is JSON in the reference's version-1 contracts (schemas: runtime/schemas/query-*.schema.json).\n\nExit status: 0 on success, 1 for an unknown flow, 3 when the state database cannot be used."
+        after_help = "Examples:\n  stratum-mcp query flows\n  stratum-mcp query flow 3f2a9c1e-…\n  stratum-mcp query gates --json | jq '.[].flow_id'\n\nOn a terminal the answer is a table; piped, or with --json, it is JSON in the reference's version-1 contracts (schemas: runtime/cli/schemas/query-*.schema.json).\n\nExit status: 0 on success, 1 for an unknown flow, 3 when the state database cannot be used."
     )]
     Query {
         #[command(subcommand)]
@@ -120,7 +120,7 @@ enum Command {
     },
     /// Approve, revise or kill the gate a flow waits at
     #[command(
-        after_help = "Examples:\n  stratum-mcp gate approve 3f2a9c1e-… review --note \"ship it\"\n  stratum-mcp gate revise 3f2a9c1e-… review --note \"add tests\"\n  stratum-mcp gate kill 3f2a9c1e-… review --note \"not this way\"\n\nA server running the flow sees the decision on its next call. The answer is JSON (schema: runtime/schemas/gate.schema.json), or one line on a terminal.\n\nExit status: 0 when the gate was resolved, 1 for an unknown flow, 2 when the flow does not wait at that gate (another step is current, someone resolved it first, or the flow has finished), 3 when the state database cannot be used."
+        after_help = "Examples:\n  stratum-mcp gate approve 3f2a9c1e-… review --note \"ship it\"\n  stratum-mcp gate revise 3f2a9c1e-… review --note \"add tests\"\n  stratum-mcp gate kill 3f2a9c1e-… review --note \"not this way\"\n\nA server running the flow sees the decision on its next call. The answer is JSON (schema: runtime/cli/schemas/gate.schema.json), or one line on a terminal.\n\nExit status: 0 when the gate was resolved, 1 for an unknown flow, 2 when the flow does not wait at that gate (another step is current, someone resolved it first, or the flow has finished), 3 when the state database cannot be used."
     )]
     Gate {
         /// What to decide (`kill` ends the flow, or runs its `on_kill` step; `reject` is accepted for `kill`)
@@ -177,7 +177,7 @@ enum Command {
     },
     /// Create, list and revoke the access tokens of `serve`
     #[command(
-        after_help = "Examples:\n  stratum-mcp token create --name ci-agent\n  stratum-mcp token create --name dashboard --read-only\n  stratum-mcp token list\n  stratum-mcp token revoke ci-agent\n\nThe secret is printed once, by create, and stored only as its SHA-256. A read-only token can call the read-only MCP tools and see pages, and change nothing. A revoked token, and every browser session opened with it, is refused from its next request on. JSON with --json or when piped (schemas: runtime/schemas/token-*.schema.json).\n\nExit status: 0 on success, 1 for an unknown name (revoke), 2 for an invalid or duplicate name, 3 when the state database cannot be used."
+        after_help = "Examples:\n  stratum-mcp token create --name ci-agent\n  stratum-mcp token create --name dashboard --read-only\n  stratum-mcp token list\n  stratum-mcp token revoke ci-agent\n\nThe secret is printed once, by create, and stored only as its SHA-256. A read-only token can call the read-only MCP tools and see pages, and change nothing. A revoked token, and every browser session opened with it, is refused from its next request on. JSON with --json or when piped (schemas: runtime/cli/schemas/token-*.schema.json).\n\nExit status: 0 on success, 1 for an unknown name (revoke), 2 for an invalid or duplicate name, 3 when the state database cannot be used."
     )]
     Token {
         #[command(subcommand)]
@@ -196,7 +196,7 @@ enum Command {
         /// How often to look, in milliseconds
         #[arg(long, value_name = "MS", default_value_t = 250)]
         interval: u64,
-        /// One JSON object per line (schema: runtime/schemas/watch-event.schema.json)
+        /// One JSON object per line (schema: runtime/cli/schemas/watch-event.schema.json)
         #[arg(long)]
         json: bool,
     },

@@ -471,7 +471,7 @@ pub fn token_revoke(at: &StoreAt, name: &str, json: bool) -> ExitCode {
 /// The console's address as `serve` knows it before it listens: its first `--allowed-host`
 /// name (over HTTPS with `--secure-cookies`, which says a TLS proxy is in front), else the
 /// address it listens on, unless that is any address or any port (`0.0.0.0`, port 0).
-fn console_url(options: &stratum_runtime::http::ServeOptions) -> Option<String> {
+fn console_url(options: &stratum_serve::ServeOptions) -> Option<String> {
     let scheme = if options.secure_cookies {
         "https"
     } else {

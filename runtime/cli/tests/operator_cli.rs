@@ -1,6 +1,6 @@
 //! The operator commands of the real `stratum-mcp` binary, beside a real server process on
 //! the same state database: each command's success and error paths and exit statuses, every
-//! JSON answer validated against its published schema (`runtime/schemas/`), and a gate
+//! JSON answer validated against its published schema (`runtime/cli/schemas/`), and a gate
 //! approved from the command line while a server holds the flow at it.
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may unwrap what it set up; JSON indexes to null

@@ -6,7 +6,6 @@
 
 #[path = "serve/connections.rs"]
 mod connections;
-mod linear;
 mod mcp;
 #[path = "serve/protocol.rs"]
 mod protocol;
@@ -24,6 +23,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use serve::{Serve, State, binary, csrf_of, http, sign_in};
 use stratum_serve::{Access, App, ServeOptions};
+use stratum_test_support::linear;
 
 /// The routes the server registers, from its own router.
 fn registered_routes() -> Vec<stratum_serve::RouteInfo> {
@@ -1359,8 +1359,8 @@ async fn a_gate_dispatch_says_how_a_person_decides_it() {
         assert!(gate.get(key).is_some(), "{key}: {gate:#}");
     }
     // What the installed instructions say agrees with it.
-    let block = stratum_runtime::setup::claude_md_block("\n");
-    for text in [block.as_str(), stratum_runtime::setup::SKILL] {
+    let block = stratum_mcp::setup::claude_md_block("\n");
+    for text in [block.as_str(), stratum_mcp::setup::SKILL] {
         assert!(text.contains("how_to_decide"), "{text}");
         assert!(
             text.contains("stratum-mcp gate approve <flow_id> <step_id> --note"),

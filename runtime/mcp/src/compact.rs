@@ -1,5 +1,5 @@
 //! The `outputSchema` a tool serves: its full documented schema (an `anyOf` of answer shapes
-//! with their `$defs`, published in `runtime/schemas/tools/`) folded into one flat object
+//! with their `$defs`, published in `runtime/cli/schemas/tools/`) folded into one flat object
 //! schema that clients can check cheaply.
 //!
 //! Why: the official Python MCP SDK runs `jsonschema.validate` on every tool result, and that

@@ -63,7 +63,7 @@ pub static DIFFERENCES: &[Difference] = &[
         reference: "each tool declares an untyped object and answers argument errors with \
                     pydantic's text.",
         ours: "each tool's full output schema is generated from its response types (an object \
-               whose `anyOf` lists every shape, published in `runtime/schemas/tools/`); \
+               whose `anyOf` lists every shape, published in `runtime/cli/schemas/tools/`); \
                `tools/list` serves it folded into one compact object schema (`status` as an enum \
                of the tool's values, each field some shape always carries typed, one subschema \
                per type, no prose below the root); arguments of the wrong type or shape are refused with \

@@ -388,10 +388,10 @@ impl ToolSpec {
     /// What `tools/list` declares: the full schema folded by [`compact::compact`] into a flat
     /// object schema (the `status` enum and the fields every shape carries, typed), cheap for a
     /// client that checks every answer against it. The full schema is published in
-    /// `runtime/schemas/tools/`.
+    /// `runtime/cli/schemas/tools/`.
     pub fn output_schema(&self) -> JsonObject {
         let description = format!(
-            "the answers of {}, folded; the full schema: runtime/schemas/tools/{}",
+            "the answers of {}, folded; the full schema: runtime/cli/schemas/tools/{}",
             self.name,
             self.schema_file()
         );
@@ -401,7 +401,7 @@ impl ToolSpec {
         }
     }
 
-    /// The name of the full schema's file in `runtime/schemas/tools/`.
+    /// The name of the full schema's file in `runtime/cli/schemas/tools/`.
     pub fn schema_file(&self) -> String {
         format!("{}.output.schema.json", self.name)
     }

@@ -1,6 +1,6 @@
 //! Drives the real `stratum-mcp` binary as a child process with rmcp's client, as an agent
 //! does, over either protocol. Every answer is checked against the output schema its tool
-//! declares (the compact one) and against the full one published in `runtime/schemas/tools/`,
+//! declares (the compact one) and against the full one published in `runtime/cli/schemas/tools/`,
 //! and its text copy against its structured content; a transcript of the calls
 //! (ids replaced by `<flow-N>`) can be snapshotted.
 

@@ -13,7 +13,7 @@ its own `stratum-mcp` (all on one store, as agents on one machine do); over HTTP
 time the SDK's `jsonschema.validate` took per call of each tool.
 
 `--validate-against full` makes the SDK check answers against the full documented schemas of
-runtime/schemas/tools/ (what `tools/list` served before issue 25) instead of the served ones:
+runtime/cli/schemas/tools/ (what `tools/list` served before issue 25) instead of the served ones:
 the before and after of the same run.
 """
 

@@ -6,7 +6,7 @@
 //! [`watch`] (follow flows), [`prune`] (delete finished flows), [`token`] (the access tokens
 //! of `stratum-mcp serve`), [`table`] (the terminal
 //! rendering of query results) and [`schemas`] (the JSON Schemas of everything printed as
-//! JSON, published in `runtime/schemas/`).
+//! JSON, published in `runtime/cli/schemas/`).
 
 pub mod flow_ref;
 pub mod gate;

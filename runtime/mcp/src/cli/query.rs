@@ -4,7 +4,7 @@
 //!
 //! The contracts' objects are closed: every field below is one the reference's contract
 //! lists. Where our runtime knows more (the `failed` and `cancelled` statuses), the values
-//! are wider; the published schemas (`runtime/schemas/`) say so.
+//! are wider; the published schemas (`runtime/cli/schemas/`) say so.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

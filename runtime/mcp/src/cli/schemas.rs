@@ -1,6 +1,6 @@
 //! The JSON Schemas (draft 2020-12) of everything the operator commands print as JSON,
 //! generated from the types that print it, so a schema cannot drift from the output. They
-//! are published in `runtime/schemas/`; a test keeps the files equal to [`all`] and
+//! are published in `runtime/cli/schemas/`; a test keeps the files equal to [`all`] and
 //! validates the real commands' output against them.
 
 use schemars::generate::SchemaSettings;
@@ -14,7 +14,7 @@ use super::query::{FlowState, FlowSummary, PendingGate};
 use super::token::{CreatedToken, Refused, RevokedToken, TokenSummary};
 use super::watch::Happening;
 
-/// Every published schema: its file name in `runtime/schemas/` and its content.
+/// Every published schema: its file name in `runtime/cli/schemas/` and its content.
 pub fn all() -> Vec<(&'static str, Value)> {
     vec![
         (
