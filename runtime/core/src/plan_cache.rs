@@ -109,8 +109,16 @@ impl PlanCache {
 }
 
 /// A plan's size: the length of its compact JSON, counted as it is written, without keeping
-/// the text.
+/// the text. Plain data with string keys serialises; were it ever not to, the size is
+/// `usize::MAX` and the plan is not kept.
 pub fn plan_size(plan: &Plan) -> usize {
+    json_size(plan)
+}
+
+/// The length of `value`'s compact JSON, counted as it is written, without keeping the text
+/// (`usize::MAX` if it does not serialise): what the caches and the MCP argument limits
+/// measure.
+pub fn json_size<T: serde::Serialize + ?Sized>(value: &T) -> usize {
     struct Counter(usize);
     impl std::io::Write for Counter {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
@@ -122,9 +130,8 @@ pub fn plan_size(plan: &Plan) -> usize {
         }
     }
     let mut counter = Counter(0);
-    match serde_json::to_writer(&mut counter, plan) {
+    match serde_json::to_writer(&mut counter, value) {
         Ok(()) => counter.0,
-        // Plain data with string keys serialises; were it ever not to, the plan is not kept.
         Err(_) => usize::MAX,
     }
 }

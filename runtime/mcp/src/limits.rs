@@ -45,7 +45,7 @@ pub fn check_argument(name: &str, value: &Value) -> Result<(), String> {
              send a flatter value"
         ));
     }
-    let size = serialized_size(value);
+    let size = stratum_runtime::plan_cache::json_size(value);
     if size > MAX_ARGUMENT_BYTES {
         return Err(format!(
             "argument `{name}` is {size} bytes as JSON; the limit is {MAX_ARGUMENT_BYTES} ({}); \
@@ -75,24 +75,6 @@ fn depth_beyond(value: &Value, limit: usize) -> bool {
         pending.extend(children.map(|child| (child, depth + 1)));
     }
     false
-}
-
-fn serialized_size(value: &Value) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    match serde_json::to_writer(&mut counter, value) {
-        Ok(()) => counter.0,
-        Err(_) => usize::MAX,
-    }
 }
 
 #[cfg(test)]

@@ -39,20 +39,7 @@ pub fn directory(
     argument: &str,
     given: &str,
 ) -> Result<Confined, ArgumentError> {
-    match scope {
-        PathScope::Anywhere => Ok(Confined {
-            path: PathBuf::from(given),
-            root: None,
-        }),
-        PathScope::UnderRoot => {
-            let root = canonical_root(root, argument)?;
-            let path = under_root(&root, argument, given)?;
-            Ok(Confined {
-                path,
-                root: Some(root),
-            })
-        }
-    }
+    confine(scope, root, argument, given, under_root)
 }
 
 /// The directory `given` names, which need not exist yet: over HTTP its deepest existing
@@ -64,6 +51,18 @@ pub fn writable_directory(
     argument: &str,
     given: &str,
 ) -> Result<Confined, ArgumentError> {
+    confine(scope, root, argument, given, creatable_under)
+}
+
+/// `given` as it is for a caller of [`PathScope::Anywhere`]; else resolved under the canonical
+/// root by `resolve`, which refuses what leaves it.
+fn confine(
+    scope: &PathScope,
+    root: Option<&Path>,
+    argument: &str,
+    given: &str,
+    resolve: fn(&Path, &str, &str) -> Result<PathBuf, ArgumentError>,
+) -> Result<Confined, ArgumentError> {
     match scope {
         PathScope::Anywhere => Ok(Confined {
             path: PathBuf::from(given),
@@ -71,7 +70,7 @@ pub fn writable_directory(
         }),
         PathScope::UnderRoot => {
             let root = canonical_root(root, argument)?;
-            let path = creatable_under(&root, argument, given)?;
+            let path = resolve(&root, argument, given)?;
             Ok(Confined {
                 path,
                 root: Some(root),
@@ -80,13 +79,18 @@ pub fn writable_directory(
     }
 }
 
+/// The refusal of the argument `argument`, saying `message`.
+fn refused(argument: &str, message: String) -> ArgumentError {
+    ArgumentError {
+        argument: Some(argument.to_owned()),
+        message,
+    }
+}
+
 /// `root/given` with its existing part resolved, refused when that part leaves the root or
 /// the missing part climbs.
 fn creatable_under(root: &Path, argument: &str, given: &str) -> Result<PathBuf, ArgumentError> {
-    let refuse = |message: String| ArgumentError {
-        argument: Some(argument.to_owned()),
-        message,
-    };
+    let refuse = |message: String| refused(argument, message);
     let outside = || {
         refuse(format!(
             "`{given}` is outside the server's root; over HTTP, `{argument}` must name a \
@@ -118,10 +122,7 @@ fn creatable_under(root: &Path, argument: &str, given: &str) -> Result<PathBuf, 
 }
 
 fn canonical_root(root: Option<&Path>, argument: &str) -> Result<PathBuf, ArgumentError> {
-    let refuse = |message: String| ArgumentError {
-        argument: Some(argument.to_owned()),
-        message,
-    };
+    let refuse = |message: String| refused(argument, message);
     let root = root.ok_or_else(|| {
         refuse(format!(
             "`{argument}` cannot be used over HTTP on this server: it has no root directory \
@@ -138,10 +139,7 @@ fn canonical_root(root: Option<&Path>, argument: &str) -> Result<PathBuf, Argume
 
 /// `root/given` resolved, refused unless it is a directory under `root` (canonical).
 fn under_root(root: &Path, argument: &str, given: &str) -> Result<PathBuf, ArgumentError> {
-    let refuse = |message: String| ArgumentError {
-        argument: Some(argument.to_owned()),
-        message,
-    };
+    let refuse = |message: String| refused(argument, message);
     let joined = root.join(given);
     let resolved = joined.canonicalize().map_err(|_| {
         refuse(format!(
