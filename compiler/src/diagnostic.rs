@@ -79,6 +79,8 @@ codes! {
     E0012 Error "wrong-type" "a value of the wrong type";
     E0013 Error "missing-field" "a required key is missing";
     E0014 Error "invalid-version" "`version` is missing or not a known spec version";
+    // Retired with version 0.3 support: no known version is unsupported today. Kept so that the
+    // number is never given another meaning.
     E0015 Error "unsupported-version" "the spec version is known but not supported yet";
     E0016 Error "requires-version-0.2" "a key or value that needs `version: \"0.2\"` in a version 0.1 spec";
     E0017 Error "duplicate-step-id" "two steps of one flow have the same id";
@@ -87,7 +89,7 @@ codes! {
     E0020 Error "value-out-of-range" "a number below its minimum or above its maximum";
     E0021 Error "empty-value" "a string or list that must not be empty is empty";
     E0022 Error "invalid-workflow-name" "a workflow name that is not lowercase words joined by hyphens";
-    E0023 Error "version-0.3-feature" "a key of spec version 0.3, which is not supported yet";
+    E0023 Error "version-0.3-feature" "a key of spec version 0.3 in a version 0.1 or 0.2 spec";
     E0024 Error "unsupported-tag" "a YAML tag other than the core schema's";
     E0025 Error "expression-syntax" "an expression is not well-formed";
     E0026 Error "unsupported-expression" "an expression uses Python syntax outside the expression language";
@@ -149,6 +151,18 @@ codes! {
     E0077 Error "flow-output-mismatch" "a step whose output can end the flow produces another contract than the flow's `output`";
     E0078 Error "literal-input-without-type" "a number, boolean, list or mapping passed as a step input that nothing declares a type for";
 
+    // Middle end: version 0.3 steps — decompose, parallel_dispatch, pipeline (E0080–E0099).
+    E0080 Error "step-type-mismatch" "a step's `type` disagrees with the key that says what it runs";
+    E0081 Error "not-on-step-kind" "a key on a kind of step that does not read it (a fan-out key elsewhere, a per-step key on a fan-out)";
+    E0082 Error "invalid-source" "a fan-out step's `source` that is not a `$.input` or `$.steps` reference";
+    E0083 Error "source-not-a-list" "a fan-out step's `source` whose value is not a list";
+    E0084 Error "template-syntax" "an intent template that does not follow the template grammar";
+    E0085 Error "unknown-template-field" "a template placeholder that reads a field its value does not have";
+    E0086 Error "unbound-placeholder" "a template placeholder whose name is not bound where the template stands";
+    E0087 Error "impossible-require" "a `require` that no run can meet";
+    E0088 Error "fanout-shape" "a pipeline whose `fanout` and `join` stages do not form one region";
+    E0089 Error "unsupported-isolation" "`isolation: branch`, which the runtime does not support";
+
     W0001 Warning "unknown-contract-field-key" "a key in a contract field definition that nothing reads";
     // Retired: reported as the error E0047 since the comparison cannot hold. Kept so that the
     // number is never given another meaning and `--allow W0002` still parses.
@@ -172,6 +186,9 @@ codes! {
     W0020 Warning "max-rounds-without-gate" "`max_rounds` on a flow that has no gate step";
     W0021 Warning "unknown-function-input" "a function step passes an input that its function does not declare";
     W0022 Warning "unknown-agent" "an `agent` that is neither `claude` nor `codex` (with an optional `:profile`) nor a `$`-reference";
+
+    // Middle end: version 0.3 steps (W0030–W0039).
+    W0030 Warning "key-without-effect" "a fan-out key that the step's other settings make useless";
 
 }
 

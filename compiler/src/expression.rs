@@ -1,6 +1,7 @@
 //! Expressions inside a spec.
 //!
-//! Every `ensure`, `skip_if`, `exit_criterion`, `score_expr`, `accumulate` and `accumulate_key`
+//! Every `ensure`, `skip_if`, `exit_criterion`, `score_expr`, `accumulate`, `accumulate_key`,
+//! and pipeline stage `when` and `exit_when`
 //! string is parsed by `stratum-grammar`. Its problems carry spans relative to the expression's
 //! decoded text; [`diagnostic`] turns each into one of our diagnostics, with every span moved
 //! into the file through the scalar's offset map, so that an error inside a double-quoted
@@ -74,6 +75,10 @@ pub enum Role {
     ScoreExpr,
     Accumulate,
     AccumulateKey,
+    /// A pipeline stage's `when`.
+    When,
+    /// A pipeline stage's `exit_when`.
+    ExitWhen,
 }
 
 impl Role {
@@ -86,6 +91,8 @@ impl Role {
             Role::ScoreExpr => "score_expr",
             Role::Accumulate => "accumulate",
             Role::AccumulateKey => "accumulate_key",
+            Role::When => "when",
+            Role::ExitWhen => "exit_when",
         }
     }
 }
@@ -113,6 +120,16 @@ pub fn expressions(ast: &Ast) -> Vec<(Role, &Text)> {
             for (role, field) in single {
                 if let Some(field) = field {
                     found.push((role, &field.value));
+                }
+            }
+            for stage in step.stages.iter().flat_map(|stages| &stages.value) {
+                for (role, field) in [
+                    (Role::When, &stage.when),
+                    (Role::ExitWhen, &stage.exit_when),
+                ] {
+                    if let Some(field) = field {
+                        found.push((role, &field.value));
+                    }
                 }
             }
         }

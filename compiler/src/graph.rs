@@ -79,6 +79,12 @@ enum Shape {
     Inline,
     Flow,
     Judge,
+    /// A decompose step: an agent that splits the work into tasks.
+    Decompose,
+    /// A parallel_dispatch step: a fan of tasks.
+    Fan,
+    /// A pipeline step: each item through its stages.
+    Pipeline,
     Unknown,
     /// Where a gate's `on_approve: ~` goes: the flow is complete.
     End,
@@ -89,12 +95,15 @@ enum Shape {
 }
 
 impl Shape {
-    const ALL: [Shape; 9] = [
+    const ALL: [Shape; 12] = [
         Shape::Function,
         Shape::Gate,
         Shape::Inline,
         Shape::Flow,
         Shape::Judge,
+        Shape::Decompose,
+        Shape::Fan,
+        Shape::Pipeline,
         Shape::Unknown,
         Shape::End,
         Shape::Killed,
@@ -338,6 +347,9 @@ fn step_node(ast: &Ast, flow: usize, index: usize, step: &Step, kind: StepKind) 
             Shape::Flow,
         ),
         StepKind::Judge => ("judge".to_owned(), Shape::Judge),
+        StepKind::Decompose => ("decompose".to_owned(), Shape::Decompose),
+        StepKind::Parallel => (fan_line(step), Shape::Fan),
+        StepKind::Pipeline => (pipeline_line(step), Shape::Pipeline),
         StepKind::Unknown => ("unknown".to_owned(), Shape::Unknown),
     };
     Node {
@@ -437,6 +449,9 @@ fn dot_shape(shape: Shape) -> String {
         Shape::Inline => "shape=box, style=\"rounded,filled\"",
         Shape::Flow => "shape=box, peripheries=2",
         Shape::Judge => "shape=parallelogram",
+        Shape::Decompose => "shape=invtrapezium",
+        Shape::Fan => "shape=box3d",
+        Shape::Pipeline => "shape=cds",
         Shape::Unknown => "shape=box, style=\"dashed,filled\"",
         Shape::End => "shape=circle, fontsize=10, margin=0",
         Shape::Killed => "shape=octagon, fontsize=10, margin=0",
@@ -460,10 +475,47 @@ fn colors(shape: Shape) -> (&'static str, &'static str) {
         Shape::Inline => ("#e3f2e1", STROKE),
         Shape::Flow => ("#eadcf4", STROKE),
         Shape::Judge => ("#f6e3cf", STROKE),
+        Shape::Decompose => ("#e3f2e1", STROKE),
+        Shape::Fan => ("#d7efec", STROKE),
+        Shape::Pipeline => ("#dfe6f7", STROKE),
         Shape::Unknown | Shape::Empty => ("#ffffff", "#999999"),
         Shape::End => ("#eeeeee", STROKE),
         Shape::Killed => ("#f6d5d5", "#a33333"),
     }
+}
+
+/// The kind line of a parallel_dispatch step: what it fans out over, and how wide.
+fn fan_line(step: &crate::syntax::ast::Step) -> String {
+    let source = step
+        .source
+        .as_ref()
+        .map_or("?", |source| source.value.value.as_str());
+    let at_once = step.max_concurrent.as_ref().map_or(3, |max| max.value);
+    format!("parallel over {source} ({at_once} at once)")
+}
+
+/// The kind line of a pipeline step: its source and its stages, the fan-out region marked.
+fn pipeline_line(step: &crate::syntax::ast::Step) -> String {
+    let source = step
+        .source
+        .as_ref()
+        .map_or("?", |source| source.value.value.as_str());
+    let stages: Vec<String> = step
+        .stages
+        .iter()
+        .flat_map(|stages| &stages.value)
+        .enumerate()
+        .map(|(index, stage)| {
+            if stage.fanout.is_some() {
+                format!("{index}⇉")
+            } else if stage.join.as_ref().is_some_and(|join| join.value) {
+                format!("⇶{index}")
+            } else {
+                index.to_string()
+            }
+        })
+        .collect();
+    format!("pipeline over {source}: stages {}", stages.join(" → "))
 }
 
 /// A quoted Graphviz string. Backslashes are escaped too, since dot reads `\n`, `\N`, `\G`
@@ -569,6 +621,9 @@ fn mermaid_shape(shape: Shape) -> (&'static str, &'static str, &'static str) {
         Shape::Inline => ("(", ")", "inline"),
         Shape::Flow => ("[[", "]]", "flowstep"),
         Shape::Judge => ("[/", "/]", "judge"),
+        Shape::Decompose => ("[\\", "/]", "decompose"),
+        Shape::Fan => ("[/", "\\]", "fan"),
+        Shape::Pipeline => (">", "]", "pipeline"),
         Shape::Unknown => ("[", "]", "unknown"),
         Shape::Empty => ("[", "]", "empty"),
         Shape::End => ("((", "))", "terminal"),

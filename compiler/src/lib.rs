@@ -22,6 +22,7 @@ pub mod sema;
 pub mod source;
 pub mod spec_schema;
 pub mod syntax;
+pub mod template;
 pub mod vocabulary;
 
 use diagnostic::Diagnostic;

@@ -12,6 +12,7 @@
 //! spec with errors is refused whole ([`LowerError::SpecHasErrors`]); what lowering cannot find
 //! in a spec that checked clean is a bug, reported as [`LowerError::Internal`].
 
+mod fan_out;
 mod steps;
 
 use std::collections::HashMap;
@@ -144,8 +145,8 @@ fn entry_flow(ast: &Ast) -> Option<usize> {
     }
 }
 
-/// The contracts the selected flows name (as outputs of steps and flows), in declaration
-/// order.
+/// The contracts the selected flows name (as outputs of steps and flows, and as the contract
+/// of a parallel step's tasks), in declaration order.
 fn used_contracts(
     ast: &Ast,
     model: &crate::sema::Model,
@@ -159,6 +160,13 @@ fn used_contracts(
         for step in model.flows.get(index).into_iter().flat_map(|f| &f.steps) {
             if let Some(contract) = &step.contract {
                 used.insert(contract.as_str());
+            }
+        }
+        // A parallel step's `output_contract` is its tasks' contract, not its own.
+        let flow_steps = ast.flows.get(index).and_then(|flow| flow.steps.as_ref());
+        for step in flow_steps.into_iter().flat_map(|steps| &steps.value) {
+            if let Some(contract) = &step.output_contract {
+                used.insert(contract.value.as_str());
             }
         }
     }

@@ -27,7 +27,12 @@ pub use load::{LoadError, load, nesting_beyond};
 /// uses it as damaged, naming the unknown variant and the compiler that wrote it, and reads
 /// every other plan as before; a new format would also refuse the plans stored for flows
 /// already running.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
+
+/// The formats [`load`] reads: format 2 added the version 0.3 step kinds (decompose,
+/// parallel_dispatch, pipeline) and changed nothing else, so a format 1 plan means the same
+/// under it, and flows stored by an older runtime keep running.
+pub const READABLE_FORMATS: [u32; 2] = [1, 2];
 
 /// The name this compiler writes into [`CompilerInfo`].
 pub const COMPILER_NAME: &str = "stratumc";
@@ -70,7 +75,7 @@ pub struct SpecInfo {
     pub path: String,
     /// `sha256:` and the SHA-256 of the spec's bytes, in hex.
     pub hash: String,
-    /// The spec's `version`: `0.1` or `0.2`.
+    /// The spec's `version`: `0.1`, `0.2` or `0.3`.
     pub version: String,
 }
 
@@ -206,6 +211,145 @@ pub enum Action {
     },
     /// A judge step, configured as written.
     Judge { config: Value },
+    /// An agent splits the work into a task graph (the step's output contract), checked by
+    /// the step's `ensure`s.
+    Decompose {
+        intent: String,
+        agent: Option<String>,
+        model: Option<String>,
+    },
+    /// One task per element of `source`, each with its own intent from `template`.
+    Parallel {
+        fan_out: FanOut,
+        template: Template,
+        /// The contract every task's result must satisfy (an index into
+        /// [`Plan::contracts`]): the step's `output_contract`.
+        task_contract: Option<u32>,
+    },
+    /// Every element of `source` through `stages`, in order; the tasks of one item depend on
+    /// its previous stage.
+    Pipeline { fan_out: FanOut, stages: Vec<Stage> },
+}
+
+/// What parallel and pipeline steps share: where the tasks come from and how they run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FanOut {
+    /// The list to fan out over.
+    pub source: Binding,
+    /// The step's agent, the default of its tasks.
+    pub agent: Option<String>,
+    pub max_concurrent: u32,
+    pub isolation: Isolation,
+    pub require: Require,
+    pub merge: Merge,
+    /// Seconds a task may run.
+    pub task_timeout: u64,
+    /// A reasoning certificate template each task's answer must follow, as written.
+    pub task_reasoning_template: Option<Value>,
+    pub capture_diff: bool,
+    pub defer_advance: bool,
+    pub pre_merge_verify: Option<Verify>,
+}
+
+/// The reference's defaults, written out.
+pub const DEFAULT_MAX_CONCURRENT: u32 = 3;
+pub const DEFAULT_TASK_TIMEOUT: u64 = 1800;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    Worktree,
+    None,
+}
+
+/// How many tasks (a pipeline: items; a fanout: lanes) must complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Require {
+    All,
+    Any,
+    AtLeast(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Merge {
+    SequentialApply,
+    Manual,
+}
+
+/// The commands a task's worktree must pass before its changes are merged.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Verify {
+    Commands(Vec<String>),
+    /// A list of commands read when the step starts.
+    Binding(Binding),
+}
+
+/// One stage of a pipeline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stage {
+    pub template: Template,
+    pub agent: Option<String>,
+    pub task_timeout: Option<u64>,
+    pub task_reasoning_template: Option<Value>,
+    /// Runs before the stage; false: the stage is skipped for the item.
+    pub when: Option<Expression>,
+    /// Runs after the stage; true: the item's later stages are skipped.
+    pub exit_when: Option<Expression>,
+    pub fanout: Option<Fanout>,
+    pub join: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fanout {
+    pub max: u32,
+    pub require: Require,
+}
+
+/// An intent template, compiled: text and the values to insert, so the runtime renders it
+/// without parsing. A string value is inserted as it is, anything else as compact JSON; a
+/// value missing at run time fails the task, it never reaches an agent unrendered.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Template {
+    pub parts: Vec<TemplatePart>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum TemplatePart {
+    Text(String),
+    /// A value bound where the template runs, then the fields of `path` (an index into
+    /// [`Plan::paths`]).
+    Value {
+        root: TemplateRoot,
+        path: u32,
+    },
+}
+
+/// What a placeholder starts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TemplateRoot {
+    /// The task's element: a parallel task's element, a pipeline's item, a lane's element.
+    Item,
+    /// A lane's or join's item.
+    Source,
+    /// The task's id.
+    TaskId,
+    /// The result of the task's single dependency, as text (JSON unless it is a string).
+    Prev,
+    /// The same result as a value.
+    PrevRaw,
+    /// A join's lane results, as JSON text.
+    Prevs,
+    /// The same as a list.
+    PrevsRaw,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

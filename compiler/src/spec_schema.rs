@@ -135,6 +135,14 @@ fn value_schema(value: &Value, reached: &mut Vec<&'static Shape>) -> Json {
         Value::NonEmptyList(value) => {
             json!({"type": "array", "items": value_schema(value, reached), "minItems": 1})
         }
+        Value::Require => json!({"anyOf": [
+            {"type": "string", "enum": ["all", "any"]},
+            {"type": "integer", "minimum": 1, "maximum": u32::MAX},
+        ]}),
+        Value::TextOrTexts => json!({"anyOf": [
+            {"type": "string", "pattern": NOT_BLANK},
+            {"type": "array", "items": {"type": "string", "pattern": NOT_BLANK}},
+        ]}),
         Value::FieldDef(shape) => {
             reached.push(shape);
             json!({"anyOf": [
@@ -167,28 +175,36 @@ mod tests {
     /// pointer. Flow style, so that one line holds the whole spec.
     fn place(shape: &Shape) -> (&'static str, &'static str) {
         match shape.name {
-            "spec" => (r#"{version: "0.2", KV}"#, ""),
+            "spec" => (r#"{version: "0.3", KV}"#, ""),
             "contractField" => (
-                r#"{version: "0.2", contracts: {C: {x: {KV}}}}"#,
+                r#"{version: "0.3", contracts: {C: {x: {KV}}}}"#,
                 "/contracts/C/x",
             ),
             "inputParam" => (
-                r#"{version: "0.2", flows: {g: {input: {x: {KV}}}}}"#,
+                r#"{version: "0.3", flows: {g: {input: {x: {KV}}}}}"#,
                 "/flows/g/input/x",
             ),
-            "function" => (r#"{version: "0.2", functions: {f: {KV}}}"#, "/functions/f"),
+            "function" => (r#"{version: "0.3", functions: {f: {KV}}}"#, "/functions/f"),
             "budget" => (
-                r#"{version: "0.2", flows: {g: {budget: {KV}}}}"#,
+                r#"{version: "0.3", flows: {g: {budget: {KV}}}}"#,
                 "/flows/g/budget",
             ),
-            "flow" => (r#"{version: "0.2", flows: {g: {KV}}}"#, "/flows/g"),
+            "flow" => (r#"{version: "0.3", flows: {g: {KV}}}"#, "/flows/g"),
             "step" => (
-                r#"{version: "0.2", flows: {g: {steps: [{KV}]}}}"#,
+                r#"{version: "0.3", flows: {g: {steps: [{KV}]}}}"#,
                 "/flows/g/steps/0",
             ),
-            "workflow" => (r#"{version: "0.2", workflow: {KV}}"#, "/workflow"),
+            "stage" => (
+                r#"{version: "0.3", flows: {g: {steps: [{stages: [{KV}]}]}}}"#,
+                "/flows/g/steps/0/stages/0",
+            ),
+            "fanout" => (
+                r#"{version: "0.3", flows: {g: {steps: [{stages: [{fanout: {KV}}]}]}}}"#,
+                "/flows/g/steps/0/stages/0/fanout",
+            ),
+            "workflow" => (r#"{version: "0.3", workflow: {KV}}"#, "/workflow"),
             "workflowInput" => (
-                r#"{version: "0.2", workflow: {input: {x: {KV}}}}"#,
+                r#"{version: "0.3", workflow: {input: {x: {KV}}}}"#,
                 "/workflow/input/x",
             ),
             other => panic!("no place for shape `{other}`: add one"),
@@ -245,6 +261,11 @@ mod tests {
                 (goods, bads)
             }
             Value::FieldDef(_) => (texts(&["string", "{}"]), texts(&["1", "[a]"])),
+            Value::Require => (texts(&["all", "any", "2"]), texts(&["0", "x", "[1]"])),
+            Value::TextOrTexts => (
+                texts(&["make test", "'$.input.gate'", "[a, b]"]),
+                texts(&["1", "{a: 1}", "' '"]),
+            ),
         }
     }
 

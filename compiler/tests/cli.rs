@@ -56,7 +56,7 @@ fn the_examples_check_clean() {
     assert_eq!(stdout(&output), "");
     assert_eq!(
         String::from_utf8_lossy(&output.stderr),
-        "checked 5 specs: no problems\n"
+        "checked 8 specs: no problems\n"
     );
 }
 

@@ -254,9 +254,24 @@ fn step(analysis: &Analysis, flow: usize, id: &str) -> Option<String> {
                 let _ = writeln!(text, "runs flow `{}`", called.name.value);
             }
         }
-        StepKind::Inline => {
+        StepKind::Inline | StepKind::Decompose => {
             if let Some(intent) = &def.intent {
                 let _ = writeln!(text, "intent: {}", cut(intent.value.trim().to_owned()));
+            }
+        }
+        StepKind::Parallel | StepKind::Pipeline => {
+            if let Some(source) = &def.source {
+                let _ = writeln!(text, "fans out over `{}`", source.value.value);
+            }
+            if let Some(template) = &def.intent_template {
+                let _ = writeln!(
+                    text,
+                    "each task: {}",
+                    cut(template.value.value.trim().to_owned())
+                );
+            }
+            if let Some(stages) = &def.stages {
+                let _ = writeln!(text, "{} stages", stages.value.len());
             }
         }
         StepKind::Judge | StepKind::Unknown => {}
@@ -281,6 +296,7 @@ fn step(analysis: &Analysis, flow: usize, id: &str) -> Option<String> {
             EdgeKind::DependsOn => "depends_on",
             EdgeKind::Input => "input",
             EdgeKind::SkipIf => "skip_if",
+            EdgeKind::Source => "source",
         };
         let from = edge.source().index();
         match needs.iter_mut().find(|(step, _)| *step == from) {
@@ -375,6 +391,8 @@ fn key(analysis: &Analysis, offset: usize) -> Option<(Span, String)> {
         KeyPlace::Budget => "budget key",
         KeyPlace::Flow => "flow key",
         KeyPlace::Step => "step key",
+        KeyPlace::Stage => "pipeline stage key",
+        KeyPlace::Fanout => "fanout key",
         KeyPlace::Workflow => "workflow key",
         KeyPlace::WorkflowParam => "workflow input key",
     };

@@ -14,6 +14,10 @@ pub enum KeyPlace {
     Budget,
     Flow,
     Step,
+    /// A stage of a pipeline step (version 0.3).
+    Stage,
+    /// A pipeline stage's `fanout`.
+    Fanout,
     Workflow,
     WorkflowParam,
 }
@@ -23,7 +27,7 @@ pub fn doc(place: KeyPlace, key: &str) -> Option<&'static str> {
     use KeyPlace::*;
     Some(match (place, key) {
         (Root, "version") => {
-            "Required. The spec version: `\"0.1\"` or `\"0.2\"`; 0.2 adds gates, inline steps, flow composition, policies, iterations, `skip_if`, routing and workflows."
+            "Required. The spec version: `\"0.1\"`, `\"0.2\"` or `\"0.3\"`; 0.2 adds gates, inline steps, flow composition, policies, iterations, `skip_if`, routing and workflows; 0.3 adds decompose, parallel_dispatch and pipeline steps."
         }
         (Root, "contracts") => {
             "Named output schemas: each contract maps field names to `{type: <type>}` definitions."
@@ -162,6 +166,69 @@ pub fn doc(place: KeyPlace, key: &str) -> Option<&'static str> {
         (Step, "guardrails") => "(v0.2) Regular expressions the output must not match.",
         (Step, "cache") => "(v0.2) `true` to reuse a result for the same inputs.",
         (Step, "reasoning_template") => "(v0.2) A reasoning certificate template for the step.",
+        (Step, "type") => {
+            "(v0.3) What the step is: `function`, `inline` or `flow` (which must agree with its `function`, `intent` or `flow`), or `decompose`, `parallel_dispatch` or `pipeline`."
+        }
+        (Step, "source") => {
+            "(v0.3, parallel_dispatch and pipeline steps) Required there. The list that fans out: `$.input.<field>` or `$.steps.<id>.output.<field>`; one task (or pipeline item) per element."
+        }
+        (Step, "intent_template") => {
+            "(v0.3, parallel_dispatch steps) Required there. Each task's intent, with `{field}` placeholders filled from the task's element (`{task.field}` too); `{{` and `}}` for braces."
+        }
+        (Step, "max_concurrent") => {
+            "(v0.3, parallel_dispatch and pipeline steps) The most tasks that run at once; default 3."
+        }
+        (Step, "isolation") => {
+            "(v0.3, parallel_dispatch and pipeline steps) `worktree` (the default: each task in its own git worktree) or `none` (tasks share the project root)."
+        }
+        (Step, "require") => {
+            "(v0.3, parallel_dispatch and pipeline steps) How many tasks (pipeline: items) must complete: `all` (the default), `any` or a number."
+        }
+        (Step, "merge") => {
+            "(v0.3, parallel_dispatch and pipeline steps) How the tasks' changes are merged: `sequential_apply` (the default: in task order) or `manual`."
+        }
+        (Step, "task_timeout") => {
+            "(v0.3, parallel_dispatch and pipeline steps) Seconds each task may run; default 1800."
+        }
+        (Step, "task_reasoning_template") => {
+            "(v0.3, parallel_dispatch and pipeline steps) A reasoning certificate template each task's answer must follow."
+        }
+        (Step, "capture_diff") => {
+            "(v0.3, parallel_dispatch and pipeline steps) `true` to record each task's changes as a diff."
+        }
+        (Step, "defer_advance") => {
+            "(v0.3, parallel_dispatch and pipeline steps) `true` to wait, once every task has finished, for the client to advance the flow (after its own merge)."
+        }
+        (Step, "pre_merge_verify") => {
+            "(v0.3, parallel_dispatch and pipeline steps) Commands each task's worktree must pass before its changes are merged, or a `$.input` reference to such a list."
+        }
+        (Step, "stages") => {
+            "(v0.3, pipeline steps) Required there. The stages every item of `source` goes through, in order."
+        }
+        (Stage, "intent_template") => {
+            "Required. The stage's intent for one item: `{item}`, `{item.field}`, `{prev}` (the previous stage's result), in a join `{prevs}`; `{{` and `}}` for braces."
+        }
+        (Stage, "agent") => "The agent that runs the stage; default the step's.",
+        (Stage, "task_reasoning_template") => {
+            "A reasoning certificate template the stage's answer must follow."
+        }
+        (Stage, "task_timeout") => "Seconds the stage may run for one item; default the step's.",
+        (Stage, "when") => {
+            "An expression over `item` (and `prev`, `prev_raw` after the first stage): when false, the stage is skipped for the item and passes the previous result on."
+        }
+        (Stage, "exit_when") => {
+            "An expression over `item`, `result` (the answer as JSON text) and `result_raw`: when true, the item's later stages are skipped."
+        }
+        (Stage, "fanout") => {
+            "Splits the item: the stage answers a list, and the stages up to the `join` run once per element (lanes)."
+        }
+        (Stage, "join") => {
+            "`true` on the stage that gathers the lanes of the `fanout` before it (`{prevs}`)."
+        }
+        (Fanout, "max") => "Required. The most lanes the split may produce.",
+        (Fanout, "require") => {
+            "How many lanes must complete for the join: `all` (the default), `any` or a number."
+        }
 
         (Workflow, "name") => {
             "Required. The workflow's name: lowercase words joined by hyphens; a flow of that name is the entry flow."
@@ -195,6 +262,8 @@ mod tests {
             (KeyPlace::Budget, &keys::BUDGET),
             (KeyPlace::Flow, &keys::FLOW),
             (KeyPlace::Step, &keys::STEP),
+            (KeyPlace::Stage, &keys::STAGE),
+            (KeyPlace::Fanout, &keys::FANOUT),
             (KeyPlace::Workflow, &keys::WORKFLOW),
             (KeyPlace::WorkflowParam, &keys::WORKFLOW_PARAM),
         ];

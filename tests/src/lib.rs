@@ -116,6 +116,10 @@ pub const CODES_TESTED_ELSEWHERE: &[(Code, &str)] = &[
         "needs a file over 16 MiB: compiler/tests/cli.rs and tests/tests/hostile.rs",
     ),
     (
+        Code::E0015,
+        "retired: every known version (0.1, 0.2, 0.3) is supported, so nothing reports it",
+    ),
+    (
         Code::E0018,
         "needs two files: compiler/tests/cli.rs (with its snapshot)",
     ),
@@ -222,6 +226,88 @@ fn generate(steps: usize, warn: bool) -> String {
                     "        skip_if: \"$.steps.step_{}.output.severity == 'low'\"",
                     index - 1
                 );
+            }
+        }
+    }
+    spec
+}
+
+/// A valid version 0.3 spec with `steps` steps: every tenth a decompose step whose task graph
+/// the next four fan out over with `parallel_dispatch` (typed templates), the three after them
+/// with three-stage pipelines (`when`, `exit_when`, `{prev}`), and two inline steps that read
+/// the fan-outs' outcomes. About 350 bytes a step.
+pub fn generated_v03_spec(steps: usize) -> String {
+    let mut spec = String::from(
+        "version: \"0.3\"\n\
+         contracts:\n\
+         \x20 Task:\n\
+         \x20   id: {type: string}\n\
+         \x20   description: {type: string}\n\
+         \x20   files_owned: {type: \"string[]\"}\n\
+         \x20 TaskGraph:\n\
+         \x20   tasks: {type: \"Task[]\"}\n\
+         \x20 Note:\n\
+         \x20   text: {type: string}\n\
+         flows:\n\
+         \x20 main:\n\
+         \x20   input: {feature: {type: string}}\n\
+         \x20   steps:\n",
+    );
+    let mut plan = 0;
+    for index in 0..steps {
+        let _ = writeln!(spec, "      - id: step_{index}");
+        if index > 0 {
+            let _ = writeln!(spec, "        depends_on: [step_{}]", index - 1);
+        }
+        match index % 10 {
+            0 => {
+                plan = index;
+                let _ = writeln!(spec, "        type: decompose");
+                let _ = writeln!(spec, "        agent: claude");
+                let _ = writeln!(spec, "        intent: \"Split part {index} into tasks\"");
+                let _ = writeln!(spec, "        inputs: {{feature: \"$.input.feature\"}}");
+                let _ = writeln!(spec, "        output_contract: TaskGraph");
+                let _ = writeln!(
+                    spec,
+                    "        ensure: [\"len(result.tasks) > 0\", \"no_file_conflicts(result.tasks)\"]"
+                );
+            }
+            1..=4 => {
+                let _ = writeln!(spec, "        type: parallel_dispatch");
+                let _ = writeln!(spec, "        source: \"$.steps.step_{plan}.output.tasks\"");
+                let _ = writeln!(
+                    spec,
+                    "        intent_template: \"Implement {{description}} ({{task.id}}), owning {{files_owned}}\""
+                );
+                let _ = writeln!(spec, "        max_concurrent: 2");
+                let _ = writeln!(spec, "        ensure: [\"len(result.failed) == 0\"]");
+            }
+            5..=7 => {
+                let _ = writeln!(spec, "        type: pipeline");
+                let _ = writeln!(spec, "        source: \"$.steps.step_{plan}.output.tasks\"");
+                let _ = writeln!(spec, "        require: any");
+                let _ = writeln!(spec, "        stages:");
+                let _ = writeln!(
+                    spec,
+                    "          - intent_template: \"Reproduce {{item.description}}\""
+                );
+                let _ = writeln!(
+                    spec,
+                    "          - {{intent_template: \"Decide on {{id}}: {{prev}}\", exit_when: \"'skip' in result\"}}"
+                );
+                let _ = writeln!(
+                    spec,
+                    "          - {{intent_template: \"Fix {{description}}: {{prev}}\", when: \"len(item.files_owned) > 0\"}}"
+                );
+            }
+            _ => {
+                let _ = writeln!(spec, "        intent: \"Report on part {index}\"");
+                let _ = writeln!(
+                    spec,
+                    "        inputs: {{outcome: \"$.steps.step_{}.output.outcome\"}}",
+                    index - 1
+                );
+                let _ = writeln!(spec, "        output_contract: Note");
             }
         }
     }
@@ -392,5 +478,23 @@ mod tests {
                 .map(|s| s.value.len()),
             Some(250)
         );
+    }
+
+    #[test]
+    fn the_generated_v03_spec_is_valid() {
+        let spec = generated_v03_spec(120);
+        let (sources, compilation) = check_one("generated-v03.stratum.yaml", spec.as_bytes());
+        assert!(
+            compilation.diagnostics.is_empty(),
+            "{}",
+            render_snapshot(&sources, std::slice::from_ref(&compilation))
+        );
+        let steps = compilation
+            .ast
+            .flows
+            .first()
+            .and_then(|flow| flow.steps.as_ref())
+            .map(|steps| steps.value.len());
+        assert_eq!(steps, Some(120));
     }
 }

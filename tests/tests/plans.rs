@@ -382,11 +382,11 @@ fn the_loader_refuses_what_it_cannot_run() {
         "this is not a stratumc plan (it has no `format`); build one with `stratumc build SPEC -o PLAN`"
     );
 
-    let future = json.replacen("\"format\":1", "\"format\":2", 1);
+    let future = json.replacen("\"format\":2", "\"format\":3", 1);
     let error = plan::load(future.as_bytes()).unwrap_err();
     assert_eq!(
         error.to_string(),
-        "the plan has format 2 (written by stratumc 0.1.0), but this runtime reads format 1; \
+        "the plan has format 3 (written by stratumc 0.1.0), but this runtime reads format 2; \
          rebuild it from its spec with this version's `stratumc build`"
     );
 

@@ -7,6 +7,7 @@
 use petgraph::Direction;
 use petgraph::graph::NodeIndex;
 
+use super::fan_out::Place;
 use super::{LowerError, Lowering, index_u32, lower_budget, truthy};
 use crate::plan::{self, Action, Target};
 use crate::sema::FlowModel;
@@ -18,6 +19,8 @@ use crate::syntax::ast::{self, Field, Flow, Function, InputValue, Mode, Step, Te
 const FUNCTION_RETRIES: u32 = 3;
 /// The retries of an inline step that does not set them.
 const STEP_RETRIES: u32 = 1;
+/// The retries of a decompose, parallel_dispatch or pipeline step that does not set them.
+const FAN_OUT_RETRIES: u32 = 2;
 
 /// What every step of one flow shares.
 pub(super) struct FlowContext<'a> {
@@ -147,6 +150,7 @@ impl Lowering<'_> {
             .map(|retries| retries.value)
             .unwrap_or(match info.kind {
                 StepKind::Function(_) => FUNCTION_RETRIES,
+                StepKind::Decompose | StepKind::Parallel | StepKind::Pipeline => FAN_OUT_RETRIES,
                 _ => STEP_RETRIES,
             });
 
@@ -216,7 +220,7 @@ impl Lowering<'_> {
     }
 
     fn action(
-        &self,
+        &mut self,
         context: &FlowContext<'_>,
         step: &Step,
         kind: StepKind,
@@ -260,6 +264,31 @@ impl Lowering<'_> {
                 flow: self.flow_index.get(&called).copied().ok_or_else(|| {
                     LowerError::Internal(format!("the flow {called} was not selected"))
                 })?,
+            },
+            (StepKind::Decompose, _) => Action::Decompose {
+                intent: text(&step.intent).unwrap_or_default(),
+                agent: text(&step.agent),
+                model: model(),
+            },
+            (StepKind::Parallel, _) => {
+                let fan_out = self.fan_out(context, step)?;
+                let template = match &step.intent_template {
+                    Some(template) => self.template(&template.value, Place::Task),
+                    None => plan::Template::default(),
+                };
+                let task_contract = step
+                    .output_contract
+                    .as_ref()
+                    .and_then(|name| self.contract_index.get(&name.value).copied());
+                Action::Parallel {
+                    fan_out,
+                    template,
+                    task_contract,
+                }
+            }
+            (StepKind::Pipeline, _) => Action::Pipeline {
+                fan_out: self.fan_out(context, step)?,
+                stages: self.stages(step)?,
             },
             (StepKind::Judge, _) => Action::Judge {
                 config: step

@@ -9,7 +9,9 @@
 use serde::Deserialize;
 use thiserror::Error;
 
-use super::{Action, Binding, FORMAT, Plan, Target};
+use super::{
+    Action, Binding, FORMAT, FanOut, Plan, READABLE_FORMATS, Target, Template, TemplatePart, Verify,
+};
 
 /// The largest plan [`load`] reads: far above any real spec's (a 10,000-step spec gives a
 /// plan of about 16 MiB).
@@ -98,7 +100,7 @@ pub fn load(bytes: &[u8]) -> Result<Plan, LoadError> {
             });
         }
         Some(serde_json::Value::Number(number)) => match number.as_u64() {
-            Some(found) if found == u64::from(FORMAT) => {}
+            Some(found) if READABLE_FORMATS.iter().any(|&f| u64::from(f) == found) => {}
             Some(found) => {
                 return Err(LoadError::IncompatibleFormat {
                     found,
@@ -233,30 +235,75 @@ fn check_indices(plan: &Plan) -> Result<(), String> {
                 }
                 _ => {}
             }
-            for input in &step.inputs {
-                let (path, step_index) = match &input.value {
+            let mut bindings: Vec<(String, &Binding)> = step
+                .inputs
+                .iter()
+                .map(|input| (format!("input `{}`", input.name), &input.value))
+                .collect();
+            let mut template_paths: Vec<u32> = Vec::new();
+            match &step.action {
+                Action::Parallel {
+                    fan_out,
+                    template,
+                    task_contract,
+                } => {
+                    contract(*task_contract, &what)?;
+                    fan_out_bindings(fan_out, &mut bindings);
+                    template_paths.extend(template_part_paths(template));
+                }
+                Action::Pipeline { fan_out, stages } => {
+                    fan_out_bindings(fan_out, &mut bindings);
+                    for stage in stages {
+                        template_paths.extend(template_part_paths(&stage.template));
+                    }
+                }
+                _ => {}
+            }
+            if let Some(path) = template_paths
+                .into_iter()
+                .find(|&path| !in_range(path, plan.paths.len()))
+            {
+                return Err(format!(
+                    "a template of {what} in flow `{name}` reads path {path}, which does not exist"
+                ));
+            }
+            for (label, binding) in bindings {
+                let (path, step_index) = match binding {
                     Binding::Input { path } => (*path, None),
                     Binding::Step { step, path } => (*path, Some(*step)),
                     Binding::Const(_) => continue,
                 };
                 if !in_range(path, plan.paths.len()) {
                     return Err(format!(
-                        "input `{}` of {what} in flow `{name}` reads path {path}, which does not \
-                         exist",
-                        input.name
+                        "{label} of {what} in flow `{name}` reads path {path}, which does not \
+                         exist"
                     ));
                 }
                 if let Some(index) = step_index.filter(|&index| !in_range(index, steps)) {
                     return Err(format!(
-                        "input `{}` of {what} in flow `{name}` reads step {index}, which does not \
-                         exist",
-                        input.name
+                        "{label} of {what} in flow `{name}` reads step {index}, which does not \
+                         exist"
                     ));
                 }
             }
         }
     }
     Ok(())
+}
+
+/// The bindings a fan-out step reads when it starts.
+fn fan_out_bindings<'p>(fan_out: &'p FanOut, bindings: &mut Vec<(String, &'p Binding)>) {
+    bindings.push(("the source".to_owned(), &fan_out.source));
+    if let Some(Verify::Binding(binding)) = &fan_out.pre_merge_verify {
+        bindings.push(("`pre_merge_verify`".to_owned(), binding));
+    }
+}
+
+fn template_part_paths(template: &Template) -> impl Iterator<Item = u32> + '_ {
+    template.parts.iter().filter_map(|part| match part {
+        TemplatePart::Value { path, .. } => Some(*path),
+        TemplatePart::Text(_) => None,
+    })
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use crate::expression::{self, Expressions};
 use crate::sema::resolve::listing;
 use crate::sema::symbols::{Table, flow_steps};
 use crate::source::Span;
-use crate::syntax::ast::{Flow, InputValue, Step, Text};
+use crate::syntax::ast::{Flow, InputValue, PreMergeVerify, Step, Text};
 
 /// How many edges of a cycle get a label; a longer cycle is elided in the middle.
 pub(crate) const MAX_CYCLE_LABELS: usize = 12;
@@ -39,6 +39,8 @@ pub enum EdgeKind {
     Input,
     /// The later step's `skip_if` reads the earlier one's output.
     SkipIf,
+    /// The later step fans out over the earlier one's output (`source`, version 0.3).
+    Source,
 }
 
 /// An edge of a flow's DAG and the span that created it.
@@ -98,6 +100,28 @@ pub fn build(
                 expressions.insert(text, expr);
             }
         }
+        // A fan-out step's `source` is read when the step starts, so its step runs first
+        // (the reference resolves it without an edge, and fails when the order is wrong).
+        for text in reference_texts(step) {
+            let Some(expr) = input_reference(text, diagnostics) else {
+                continue;
+            };
+            if step
+                .source
+                .as_ref()
+                .is_some_and(|source| std::ptr::eq(&source.value, text))
+            {
+                for id in step_references(&expr) {
+                    add(
+                        &mut graph,
+                        &id.name,
+                        EdgeKind::Source,
+                        text.span_of(id.span.range()),
+                    );
+                }
+            }
+            expressions.insert(text, expr);
+        }
         if let Some(skip_if) = &step.skip_if
             && let Some(expr) = expressions.get(&skip_if.value)
         {
@@ -129,6 +153,24 @@ pub fn input_texts(step: &Step) -> impl Iterator<Item = &Text> {
             InputValue::Text(text) if text.value.starts_with('$') => Some(text),
             _ => None,
         })
+}
+
+/// The `$`-references of a version 0.3 step outside its inputs: `source`, and a
+/// `pre_merge_verify` written as a reference.
+pub fn reference_texts(step: &Step) -> impl Iterator<Item = &Text> {
+    let verify = step
+        .pre_merge_verify
+        .as_ref()
+        .and_then(|field| match &field.value {
+            PreMergeVerify::Reference(text) => Some(text),
+            PreMergeVerify::Commands(_) => None,
+        });
+    step.source
+        .as_ref()
+        .map(|field| &field.value)
+        .into_iter()
+        .chain(verify)
+        .filter(|text| text.value.starts_with('$'))
 }
 
 /// Parses a step input that starts with `$`: it must be exactly one `$`-reference, as the
@@ -386,6 +428,7 @@ fn dependency_cycle(flow: &Flow, graph: &Dag, cycle: &[EdgeIndex]) -> Diagnostic
                 EdgeKind::DependsOn => format!("`{to}` depends on `{from}` here"),
                 EdgeKind::Input => format!("`{to}` reads the output of `{from}` here"),
                 EdgeKind::SkipIf => format!("the `skip_if` of `{to}` reads `{from}` here"),
+                EdgeKind::Source => format!("`{to}` fans out over the output of `{from}` here"),
             };
             Some((weight.span, label))
         })

@@ -17,9 +17,11 @@
 //! at its use; everything that depends on it is treated as unknown (`any`), never as a second
 //! error.
 
+pub mod aggregate;
 pub mod compose;
 pub mod contract_type;
 pub mod dag;
+pub mod fan_out;
 pub mod fields;
 pub mod flow_output;
 pub mod json_schema;

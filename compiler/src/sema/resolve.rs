@@ -12,11 +12,12 @@
 use stratum_grammar::types::Type;
 
 use crate::diagnostic::{Code, Diagnostic, backticked};
+use crate::sema::aggregate;
 use crate::sema::may_suggest;
 use crate::sema::symbols::{SymbolKind, Symbols, Table, flow_steps};
 use crate::sema::types::ContractTypes;
 use crate::source::Span;
-use crate::syntax::ast::{Ast, Field, Flow, Mode, Step};
+use crate::syntax::ast::{Ast, Field, Flow, Mode, Step, StepType};
 
 /// What a step is, once its `function`, `intent`, `flow` or `judge` is resolved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +32,12 @@ pub enum StepKind {
     Flow(usize),
     /// A judge step (accepted as the reference implementation accepts it, otherwise unchecked).
     Judge,
+    /// An inline step with `type: decompose`: an agent splits the work into a task graph.
+    Decompose,
+    /// `type: parallel_dispatch`: one task per element of its `source`.
+    Parallel,
+    /// `type: pipeline`: every element of its `source` through its `stages`.
+    Pipeline,
     /// The step's kind could not be determined; an error says why.
     Unknown,
 }
@@ -43,6 +50,9 @@ impl StepKind {
             StepKind::Inline => "inline step",
             StepKind::Flow(_) => "flow step",
             StepKind::Judge => "judge step",
+            StepKind::Decompose => "decompose step",
+            StepKind::Parallel => "parallel_dispatch step",
+            StepKind::Pipeline => "pipeline step",
             StepKind::Unknown => "step",
         }
     }
@@ -162,20 +172,28 @@ fn resolve_step(
             .get(index)
             .and_then(|function| function.output.as_ref())
             .map(|output| output.value.clone()),
-        StepKind::Inline => output_contract,
+        StepKind::Inline | StepKind::Decompose => output_contract,
         StepKind::Flow(index) => ast
             .flows
             .get(index)
             .and_then(|flow| flow.output.as_ref())
             .map(|output| output.value.clone()),
-        StepKind::Gate(_) | StepKind::Judge | StepKind::Unknown => None,
+        StepKind::Gate(_)
+        | StepKind::Judge
+        | StepKind::Parallel
+        | StepKind::Pipeline
+        | StepKind::Unknown => None,
     }
     .filter(|name| symbols.contracts.get(name).is_some());
-    let result = contract
-        .as_deref()
-        .and_then(|name| contracts.contract(name))
-        .cloned()
-        .unwrap_or(Type::Any);
+    let result = match kind {
+        StepKind::Parallel => aggregate::parallel(),
+        StepKind::Pipeline => aggregate::pipeline(),
+        _ => contract
+            .as_deref()
+            .and_then(|name| contracts.contract(name))
+            .cloned()
+            .unwrap_or(Type::Any),
+    };
     let output = if step.skip_if.is_some() && result != Type::Any {
         result.clone().optional()
     } else {
@@ -190,10 +208,12 @@ fn resolve_step(
 }
 
 /// The step's kind when exactly one of `function`, `intent`, `flow` and `judge` is written and
-/// what it names exists; otherwise `Unknown` (the format rules or resolution report why). The
-/// format rules take each step's kind from here and report the steps that name none or
-/// several. A `judge` counts when it is truthy (as the reference tests it), a function when its
-/// `mode` is known.
+/// what it names exists, or, in version 0.3, when `type` says `decompose` (with an `intent`),
+/// `parallel_dispatch` or `pipeline` (with none of the four); otherwise `Unknown` (the format
+/// rules or resolution report why). The format rules take each step's kind from here and
+/// report the steps that name none or several. A `judge` counts when it is truthy (as the
+/// reference tests it), a function when its `mode` is known. A `type` of `function`, `inline`
+/// or `flow` that contradicts the key is reported by the rules; the key decides the kind.
 fn step_kind(
     ast: &Ast,
     step: &Step,
@@ -203,14 +223,25 @@ fn step_kind(
     let judge = step
         .judge
         .as_ref()
-        .is_some_and(|judge| crate::sema::rules::is_truthy(&judge.value));
+        .is_some_and(|judge| judge.value.is_truthy());
     let modes = [
         step.function.is_some(),
         step.intent.is_some(),
         step.flow.is_some(),
         judge,
     ];
-    if modes.iter().filter(|&&set| set).count() != 1 {
+    let named = modes.iter().filter(|&&set| set).count();
+    match step.step_type.as_ref().map(|ty| ty.value) {
+        Some(StepType::ParallelDispatch) if named == 0 => return StepKind::Parallel,
+        Some(StepType::Pipeline) if named == 0 => return StepKind::Pipeline,
+        Some(StepType::ParallelDispatch | StepType::Pipeline) => return StepKind::Unknown,
+        Some(StepType::Decompose) if named == 1 && step.intent.is_some() => {
+            return StepKind::Decompose;
+        }
+        Some(StepType::Decompose) => return StepKind::Unknown,
+        Some(StepType::Function | StepType::Inline | StepType::Flow) | None => {}
+    }
+    if named != 1 {
         return StepKind::Unknown;
     }
     if step.function.is_some() {

@@ -9,6 +9,7 @@
 //! written, so "missing key" rules never follow from a bad value; and a key that is reported
 //! as not allowed is not checked any further.
 
+mod fan_out;
 mod functions;
 mod steps;
 mod workflow;
@@ -20,7 +21,6 @@ use crate::sema::types::ContractTypes;
 use crate::source::Span;
 use crate::syntax::ast::{Ast, Name, Version};
 use crate::syntax::keys::Shape;
-use crate::syntax::tree::{Node, NodeKind};
 
 /// Checks every format rule of `ast`, adding what it finds to `diagnostics`.
 pub fn check(
@@ -76,22 +76,6 @@ fn removal_among(keys: &[Span], owner: Span, key: Span, value: Span) -> Option<S
         .min()
         .unwrap_or(value.end);
     Some(key.with_end(end))
-}
-
-/// Python's truthiness of a value written as is (`judge`, `output_schema`,
-/// `reasoning_template`), which is what the reference implementation tests. A dropped value
-/// counts as set: it was reported already, and nothing should follow from it.
-pub(crate) fn is_truthy(node: &Node) -> bool {
-    match &node.kind {
-        NodeKind::Null => false,
-        NodeKind::Bool(value) => *value,
-        NodeKind::Int(value) => *value != 0,
-        NodeKind::Float(value) => *value != 0.0,
-        NodeKind::Str(value) => !value.value.is_empty(),
-        NodeKind::Seq(items) => !items.is_empty(),
-        NodeKind::Map(entries) => !entries.is_empty(),
-        NodeKind::Invalid => true,
-    }
 }
 
 /// Whether a version 0.2 rule applies: in a version 0.1 spec the front end already holds the

@@ -203,6 +203,8 @@ fn check_flow(
             );
         }
 
+        crate::sema::fan_out::check_step(step, &mut env, expressions, diagnostics);
+
         // The expressions below add no dependency: the steps they read must be ancestors.
         let mut no_edges: Vec<&Text> = Vec::new();
         env.names.insert("result".into(), info.result.clone());
@@ -466,7 +468,11 @@ fn check_input_types(
 /// exists is reported as such: `W0021`, `E0043`.)
 fn declares_no_inputs(ast: &Ast, kind: StepKind) -> bool {
     match kind {
-        StepKind::Inline | StepKind::Judge => true,
+        StepKind::Inline
+        | StepKind::Judge
+        | StepKind::Decompose
+        | StepKind::Parallel
+        | StepKind::Pipeline => true,
         StepKind::Function(index) | StepKind::Gate(index) => ast
             .functions
             .get(index)
@@ -749,6 +755,6 @@ fn whole(text: &Text) -> crate::source::Span {
     text.span_of(0..text.value.len())
 }
 
-fn shown(ty: &Type) -> String {
+pub(crate) fn shown(ty: &Type) -> String {
     format!("`{ty}`")
 }

@@ -1,4 +1,4 @@
-//! The typed AST of a `.stratum.yaml` spec, versions 0.1 and 0.2.
+//! The typed AST of a `.stratum.yaml` spec, versions 0.1, 0.2 and 0.3.
 //!
 //! Built by `syntax::parse` from the YAML tree. Every definition, key and value carries its
 //! [`Span`]. A [`Field`] records both where its key and where its value stand, so a later stage
@@ -63,6 +63,7 @@ pub struct Ast {
 pub enum Version {
     V0_1,
     V0_2,
+    V0_3,
 }
 
 impl Version {
@@ -70,6 +71,7 @@ impl Version {
         match self {
             Version::V0_1 => "0.1",
             Version::V0_2 => "0.2",
+            Version::V0_3 => "0.3",
         }
     }
 }
@@ -225,9 +227,104 @@ pub struct Step {
     pub cache: Option<Field<bool>>,
     /// A reasoning certificate template, kept as written.
     pub reasoning_template: Option<Field<Node>>,
+    /// Version 0.3: what the step is, as written (`type:`).
+    pub step_type: Option<Field<StepType>>,
+    /// Version 0.3: the list a parallel or pipeline step fans out over, a `$`-reference.
+    pub source: Option<Field<Text>>,
+    /// Version 0.3: a parallel step's per-task intent, with placeholders.
+    pub intent_template: Option<Field<Text>>,
+    pub max_concurrent: Option<Field<u32>>,
+    pub isolation: Option<Field<Isolation>>,
+    pub require: Option<Field<Require>>,
+    pub merge: Option<Field<Merge>>,
+    /// Seconds each task may run.
+    pub task_timeout: Option<Field<u64>>,
+    /// A reasoning certificate template for each task, kept as written.
+    pub task_reasoning_template: Option<Field<Node>>,
+    pub capture_diff: Option<Field<bool>>,
+    pub defer_advance: Option<Field<bool>>,
+    pub pre_merge_verify: Option<Field<PreMergeVerify>>,
+    /// Version 0.3: a pipeline step's stages.
+    pub stages: Option<Field<Vec<Stage>>>,
     /// Every key written in the step's mapping, in order, known or not and whatever its value:
     /// the middle end tells a key that is absent from one whose value was rejected.
     pub keys: Vec<Name>,
+}
+
+/// A step's `type` (version 0.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepType {
+    Function,
+    Inline,
+    Flow,
+    Decompose,
+    ParallelDispatch,
+    Pipeline,
+}
+
+impl StepType {
+    /// The type as a spec writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepType::Function => "function",
+            StepType::Inline => "inline",
+            StepType::Flow => "flow",
+            StepType::Decompose => "decompose",
+            StepType::ParallelDispatch => "parallel_dispatch",
+            StepType::Pipeline => "pipeline",
+        }
+    }
+}
+
+/// Where the tasks of a parallel or pipeline step run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isolation {
+    Worktree,
+    Branch,
+    None,
+}
+
+/// How many tasks (a pipeline's items, a fanout's lanes) must complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Require {
+    All,
+    Any,
+    AtLeast(u32),
+}
+
+/// How the tasks' changes are merged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Merge {
+    SequentialApply,
+    Manual,
+}
+
+/// A parallel step's `pre_merge_verify`: commands, or a `$`-reference to a list of them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PreMergeVerify {
+    Commands(Vec<Spanned<String>>),
+    Reference(Text),
+}
+
+/// One stage of a pipeline step (version 0.3).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stage {
+    pub span: Span,
+    pub intent_template: Option<Field<Text>>,
+    pub agent: Option<Field<String>>,
+    pub task_reasoning_template: Option<Field<Node>>,
+    pub task_timeout: Option<Field<u64>>,
+    pub when: Option<Field<Text>>,
+    pub exit_when: Option<Field<Text>>,
+    pub fanout: Option<Field<Fanout>>,
+    pub join: Option<Field<bool>>,
+}
+
+/// A pipeline stage's `fanout`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fanout {
+    pub max: Option<Field<u32>>,
+    pub require: Option<Field<Require>>,
 }
 
 /// One entry of a step's `inputs`.

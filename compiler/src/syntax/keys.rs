@@ -64,6 +64,10 @@ pub enum Value {
     Named(&'static Value),
     /// A list of at least one value of one kind.
     NonEmptyList(&'static Value),
+    /// How many tasks must complete: `all`, `any` or a whole number of at least 1.
+    Require,
+    /// A string, or a list of strings (`pre_merge_verify`: commands, or a `$`-reference).
+    TextOrTexts,
     /// A field definition: a type text (`text: string`), or a mapping with the keys of a shape.
     FieldDef(&'static Shape),
 }
@@ -92,6 +96,8 @@ impl fmt::Debug for Value {
             Value::Shape(shape) => write!(f, "Shape({})", shape.name),
             Value::Named(value) => f.debug_tuple("Named").field(value).finish(),
             Value::NonEmptyList(value) => f.debug_tuple("NonEmptyList").field(value).finish(),
+            Value::Require => f.write_str("Require"),
+            Value::TextOrTexts => f.write_str("TextOrTexts"),
             Value::FieldDef(shape) => write!(f, "FieldDef({})", shape.name),
         }
     }
@@ -139,6 +145,13 @@ const fn v02(name: &'static str) -> Key {
     }
 }
 
+const fn v03(name: &'static str) -> Key {
+    Key {
+        since: Version::V0_3,
+        ..key(name)
+    }
+}
+
 const fn required(name: &'static str, placeholder: &'static str) -> Key {
     Key {
         required: Required::Always,
@@ -165,13 +178,11 @@ pub struct Shape {
     pub keys: &'static [Key],
     /// Unknown keys are warnings here (contract fields, where the reference accepts any key).
     pub unknown_is_warning: bool,
-    /// Version 0.3 step keys get their own diagnostic here.
-    pub has_v03_keys: bool,
 }
 
 impl Shape {
     const fn new(name: &'static str, what: &'static str, keys: &'static [Key]) -> Shape {
-        Shape::with(name, what, keys, false, false)
+        Shape::with(name, what, keys, false)
     }
 
     const fn with(
@@ -179,14 +190,12 @@ impl Shape {
         what: &'static str,
         keys: &'static [Key],
         unknown_is_warning: bool,
-        has_v03_keys: bool,
     ) -> Shape {
         Shape {
             name,
             what: Cow::Borrowed(what),
             keys,
             unknown_is_warning,
-            has_v03_keys,
         }
     }
 
@@ -204,7 +213,7 @@ impl Shape {
 }
 
 /// The spec versions `read` accepts.
-pub const VERSIONS: &[&str] = &["0.1", "0.2"];
+pub const VERSIONS: &[&str] = &["0.1", "0.2", "0.3"];
 
 /// `count32`'s bound: the largest count a run keeps.
 const U32_MAX: Option<u64> = Some(u32::MAX as u64);
@@ -226,7 +235,7 @@ pub static ROOT: Shape = Shape::new(
         // Not `required`: `read` reports a missing version itself (E0014), before the shape check.
         key("version")
             .value(Value::Choice(VERSIONS))
-            .doc("Required. The spec version: `\"0.1\"` or `\"0.2\"`; 0.2 adds gates, inline steps, flow composition, policies, iterations, `skip_if`, routing and workflows."),
+            .doc("Required. The spec version: `\"0.1\"`, `\"0.2\"` or `\"0.3\"`; 0.2 adds gates, inline steps, flow composition, policies, iterations, `skip_if`, routing and workflows; 0.3 adds decompose, parallel_dispatch and pipeline steps."),
         key("contracts")
             .value(Value::Named(&Value::Named(&Value::FieldDef(&CONTRACT_FIELD))))
             .doc("Named output schemas: each contract maps field names to `{type: <type>}` definitions."),
@@ -243,18 +252,12 @@ pub static ROOT: Shape = Shape::new(
 );
 
 /// A contract field definition: `{type: string, …}`.
-pub static CONTRACT_FIELD: Shape = Shape::with(
-    "contractField",
-    "a contract field",
-    &FIELD_KEYS,
-    true,
-    false,
-);
+pub static CONTRACT_FIELD: Shape =
+    Shape::with("contractField", "a contract field", &FIELD_KEYS, true);
 
 /// A function's or flow's input parameter: the same keys as a contract field, `type` optional.
 /// An `items` definition has these keys too, in contracts as well (`sema::fields` reads it).
-pub static INPUT_PARAM: Shape =
-    Shape::with("inputParam", "an input parameter", &PARAM_KEYS, true, false);
+pub static INPUT_PARAM: Shape = Shape::with("inputParam", "an input parameter", &PARAM_KEYS, true);
 
 static FIELD_KEYS: [Key; 11] = field_keys(
     required("type", "string")
@@ -503,27 +506,110 @@ pub static STEP: Shape = Shape::with(
         v02("reasoning_template")
             .value(Value::Mapping)
             .doc("(v0.2) A reasoning certificate template for the step."),
+        v03("type")
+            .value(Value::Choice(STEP_TYPES))
+            .doc("(v0.3) What the step is: `function`, `inline` or `flow` (which must agree with its `function`, `intent` or `flow`), or `decompose`, `parallel_dispatch` or `pipeline`."),
+        v03("source")
+            .value(Value::Text)
+            .doc("(v0.3, parallel_dispatch and pipeline steps) Required there. The list that fans out: `$.input.<field>` or `$.steps.<id>.output.<field>`; one task (or pipeline item) per element."),
+        v03("intent_template")
+            .value(Value::NonEmptyText)
+            .doc("(v0.3, parallel_dispatch steps) Required there. Each task's intent, with `{field}` placeholders filled from the task's element (`{task.field}` too); `{{` and `}}` for braces."),
+        v03("max_concurrent")
+            .value(count32(1))
+            .doc("(v0.3, parallel_dispatch and pipeline steps) The most tasks that run at once; default 3."),
+        v03("isolation")
+            .value(Value::Choice(ISOLATIONS))
+            .doc("(v0.3, parallel_dispatch and pipeline steps) `worktree` (the default: each task in its own git worktree) or `none` (tasks share the project root)."),
+        v03("require")
+            .value(Value::Require)
+            .doc("(v0.3, parallel_dispatch and pipeline steps) How many tasks (pipeline: items) must complete: `all` (the default), `any` or a number."),
+        v03("merge")
+            .value(Value::Choice(MERGES))
+            .doc("(v0.3, parallel_dispatch and pipeline steps) How the tasks' changes are merged: `sequential_apply` (the default: in task order) or `manual`."),
+        v03("task_timeout")
+            .value(count(1))
+            .doc("(v0.3, parallel_dispatch and pipeline steps) Seconds each task may run; default 1800."),
+        v03("task_reasoning_template")
+            .value(Value::Mapping)
+            .doc("(v0.3, parallel_dispatch and pipeline steps) A reasoning certificate template each task's answer must follow."),
+        v03("capture_diff")
+            .value(Value::Boolean)
+            .doc("(v0.3, parallel_dispatch and pipeline steps) `true` to record each task's changes as a diff."),
+        v03("defer_advance")
+            .value(Value::Boolean)
+            .doc("(v0.3, parallel_dispatch and pipeline steps) `true` to wait, once every task has finished, for the client to advance the flow (after its own merge)."),
+        v03("pre_merge_verify")
+            .value(Value::TextOrTexts)
+            .doc("(v0.3, parallel_dispatch and pipeline steps) Commands each task's worktree must pass before its changes are merged, or a `$.input` reference to such a list."),
+        v03("stages")
+            .value(Value::NonEmptyList(&Value::Shape(&STAGE)))
+            .doc("(v0.3, pipeline steps) Required there. The stages every item of `source` goes through, in order."),
     ],
     false,
-    true,
 );
 
-/// Step keys of version 0.3 (decompose, parallel_dispatch and pipeline steps).
-pub const V03_STEP_KEYS: &[&str] = &[
-    "type",
-    "source",
-    "max_concurrent",
-    "isolation",
-    "require",
-    "merge",
-    "intent_template",
-    "stages",
-    "task_timeout",
-    "task_reasoning_template",
-    "capture_diff",
-    "defer_advance",
-    "pre_merge_verify",
+/// The kinds a step's `type` names.
+pub const STEP_TYPES: &[&str] = &[
+    "function",
+    "inline",
+    "flow",
+    "decompose",
+    "parallel_dispatch",
+    "pipeline",
 ];
+
+/// Where the tasks of a parallel step run.
+const ISOLATIONS: &[&str] = &["worktree", "branch", "none"];
+
+/// How the tasks' changes are merged.
+const MERGES: &[&str] = &["sequential_apply", "manual"];
+
+/// One stage of a pipeline step.
+pub static STAGE: Shape = Shape::new(
+    "stage",
+    "a pipeline stage",
+    &[
+        required("intent_template", "\"what to do with {item}\"")
+            .value(Value::NonEmptyText)
+            .doc("Required. The stage's intent for one item: `{item}`, `{item.field}`, `{prev}` (the previous stage's result), in a join `{prevs}`; `{{` and `}}` for braces."),
+        key("agent")
+            .value(Value::Text)
+            .doc("The agent that runs the stage; default the step's."),
+        key("task_reasoning_template")
+            .value(Value::Mapping)
+            .doc("A reasoning certificate template the stage's answer must follow."),
+        key("task_timeout")
+            .value(count(1))
+            .doc("Seconds the stage may run for one item; default the step's."),
+        key("when")
+            .value(EXPRESSION)
+            .doc("An expression over `item` (and `prev`, `prev_raw` after the first stage): when false, the stage is skipped for the item and passes the previous result on."),
+        key("exit_when")
+            .value(EXPRESSION)
+            .doc("An expression over `item`, `result` (the answer as JSON text) and `result_raw`: when true, the item's later stages are skipped."),
+        key("fanout")
+            .value(Value::Shape(&FANOUT))
+            .doc("Splits the item: the stage answers a list, and the stages up to the `join` run once per element (lanes)."),
+        key("join")
+            .value(Value::Boolean)
+            .doc("`true` on the stage that gathers the lanes of the `fanout` before it (`{prevs}`)."),
+    ],
+);
+
+/// A pipeline stage's `fanout`.
+pub static FANOUT: Shape = Shape::new(
+    "fanout",
+    "a fanout",
+    &[
+        required("max", "4")
+            .value(count32(1))
+            .doc("Required. The most lanes the split may produce."),
+        key("require").value(Value::Require).doc(
+            "How many lanes must complete for the join: `all` (the default), `any` or a number.",
+        ),
+    ],
+);
 
 pub static WORKFLOW: Shape = Shape::new(
     "workflow",
@@ -556,7 +642,7 @@ pub static WORKFLOW_PARAM: Shape = Shape::new(
 );
 
 /// Every shape, in the order of the format reference: the root first.
-pub static SHAPES: [&Shape; 9] = [
+pub static SHAPES: [&Shape; 11] = [
     &ROOT,
     &CONTRACT_FIELD,
     &INPUT_PARAM,
@@ -564,6 +650,8 @@ pub static SHAPES: [&Shape; 9] = [
     &BUDGET,
     &FLOW,
     &STEP,
+    &STAGE,
+    &FANOUT,
     &WORKFLOW,
     &WORKFLOW_PARAM,
 ];

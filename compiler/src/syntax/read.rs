@@ -35,7 +35,6 @@ pub fn read(root: &Node, src: &SourceFile, diagnostics: &mut Vec<Diagnostic>) ->
     };
     match cx.read_version(root, entries) {
         VersionRead::Supported(version) => ast.version = Some(version),
-        VersionRead::Unsupported => return ast,
         VersionRead::Unknown => {}
     }
     let Some(map) = cx.map(root, &keys::ROOT, root.span) else {
@@ -78,7 +77,6 @@ struct Reader<'a> {
 
 enum VersionRead {
     Supported(Field<Version>),
-    Unsupported,
     Unknown,
 }
 
@@ -152,7 +150,7 @@ impl Reader<'_> {
                     Diagnostic::new(
                         Code::E0014,
                         format!(
-                            "`version` must be \"0.1\" or \"0.2\", not {}",
+                            "`version` must be \"0.1\", \"0.2\" or \"0.3\", not {}",
                             value.kind_name()
                         ),
                         value.span,
@@ -166,18 +164,7 @@ impl Reader<'_> {
         let version = match written.as_str() {
             "0.1" => Version::V0_1,
             "0.2" => Version::V0_2,
-            "0.3" => {
-                self.push(
-                    Diagnostic::new(
-                        Code::E0015,
-                        "spec version 0.3 is not supported yet",
-                        value.span,
-                        "version 0.3",
-                    )
-                    .help("version 0.3 adds decompose, parallel_dispatch and pipeline steps, which stratumc does not check yet; use \"0.2\" if the spec needs none of them"),
-                );
-                return VersionRead::Unsupported;
-            }
+            "0.3" => Version::V0_3,
             other => {
                 let mut diagnostic = Diagnostic::new(
                     Code::E0014,
@@ -185,13 +172,13 @@ impl Reader<'_> {
                     value.span,
                     "not a spec version",
                 );
-                diagnostic = match did_you_mean(other, ["0.1", "0.2"]) {
+                diagnostic = match did_you_mean(other, keys::VERSIONS.iter().copied()) {
                     Some(best) => diagnostic.help(format!("did you mean \"{best}\"?")).fix(
                         format!("use version \"{best}\""),
                         value.span,
                         format!("\"{best}\""),
                     ),
-                    None => diagnostic.help("the versions are \"0.1\" and \"0.2\""),
+                    None => diagnostic.help("the versions are \"0.1\", \"0.2\" and \"0.3\""),
                 };
                 self.push(diagnostic);
                 return VersionRead::Unknown;
@@ -203,6 +190,35 @@ impl Reader<'_> {
             span: value.span,
             value: version,
         })
+    }
+
+    /// Diagnoses something that needs a later version than the spec's.
+    fn requires(&mut self, since: Version, span: Span, what: String) {
+        if since == Version::V0_3 {
+            self.requires_v03(span, what);
+        } else {
+            self.requires_v02(span, what);
+        }
+    }
+
+    /// Diagnoses a key of version 0.3 in a 0.1 or 0.2 spec.
+    fn requires_v03(&mut self, span: Span, what: String) {
+        let mut diagnostic = Diagnostic::new(
+            Code::E0023,
+            format!("{what} needs spec version 0.3"),
+            span,
+            "version 0.3 only",
+        )
+        .help("change the spec to `version: \"0.3\"` (`stratumc migrate` does it); every 0.1 and 0.2 spec is also valid 0.3");
+        if let Some(version) = self.version_value {
+            diagnostic = diagnostic
+                .secondary(
+                    version,
+                    format!("the spec says version {}", self.version.as_str()),
+                )
+                .fix("change the version to \"0.3\"", version, "\"0.3\"");
+        }
+        self.push(diagnostic);
     }
 
     /// Diagnoses something that needs version 0.2 in a 0.1 spec.
@@ -244,7 +260,11 @@ impl Reader<'_> {
             match shape.key(name) {
                 Some(key) => {
                     if key.since > self.version {
-                        self.requires_v02(entry.key.span, format!("`{name}` in {}", shape.what));
+                        self.requires(
+                            key.since,
+                            entry.key.span,
+                            format!("`{name}` in {}", shape.what),
+                        );
                     }
                     accepted.push(entry);
                 }
@@ -311,18 +331,6 @@ impl Reader<'_> {
     /// required key that is missing, which makes it an error even where unknown keys are
     /// only warnings.
     fn unknown_key(&mut self, key: &Node, name: &str, shape: &Shape, misspells_required: bool) {
-        if shape.has_v03_keys && keys::V03_STEP_KEYS.contains(&name) {
-            self.push(
-                Diagnostic::new(
-                    Code::E0023,
-                    format!("`{name}` belongs to spec version 0.3, which is not supported yet"),
-                    key.span,
-                    "version 0.3 key",
-                )
-                .help("decompose, parallel_dispatch and pipeline steps are not supported yet; remove the key"),
-            );
-            return;
-        }
         let valid: Vec<&str> = shape
             .keys
             .iter()
@@ -650,16 +658,187 @@ impl Reader<'_> {
             accumulate_key: self.get(&map, "accumulate_key", |cx, n| cx.text(n)),
             guardrails: self.get(&map, "guardrails", |cx, n| cx.guardrails(n)),
             cache: self.get(&map, "cache", |cx, n| cx.boolean(n)),
-            reasoning_template: self.get(&map, "reasoning_template", |cx, n| match n.kind {
-                NodeKind::Map(_) => Some(n.clone()),
-                NodeKind::Invalid => None,
-                _ => {
-                    cx.wrong_type(n, "a mapping");
-                    None
-                }
+            reasoning_template: self.get(&map, "reasoning_template", |cx, n| cx.mapping(n)),
+            step_type: self.get(&map, "type", |cx, n| cx.step_type(n)),
+            source: self.get(&map, "source", |cx, n| cx.text(n)),
+            intent_template: self.get(&map, "intent_template", |cx, n| cx.template(n)),
+            max_concurrent: self.get(&map, "max_concurrent", |cx, n| {
+                cx.count32(n, "max_concurrent", 1)
             }),
+            isolation: self.get(&map, "isolation", |cx, n| cx.isolation(n)),
+            require: self.get(&map, "require", |cx, n| cx.require(n, "require")),
+            merge: self.get(&map, "merge", |cx, n| cx.merge(n)),
+            task_timeout: self.get(&map, "task_timeout", |cx, n| cx.count(n, "task_timeout", 1)),
+            task_reasoning_template: self
+                .get(&map, "task_reasoning_template", |cx, n| cx.mapping(n)),
+            capture_diff: self.get(&map, "capture_diff", |cx, n| cx.boolean(n)),
+            defer_advance: self.get(&map, "defer_advance", |cx, n| cx.boolean(n)),
+            pre_merge_verify: self.get(&map, "pre_merge_verify", |cx, n| cx.pre_merge_verify(n)),
+            stages: self.get(&map, "stages", |cx, n| cx.stages(n)),
             keys: written_keys(node),
         })
+    }
+
+    /// A pipeline's stages; an empty list is reported and read as no stages.
+    fn stages(&mut self, node: &Node) -> Option<Vec<Stage>> {
+        let items = self.list(node)?;
+        if items.is_empty() {
+            self.push(
+                Diagnostic::new(
+                    Code::E0021,
+                    "a pipeline has no stages",
+                    node.span,
+                    "empty list",
+                )
+                .help("add at least one stage: `- intent_template: \"what to do with {item}\"`"),
+            );
+            return None;
+        }
+        Some(items.iter().filter_map(|item| self.stage(item)).collect())
+    }
+
+    fn stage(&mut self, node: &Node) -> Option<Stage> {
+        let owner = match &node.kind {
+            NodeKind::Map(entries) => entries.first().map_or(node.span, |e| e.key.span),
+            _ => node.span,
+        };
+        let map = self.map(node, &keys::STAGE, owner)?;
+        Some(Stage {
+            span: node.span,
+            intent_template: self.get(&map, "intent_template", |cx, n| cx.template(n)),
+            agent: self.get(&map, "agent", |cx, n| cx.string(n)),
+            task_reasoning_template: self
+                .get(&map, "task_reasoning_template", |cx, n| cx.mapping(n)),
+            task_timeout: self.get(&map, "task_timeout", |cx, n| cx.count(n, "task_timeout", 1)),
+            when: self.get(&map, "when", |cx, n| cx.text(n)),
+            exit_when: self.get(&map, "exit_when", |cx, n| cx.text(n)),
+            fanout: self.get(&map, "fanout", |cx, n| {
+                let map = cx.map(n, &keys::FANOUT, n.span)?;
+                Some(Fanout {
+                    max: cx.get(&map, "max", |cx, n| cx.count32(n, "max", 1)),
+                    require: cx.get(&map, "require", |cx, n| cx.require(n, "require")),
+                })
+            }),
+            join: self.get(&map, "join", |cx, n| cx.boolean(n)),
+        })
+    }
+
+    /// A mapping kept as written (a JSON Schema, a reasoning template).
+    fn mapping(&mut self, node: &Node) -> Option<Node> {
+        match node.kind {
+            NodeKind::Map(_) => Some(node.clone()),
+            NodeKind::Invalid => None,
+            _ => {
+                self.wrong_type(node, "a mapping");
+                None
+            }
+        }
+    }
+
+    /// A template: a string that is not only whitespace, with its offset map (placeholders are
+    /// parsed by the middle end).
+    fn template(&mut self, node: &Node) -> Option<Text> {
+        let text = self.text(node)?;
+        if text.value.trim().is_empty() {
+            self.push(
+                Diagnostic::new(
+                    Code::E0021,
+                    "`intent_template` is empty",
+                    node.span,
+                    "empty string",
+                )
+                .help("write what each task does, with placeholders such as `{description}`"),
+            );
+            return None;
+        }
+        Some(text)
+    }
+
+    fn step_type(&mut self, node: &Node) -> Option<StepType> {
+        self.choice(
+            node,
+            "type",
+            &[
+                ("function", StepType::Function),
+                ("inline", StepType::Inline),
+                ("flow", StepType::Flow),
+                ("decompose", StepType::Decompose),
+                ("parallel_dispatch", StepType::ParallelDispatch),
+                ("pipeline", StepType::Pipeline),
+            ],
+        )
+    }
+
+    fn isolation(&mut self, node: &Node) -> Option<Isolation> {
+        self.choice(
+            node,
+            "isolation",
+            &[
+                ("worktree", Isolation::Worktree),
+                ("branch", Isolation::Branch),
+                ("none", Isolation::None),
+            ],
+        )
+    }
+
+    fn merge(&mut self, node: &Node) -> Option<Merge> {
+        self.choice(
+            node,
+            "merge",
+            &[
+                ("sequential_apply", Merge::SequentialApply),
+                ("manual", Merge::Manual),
+            ],
+        )
+    }
+
+    /// `all`, `any` or a whole number of at least 1.
+    fn require(&mut self, node: &Node, key: &str) -> Option<Require> {
+        match &node.kind {
+            NodeKind::Int(_) => self.count32(node, key, 1).map(Require::AtLeast),
+            NodeKind::Str(_) => {
+                self.choice(node, key, &[("all", Require::All), ("any", Require::Any)])
+            }
+            NodeKind::Invalid => None,
+            _ => {
+                self.wrong_type(node, "`all`, `any` or a whole number");
+                None
+            }
+        }
+    }
+
+    /// Commands, or a `$`-reference to a list of them; a lone string that is not a reference
+    /// is one command.
+    fn pre_merge_verify(&mut self, node: &Node) -> Option<PreMergeVerify> {
+        match &node.kind {
+            NodeKind::Str(s) if s.value.trim_start().starts_with('$') => {
+                self.text(node).map(PreMergeVerify::Reference)
+            }
+            NodeKind::Str(_) => {
+                let command = self.non_empty_string(node, "command")?;
+                Some(PreMergeVerify::Commands(vec![Spanned {
+                    value: command,
+                    span: node.span,
+                }]))
+            }
+            NodeKind::Seq(items) => {
+                let mut commands = Vec::with_capacity(items.len());
+                for item in items {
+                    if let Some(command) = self.non_empty_string(item, "command") {
+                        commands.push(Spanned {
+                            value: command,
+                            span: item.span,
+                        });
+                    }
+                }
+                Some(PreMergeVerify::Commands(commands))
+            }
+            NodeKind::Invalid => None,
+            _ => {
+                self.wrong_type(node, "a list of commands or a `$.input` reference");
+                None
+            }
+        }
     }
 
     fn inputs(&mut self, node: &Node) -> Option<Vec<Input>> {

@@ -68,6 +68,22 @@ impl Node {
         Node { span, kind }
     }
 
+    /// Python's truthiness of a value written as is (`judge`, `output_schema`,
+    /// `reasoning_template`), which is what the reference implementation tests. A dropped value
+    /// counts as set: it was reported already, and nothing should follow from it.
+    pub fn is_truthy(&self) -> bool {
+        match &self.kind {
+            NodeKind::Null => false,
+            NodeKind::Bool(value) => *value,
+            NodeKind::Int(value) => *value != 0,
+            NodeKind::Float(value) => *value != 0.0,
+            NodeKind::Str(value) => !value.value.is_empty(),
+            NodeKind::Seq(items) => !items.is_empty(),
+            NodeKind::Map(entries) => !entries.is_empty(),
+            NodeKind::Invalid => true,
+        }
+    }
+
     /// The string value of a string scalar.
     pub fn as_str(&self) -> Option<&str> {
         match &self.kind {

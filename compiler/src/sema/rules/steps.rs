@@ -12,14 +12,15 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::diagnostic::{backticked, did_you_mean};
 use crate::sema::resolve::StepKind;
 use crate::sema::resolve::listing;
+use crate::sema::rules::fan_out;
 use crate::sema::rules::functions::invalid_guardrail;
-use crate::sema::rules::{is_truthy, is_v02, is_written, removal, removal_among};
+use crate::sema::rules::{is_v02, is_written, removal, removal_among};
 use crate::sema::symbols::{Symbols, flow_steps};
 use crate::sema::{FlowModel, may_suggest};
 use crate::source::Span;
 use crate::syntax::ast::{Ast, Field, Flow, Function, Mode, Step, Version};
 use crate::syntax::keys;
-use crate::syntax::tree::NodeKind;
+use crate::syntax::tree::{Node, NodeKind};
 
 /// What a step runs.
 #[derive(Clone, Copy)]
@@ -33,6 +34,10 @@ enum Kind<'a> {
     /// A `flow` step whose flow resolves.
     Flow,
     Judge,
+    /// An inline step with `type: decompose`.
+    Decompose,
+    /// A `parallel_dispatch` or `pipeline` step.
+    FanOut,
     /// Not known: see the module documentation.
     Unknown,
 }
@@ -50,7 +55,11 @@ pub(super) fn check_flow(
     let steps = flow_steps(flow);
     let order = model.map_or(&[][..], |model| model.dag.order.as_slice());
     for (step_index, step) in steps.iter().enumerate() {
-        report_modes(version, step, diagnostics);
+        // A version 0.3 `type` other than function, inline and flow decides what must be
+        // there; the fan-out rules report what is not.
+        if !fan_out::declares_kind(step) {
+            report_modes(version, step, diagnostics);
+        }
         let resolved = model
             .and_then(|model| model.steps.get(step_index))
             .map_or(StepKind::Unknown, |info| info.kind);
@@ -70,8 +79,9 @@ pub(super) fn check_flow(
             }
             Kind::Function(function) => function_step(step, function, diagnostics),
             Kind::Flow => flow_step(step, diagnostics),
-            Kind::Inline | Kind::Judge | Kind::Unknown => {}
+            Kind::Inline | Kind::Judge | Kind::Decompose | Kind::FanOut | Kind::Unknown => {}
         }
+        fan_out::check_step(step, resolved, diagnostics);
         if !matches!(kind, Kind::Gate(_) | Kind::Unknown) {
             gate_keys_on_non_gate_step(step, diagnostics);
             on_fail(step, kind, diagnostics);
@@ -82,12 +92,20 @@ pub(super) fn check_flow(
         cache(step, kind, diagnostics);
         skip_reason_without_skip_if(step, diagnostics);
         // On a function or flow step the template is itself the mistake (E0058, E0059).
-        if matches!(kind, Kind::Inline | Kind::Judge | Kind::Unknown) {
+        if matches!(
+            kind,
+            Kind::Inline | Kind::Judge | Kind::Decompose | Kind::Unknown
+        ) {
             reasoning_template(step, diagnostics);
         }
         routes_to_itself(step, kind, diagnostics);
-        unknown_agent(step, diagnostics);
-        if matches!(kind, Kind::Inline | Kind::Judge | Kind::Unknown) {
+        if let Some(agent) = &step.agent {
+            unknown_agent(agent, diagnostics);
+        }
+        if matches!(
+            kind,
+            Kind::Inline | Kind::Judge | Kind::Decompose | Kind::FanOut | Kind::Unknown
+        ) {
             for pattern in step.guardrails.iter().flat_map(|g| &g.value) {
                 diagnostics.extend(invalid_guardrail(pattern));
             }
@@ -163,7 +181,7 @@ fn report_modes(version: Option<Version>, step: &Step, diagnostics: &mut Vec<Dia
             "judge",
             step.judge
                 .as_ref()
-                .filter(|judge| is_truthy(&judge.value))
+                .filter(|judge| judge.value.is_truthy())
                 .map(|f| f.key),
         ),
     ]
@@ -198,12 +216,14 @@ fn kind(ast: &Ast, resolved: StepKind) -> Kind<'_> {
         StepKind::Inline => Kind::Inline,
         StepKind::Flow(_) => Kind::Flow,
         StepKind::Judge => Kind::Judge,
+        StepKind::Decompose => Kind::Decompose,
+        StepKind::Parallel | StepKind::Pipeline => Kind::FanOut,
         StepKind::Unknown => Kind::Unknown,
     }
 }
 
 /// How a step is named in messages.
-fn step_name(step: &Step) -> String {
+pub(super) fn step_name(step: &Step) -> String {
     match &step.id {
         Some(id) => format!("step `{}`", id.value),
         None => "this step".to_owned(),
@@ -211,7 +231,7 @@ fn step_name(step: &Step) -> String {
 }
 
 /// Where a diagnostic about the whole step points: its id, else its first key.
-fn step_anchor(step: &Step) -> Span {
+pub(super) fn step_anchor(step: &Step) -> Span {
     match (&step.id, step.keys.first()) {
         (Some(id), _) => id.span,
         (None, Some(key)) => key.span,
@@ -334,7 +354,7 @@ fn function_use(step: &Step, function: &Function) -> Span {
         .map_or(function.name.span, |name| name.span)
 }
 
-fn key_of<T>(field: &Option<Field<T>>) -> Option<Span> {
+pub(super) fn key_of<T>(field: &Option<Field<T>>) -> Option<Span> {
     field.as_ref().map(|field| field.key)
 }
 
@@ -644,10 +664,7 @@ const CONNECTORS: [&str; 2] = ["claude", "codex"];
 /// `:profile`) nor a `$`-reference. Why: the agent that runs the step is picked by its
 /// connector; any other name reaches no agent (the reference passes it on as text). Fix: the
 /// closest connector.
-fn unknown_agent(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
-    let Some(agent) = &step.agent else {
-        return;
-    };
+pub(super) fn unknown_agent(agent: &Field<String>, diagnostics: &mut Vec<Diagnostic>) {
     let written = agent.value.as_str();
     let name = connector(written);
     if written.starts_with('$') || CONNECTORS.contains(&name) {
@@ -705,9 +722,20 @@ const SECTION_KEYS: [&str; 3] = ["id", "label", "description"];
 /// its default sections (premises, trace, conclusion). Fix: write the sections out, or remove
 /// `sections` for the defaults.
 fn reasoning_template(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
-    let Some(template) = &step.reasoning_template else {
-        return;
-    };
+    if let Some(template) = &step.reasoning_template {
+        let what = format!("the reasoning template of {}", step_name(step));
+        reasoning_sections(&what, template, diagnostics);
+    }
+}
+
+/// The checks of [`reasoning_template`] on one template; `what` names it in messages ("the
+/// reasoning template of step `review`"). Task templates of version 0.3 steps and stages are
+/// checked alike.
+pub(super) fn reasoning_sections(
+    what: &str,
+    template: &Field<Node>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
     let NodeKind::Map(entries) = &template.value.kind else {
         return;
     };
@@ -717,7 +745,6 @@ fn reasoning_template(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
     else {
         return;
     };
-    let who = step_name(step);
     let invalid = |message: String, span: Span, label: &str, help: &str| {
         Diagnostic::new(Code::E0069, message, span, label).help(help.to_owned())
     };
@@ -726,13 +753,13 @@ fn reasoning_template(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
     match &sections.value.kind {
         NodeKind::Invalid => {}
         NodeKind::Seq(items) if items.is_empty() => diagnostics.push(invalid(
-            format!("the reasoning template of {who} has no sections"),
+            format!("{what} has no sections"),
             sections.value.span,
             "empty list",
             defaults,
         )),
         NodeKind::Null => diagnostics.push(invalid(
-            format!("the reasoning template of {who} has no sections"),
+            format!("{what} has no sections"),
             sections.key.span,
             "no sections",
             defaults,
@@ -757,7 +784,7 @@ fn reasoning_template(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
                             ("keys", "them")
                         };
                         let message = format!(
-                            "section {index} of the reasoning template of {who} lacks the {noun} {}",
+                            "section {index} of {what} lacks the {noun} {}",
                             backticked(&missing)
                         );
                         // A key the section has that is a misspelling of a missing one.
@@ -810,7 +837,7 @@ fn reasoning_template(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
                         };
                         diagnostics.push(invalid(
                             format!(
-                                "section {index} of the reasoning template of {who} is not a \
+                                "section {index} of {what} is not a \
                                  mapping"
                             ),
                             item.span,
@@ -822,7 +849,7 @@ fn reasoning_template(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
             }
         }
         _ => diagnostics.push(invalid(
-            format!("the `sections` of the reasoning template of {who} are not a list"),
+            format!("the `sections` of {what} are not a list"),
             sections.value.span,
             "not a list",
             defaults,
@@ -1002,7 +1029,9 @@ fn on_fail(step: &Step, kind: Kind<'_>, diagnostics: &mut Vec<Diagnostic>) {
         Kind::Function(function) => Some(function),
         _ => None,
     };
-    let can_fail = listed(step.ensure.as_ref().map(|e| e.value.len()), "ensure")
+    // A fan-out step fails when fewer tasks complete than it `require`s (all, by default).
+    let can_fail = matches!(kind, Kind::FanOut)
+        || listed(step.ensure.as_ref().map(|e| e.value.len()), "ensure")
         || listed(
             step.guardrails.as_ref().map(|g| g.value.len()),
             "guardrails",
@@ -1015,11 +1044,11 @@ fn on_fail(step: &Step, kind: Kind<'_>, diagnostics: &mut Vec<Diagnostic>) {
         || step
             .output_schema
             .as_ref()
-            .map_or(written("output_schema"), |s| is_truthy(&s.value))
+            .map_or(written("output_schema"), |s| s.value.is_truthy())
         || step.reasoning_template.as_ref().is_some_and(|template| {
             // The reference fills in default sections before it tests the template, so even
             // `{}` counts; only `~` does not.
-            (is_truthy(&template.value) || matches!(template.value.kind, NodeKind::Map(_)))
+            (template.value.is_truthy() || matches!(template.value.kind, NodeKind::Map(_)))
                 && step.agent.as_ref().is_none_or(|agent| {
                     connector(&agent.value) == "claude" || agent.value.starts_with('$')
                 })

@@ -135,6 +135,20 @@ pub(crate) fn advance(
                 return Ok(gate_dispatch(run, index, step, note));
             }
             Action::Flow { flow } => return dispatch_child(work, run, index, *flow, note),
+            // `start` refuses a flow that can reach one of these; a flow stored by a runtime
+            // that ran them ends here rather than being dispatched as something else.
+            Action::Decompose { .. } | Action::Parallel { .. } | Action::Pipeline { .. } => {
+                return fail_flow(
+                    work,
+                    run,
+                    "unsupported_step_kind",
+                    format!(
+                        "step '{}' is a version 0.3 step, which this runtime does not run; the flow has ended",
+                        step.id
+                    ),
+                    Some(step.id.clone()),
+                );
+            }
             Action::Function { .. } | Action::Inline { .. } | Action::Judge { .. } => {
                 if step.cache
                     && let Some(done) = cache::serve_from_cache(work, run, index, step)?
@@ -758,5 +772,14 @@ pub(crate) fn record_identity(step: &Step) -> (String, Option<String>, String) {
         Action::Flow { .. } => (String::new(), None, "flow".to_owned()),
         Action::Gate { function, .. } => (function.clone(), None, "gate".to_owned()),
         Action::Judge { .. } => (String::new(), None, "judge".to_owned()),
+        Action::Decompose { agent, .. } => (String::new(), agent.clone(), "decompose".to_owned()),
+        Action::Parallel { fan_out, .. } => (
+            String::new(),
+            fan_out.agent.clone(),
+            "parallel_dispatch".to_owned(),
+        ),
+        Action::Pipeline { fan_out, .. } => {
+            (String::new(), fan_out.agent.clone(), "pipeline".to_owned())
+        }
     }
 }

@@ -167,6 +167,9 @@ fn kind_of(action: &Action) -> (&'static str, String) {
         Action::Flow { .. } => ("flow", String::new()),
         Action::Gate { function, .. } => ("gate", format!(" {function}")),
         Action::Judge { .. } => ("judge", String::new()),
+        Action::Decompose { .. } => ("decompose", String::new()),
+        Action::Parallel { .. } => ("parallel_dispatch", String::new()),
+        Action::Pipeline { .. } => ("pipeline", String::new()),
     }
 }
 

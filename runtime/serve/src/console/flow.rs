@@ -640,6 +640,9 @@ fn steps(
             ),
             Action::Gate { function, .. } => format!("gate {}", shown_name(function)),
             Action::Judge { .. } => "judge".to_owned(),
+            Action::Decompose { .. } => "decompose".to_owned(),
+            Action::Parallel { .. } => "parallel_dispatch".to_owned(),
+            Action::Pipeline { .. } => "pipeline".to_owned(),
         };
         let output =
             state

@@ -1,0 +1,455 @@
+//! Types of version 0.3 fan-out steps: the list a step fans out over, the placeholders of its
+//! templates, and its stages' `when` and `exit_when`.
+//!
+//! Called by `typecheck` for each step, with the flow's environment (`$.input` and the outputs
+//! of the steps). Reports `source` values that are not lists (E0083), template syntax (E0084),
+//! placeholders reading fields their value lacks (E0085, with a did-you-mean) or names not
+//! bound where they stand (E0086: `{prev}` in a first stage, `{prevs}` outside a join), and
+//! type errors in `when` and `exit_when` as in any expression.
+//!
+//! What a placeholder may name (the reference's server bindings, in one grammar):
+//! - parallel_dispatch: the fields of the task's element (`{description}`), the element as
+//!   `{task}` (`{task.description}`, the corpus's spelling), and `{prev}` / `{prev_raw}`, the
+//!   result of a task's single dependency (a task without exactly one fails at run time);
+//! - a pipeline stage: the item as `{item}`, its fields (`{title}`), `{id}` (the task's id);
+//!   after the first stage `{prev}` / `{prev_raw}`; in a lane `{item}` is the lane's element
+//!   and `{source}` the item; in a join `{prevs}` / `{prevs_raw}` (the lanes' results) and
+//!   `{source}`.
+//!
+//! Invariant: a field of `any` or of an open record is accepted (nothing says it is missing);
+//! of a closed record (a contract) it must exist.
+
+use stratum_grammar::ast::Expr;
+use stratum_grammar::types::{Env, Type};
+
+use crate::diagnostic::{Code, Diagnostic, did_you_mean};
+use crate::expression::{self, Expressions};
+use crate::source::Span;
+use crate::syntax::ast::{Field, Stage, Step, StepType, Text};
+use crate::template::{self, Placeholder};
+
+/// The checks of one step; `env` is the flow's environment with no free names.
+pub fn check_step(
+    step: &Step,
+    env: &mut Env,
+    expressions: &Expressions,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let Some(ty) = step.step_type.as_ref().map(|ty| ty.value) else {
+        return;
+    };
+    if !matches!(ty, StepType::ParallelDispatch | StepType::Pipeline) {
+        return;
+    }
+    let element = step
+        .source
+        .as_ref()
+        .and_then(|source| source_element(source, env, expressions, diagnostics))
+        .unwrap_or(Type::Any);
+    if ty == StepType::ParallelDispatch {
+        if let Some(template) = &step.intent_template {
+            let scope = Scope::task(&element);
+            check_template(&template.value, &scope, diagnostics);
+        }
+        return;
+    }
+    let Some(stages) = &step.stages else {
+        return;
+    };
+    let fanout = stages.value.iter().position(|stage| stage.fanout.is_some());
+    let join = stages
+        .value
+        .iter()
+        .position(|stage| stage.join.as_ref().is_some_and(|join| join.value));
+    for (index, stage) in stages.value.iter().enumerate() {
+        // Without a `join` (reported by the rules), the stages after the `fanout` are read as
+        // lanes, so that their placeholders are not reported twice.
+        let role = match (fanout, join) {
+            (Some(fanout), Some(join)) if index == join && join > fanout => Role::Join,
+            (Some(fanout), join) if index > fanout && join.is_none_or(|join| index < join) => {
+                Role::Lane
+            }
+            _ if index == 0 => Role::First,
+            _ => Role::Later,
+        };
+        let scope = Scope::stage(&element, role, index, step);
+        if let Some(template) = &stage.intent_template {
+            check_template(&template.value, &scope, diagnostics);
+        }
+        check_predicates(stage, &scope, expressions, diagnostics);
+    }
+}
+
+/// The element type of `source`, after reporting a source that is not a list.
+fn source_element(
+    source: &Field<Text>,
+    env: &mut Env,
+    expressions: &Expressions,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<Type> {
+    if !source.value.value.starts_with('$') {
+        diagnostics.push(
+            Diagnostic::new(
+                Code::E0082,
+                "`source` must be a `$`-reference to a list",
+                source.span,
+                "not a reference",
+            )
+            .help("write `$.input.<field>` for a list the flow is given, or `$.steps.<id>.output.<field>` for one a step produced"),
+        );
+        return None;
+    }
+    let expr = expressions.get(&source.value)?;
+    let checked = stratum_grammar::check(expr, env);
+    for problem in &checked.problems {
+        diagnostics.push(expression::diagnostic(
+            problem,
+            &source.value.value,
+            |span| source.value.span_of(span.range()),
+        ));
+    }
+    if checked.problems.iter().any(|problem| problem.is_error()) {
+        return None;
+    }
+    match checked.ty.non_optional() {
+        Type::List(item) => Some(item.as_ref().clone()),
+        Type::Any => Some(Type::Any),
+        other => {
+            diagnostics.push(
+                Diagnostic::new(
+                    Code::E0083,
+                    format!(
+                        "`source` is {}, not a list",
+                        crate::sema::typecheck::shown(other)
+                    ),
+                    source.span,
+                    "not a list",
+                )
+                .help(
+                    "a fan-out step runs one task per element of a list; name a list field, \
+                     such as `$.steps.plan.output.tasks`",
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// Where a stage stands in its pipeline, which decides the names its templates may use.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    First,
+    Later,
+    Lane,
+    Join,
+}
+
+/// The names a template may use, with their types.
+struct Scope<'a> {
+    /// Names bound here.
+    names: Vec<(&'static str, Type)>,
+    /// The element whose fields are bound by their own names (`{description}`).
+    spread: Option<&'a Type>,
+    /// Names the reference binds elsewhere, with why they are not bound here.
+    unbound: Vec<(&'static str, String)>,
+    /// What the template belongs to, for messages.
+    place: String,
+}
+
+impl<'a> Scope<'a> {
+    fn task(element: &'a Type) -> Scope<'a> {
+        Scope {
+            names: vec![
+                ("task", element.clone()),
+                ("prev", Type::String),
+                ("prev_raw", Type::Any),
+            ],
+            spread: Some(element),
+            unbound: vec![
+                (
+                    "item",
+                    "a parallel_dispatch task is its element: write `{task.field}` or `{field}`"
+                        .to_owned(),
+                ),
+                (
+                    "prevs",
+                    "`{prevs}` is bound in a pipeline's join stage only".to_owned(),
+                ),
+            ],
+            place: "a parallel_dispatch template".to_owned(),
+        }
+    }
+
+    fn stage(element: &'a Type, role: Role, index: usize, step: &Step) -> Scope<'a> {
+        let mut names = vec![("id", Type::String)];
+        let mut unbound = vec![(
+            "task",
+            "a pipeline stage names its item `{item}`".to_owned(),
+        )];
+        let lane_or_join = matches!(role, Role::Lane | Role::Join);
+        names.push((
+            "item",
+            if lane_or_join {
+                Type::Any
+            } else {
+                element.clone()
+            },
+        ));
+        match role {
+            Role::First => {
+                let why = "the first stage has no previous stage; its input is `{item}`".to_owned();
+                unbound.push(("prev", why.clone()));
+                unbound.push(("prev_raw", why));
+            }
+            Role::Later | Role::Lane => {
+                names.push(("prev", Type::String));
+                names.push(("prev_raw", Type::Any));
+            }
+            Role::Join => {
+                let why = "a join has one result per lane: use `{prevs}`".to_owned();
+                unbound.push(("prev", why.clone()));
+                unbound.push(("prev_raw", why));
+            }
+        }
+        if role == Role::Join {
+            names.push(("prevs", Type::String));
+            names.push(("prevs_raw", Type::list(Type::Any)));
+        } else {
+            let why = "`{prevs}` is bound in the join stage only".to_owned();
+            unbound.push(("prevs", why.clone()));
+            unbound.push(("prevs_raw", why));
+        }
+        if lane_or_join {
+            names.push(("source", element.clone()));
+        } else {
+            unbound.push((
+                "source",
+                "`{source}` (the item a lane belongs to) is bound in lanes and joins only"
+                    .to_owned(),
+            ));
+        }
+        Scope {
+            names,
+            // Dict items are spread into the task, except the task's own keys.
+            spread: (!lane_or_join).then_some(element),
+            unbound,
+            place: match &step.id {
+                Some(id) => format!("stage {index} of step `{}`", id.value),
+                None => format!("stage {index}"),
+            },
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Lookup<'_> {
+        if let Some((_, ty)) = self.names.iter().find(|(bound, _)| *bound == name) {
+            return Lookup::Bound(ty.clone());
+        }
+        if let Some((_, why)) = self.unbound.iter().find(|(bound, _)| *bound == name) {
+            return Lookup::Unbound(why);
+        }
+        match self.spread {
+            Some(element) => match field_of(element, name) {
+                FieldLookup::Found(ty) => Lookup::Bound(ty),
+                FieldLookup::Missing(_) => Lookup::Missing,
+            },
+            None => Lookup::Missing,
+        }
+    }
+
+    /// Every name a placeholder may start with, for did-you-mean.
+    fn candidates(&self) -> Vec<String> {
+        let mut all: Vec<String> = self
+            .names
+            .iter()
+            .map(|(name, _)| (*name).to_owned())
+            .collect();
+        if let Some(Type::Record(record)) = self.spread.map(Type::non_optional) {
+            all.extend(record.fields.iter().map(|field| field.name.clone()));
+        }
+        all
+    }
+}
+
+enum Lookup<'a> {
+    Bound(Type),
+    Unbound(&'a str),
+    /// Not a name here, nor a field of the element (a closed record).
+    Missing,
+}
+
+enum FieldLookup {
+    Found(Type),
+    /// The record's field names.
+    Missing(Vec<String>),
+}
+
+/// The type of `name` read from a value of type `ty`: `any` unless `ty` is a closed record.
+fn field_of(ty: &Type, name: &str) -> FieldLookup {
+    match ty.non_optional() {
+        Type::Record(record) => match record.field(name) {
+            Some(field) => FieldLookup::Found(field.clone()),
+            None if record.open => FieldLookup::Found(Type::Any),
+            None => FieldLookup::Missing(record.fields.iter().map(|f| f.name.clone()).collect()),
+        },
+        _ => FieldLookup::Found(Type::Any),
+    }
+}
+
+fn check_template(text: &Text, scope: &Scope<'_>, diagnostics: &mut Vec<Diagnostic>) {
+    let (parsed, errors) = template::parse(&text.value);
+    for error in errors {
+        let span = text.span_of(error.range.clone());
+        let mut diagnostic =
+            Diagnostic::new(Code::E0084, error.message, span, error.label).help(error.help);
+        if let Some(fix) = error.fix {
+            diagnostic = diagnostic.fix(format!("write `{fix}`"), span, fix);
+        }
+        diagnostics.push(diagnostic);
+    }
+    for placeholder in parsed.placeholders() {
+        check_placeholder(text, placeholder, scope, diagnostics);
+    }
+}
+
+fn check_placeholder(
+    text: &Text,
+    placeholder: &Placeholder,
+    scope: &Scope<'_>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let (Some(root), Some(root_range)) = (placeholder.path.first(), placeholder.ranges.first())
+    else {
+        return;
+    };
+    let root_span = text.span_of(root_range.clone());
+    let mut ty = match scope.lookup(root) {
+        Lookup::Bound(ty) => ty,
+        Lookup::Unbound(why) => {
+            diagnostics.push(
+                Diagnostic::new(
+                    Code::E0086,
+                    format!("`{{{root}}}` is not bound in {}", scope.place),
+                    root_span,
+                    "not bound here",
+                )
+                .help(why.to_owned()),
+            );
+            return;
+        }
+        Lookup::Missing => {
+            let candidates = scope.candidates();
+            let message = match scope.spread {
+                Some(_) => format!(
+                    "`{{{root}}}` names no field of the element and nothing bound in {}",
+                    scope.place
+                ),
+                None => format!("`{{{root}}}` is not bound in {}", scope.place),
+            };
+            diagnostics.push(unknown_field(
+                root,
+                root_span,
+                &message,
+                candidates.iter().map(String::as_str),
+            ));
+            return;
+        }
+    };
+    for (name, range) in placeholder.path.iter().zip(&placeholder.ranges).skip(1) {
+        match field_of(&ty, name) {
+            FieldLookup::Found(next) => ty = next,
+            FieldLookup::Missing(fields) => {
+                diagnostics.push(unknown_field(
+                    name,
+                    text.span_of(range.clone()),
+                    &format!("{} has no field `{name}`", describe_record(&ty)),
+                    fields.iter().map(String::as_str),
+                ));
+                return;
+            }
+        }
+    }
+}
+
+/// E0085 `unknown-template-field`, with a did-you-mean among `candidates`.
+fn unknown_field<'c>(
+    name: &str,
+    span: Span,
+    message: &str,
+    candidates: impl Iterator<Item = &'c str> + Clone,
+) -> Diagnostic {
+    let diagnostic = Diagnostic::new(Code::E0085, message.to_owned(), span, "no such field");
+    match did_you_mean(name, candidates.clone()) {
+        Some(best) => diagnostic.help(format!("did you mean `{best}`?")).fix(
+            format!("replace with `{best}`"),
+            span,
+            best,
+        ),
+        None => {
+            let listed: Vec<&str> = candidates.collect();
+            if listed.is_empty() {
+                diagnostic.help("a template that cannot be filled is never sent to an agent; name a field the element has")
+            } else {
+                diagnostic.help(format!(
+                    "the names here are {}",
+                    crate::diagnostic::backticked(&listed)
+                ))
+            }
+        }
+    }
+}
+
+fn describe_record(ty: &Type) -> String {
+    format!("a value of type {}", crate::sema::typecheck::shown(ty))
+}
+
+/// `when` and `exit_when`, checked in the stage's names (the reference allows `item`, `prev`
+/// and `prev_raw` in `when`; `item`, `result` and `result_raw` in `exit_when`).
+fn check_predicates(
+    stage: &Stage,
+    scope: &Scope<'_>,
+    expressions: &Expressions,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let bound = |name: &str| {
+        scope
+            .names
+            .iter()
+            .find(|(bound, _)| *bound == name)
+            .map(|(_, ty)| ty.clone())
+    };
+    if let Some(when) = &stage.when {
+        let mut env = Env::new();
+        for name in ["item", "prev", "prev_raw"] {
+            if let Some(ty) = bound(name) {
+                env.names.insert(name.to_owned(), ty);
+            }
+        }
+        check_expression(&when.value, &mut env, expressions, diagnostics);
+    }
+    if let Some(exit) = &stage.exit_when {
+        let mut env = Env::new();
+        if let Some(item) = bound("item") {
+            env.names.insert("item".to_owned(), item);
+        }
+        env.names.insert("result".to_owned(), Type::String);
+        env.names.insert("result_raw".to_owned(), Type::Any);
+        check_expression(&exit.value, &mut env, expressions, diagnostics);
+    }
+}
+
+fn check_expression(
+    text: &Text,
+    env: &mut Env,
+    expressions: &Expressions,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let Some(expr): Option<&Expr> = expressions.get(text) else {
+        return;
+    };
+    let checked = stratum_grammar::check(expr, env);
+    for problem in &checked.problems {
+        diagnostics.push(expression::diagnostic(problem, &text.value, |span| {
+            text.span_of(span.range())
+        }));
+    }
+}
