@@ -6,9 +6,10 @@
 //! [`sema::analyze`] resolves names, builds each flow's DAG and checks types and format rules,
 //! and [`render`] turns diagnostics into human, one-line, JSON, GitHub and SARIF output;
 //! [`graph`] draws a checked spec's flows as Graphviz or Mermaid, and [`spec_schema`] turns the
-//! format's key tables into a JSON Schema for editors; [`vocabulary`] reads the YAML of the
-//! vocabulary files that the `vocabulary_compliance` built-in scans for. The library does no IO; the
-//! `stratumc` binary reads files and writes reports.
+//! format's key tables into a JSON Schema for editors; [`migrate`] raises a clean spec's version
+//! by editing its text; [`vocabulary`] reads the YAML of the vocabulary files that the
+//! `vocabulary_compliance` built-in scans for. The library does no IO; the `stratumc` binary
+//! reads files and writes reports.
 
 pub mod cli;
 pub mod diagnostic;
@@ -16,6 +17,7 @@ pub mod expression;
 pub mod graph;
 pub mod input;
 pub mod lower;
+pub mod migrate;
 pub mod plan;
 pub mod render;
 pub mod sema;

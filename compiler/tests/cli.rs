@@ -575,6 +575,7 @@ fn every_command_explains_itself_with_examples_and_exit_codes() {
         "check",
         "build",
         "graph",
+        "migrate",
         "eval",
         "explain",
         "schema",

@@ -1,10 +1,12 @@
 //! `stratumc`: the command line. Reads specs, runs the compiler, renders its diagnostics and
 //! sets the exit code, the same for every command: 0 on success, 1 when a spec has errors (or
-//! warnings, under `--deny-warnings`), 2 on a usage or I/O error.
+//! warnings, under `--deny-warnings`), 2 on a usage or I/O error; `migrate` adds 3, for a
+//! version it cannot migrate to.
 
 mod build;
 mod eval;
 mod graph;
+mod migrate;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,7 +20,7 @@ use stratum_compiler::diagnostic::{Code, did_you_mean};
     name = "stratumc",
     version,
     about = "Checks Stratum workflow specs (.stratum.yaml), reports every problem with its exact place, and builds them into execution plans",
-    after_help = "Examples:\n  stratumc check examples/sentiment.stratum.yaml\n  stratumc check specs/ --format short\n  cat spec.stratum.yaml | stratumc check - --format json\n  stratumc build examples/deploy.stratum.yaml -o deploy.plan.json\n  stratumc explain E0007\n  stratumc schema > stratum-spec.schema.json\n\nExit status (every command): 0 on success, 1 when a spec has errors (or warnings, with --deny-warnings), 2 on a usage or I/O error."
+    after_help = "Examples:\n  stratumc check examples/sentiment.stratum.yaml\n  stratumc check specs/ --format short\n  cat spec.stratum.yaml | stratumc check - --format json\n  stratumc build examples/deploy.stratum.yaml -o deploy.plan.json\n  stratumc migrate old.stratum.yaml --dry-run\n  stratumc explain E0007\n  stratumc schema > stratum-spec.schema.json\n\nExit status (every command): 0 on success, 1 when a spec has errors (or warnings, with --deny-warnings), 2 on a usage or I/O error (migrate: 3 when it cannot reach the version asked for)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -47,6 +49,11 @@ enum Command {
         after_help = "Solid edges are data (depends_on, $.steps references in inputs and skip_if); dashed ones are routing (next, on_fail, a gate's approve, revise and kill); a bold edge runs a sub-flow, drawn as its own cluster.\n\nExamples:\n  stratumc graph examples/deploy.stratum.yaml | dot -Tsvg > deploy.svg\n  stratumc graph examples/deploy.stratum.yaml --flow integration_tests\n  stratumc graph examples/code-review.stratum.yaml --format mermaid -o review.mmd\n\nExit status: 0 when the picture was written, 1 when the spec has errors (printed as `check` prints them; nothing is drawn), 2 on an unknown --flow, a usage or I/O error."
     )]
     Graph(graph::GraphArgs),
+    /// Raise a spec to a newer spec version by editing its text, and show the edits as a diff
+    #[command(
+        after_help = "Only what the new version needs changes (today, the `version` value, in its own quotes); comments, order, blank lines and line endings are kept byte for byte. The spec is checked first: one with errors is refused, with `check`'s diagnostics on stderr. The result is checked too and never written with errors. The diff goes to stdout (to stderr with `-o -`), a `migrated` line to stderr. Versions: 0.1, 0.2, 0.3; each hop is a step up, so 0.1 -> 0.3 goes through 0.2.\n\nExamples:\n  stratumc migrate examples/sentiment.stratum.yaml --dry-run\n  stratumc migrate specs/review.stratum.yaml --to 0.2 --backup\n  stratumc migrate old.stratum.yaml -o new.stratum.yaml --force\n  cat old.stratum.yaml | stratumc migrate - -o - > new.stratum.yaml\n\nExit status: 0 when the spec was written, was already at the version, or with --dry-run; 1 when the spec (or its migrated text) has errors and nothing was written; 2 on a usage or I/O error (an unreadable spec, an existing OUT without --force, `-` without -o or --dry-run); 3 when --to is not a known version or is older than the spec's."
+    )]
+    Migrate(migrate::MigrateArgs),
     /// Print the long explanation of a diagnostic code (all codes when none is given)
     #[command(
         after_help = "Examples:\n  stratumc explain\n  stratumc explain E0029\n  stratumc explain unknown-field\n\nExit status: 0 when the code exists, 2 when it does not."
@@ -98,6 +105,7 @@ fn main() -> ExitCode {
         Command::Build(args) => build::build(&args),
         Command::Eval(args) => eval::eval(&args),
         Command::Graph(args) => graph::graph(&args),
+        Command::Migrate(args) => migrate::migrate(&args),
         Command::Explain { code } => explain(code.as_deref()),
         Command::Schema => schema(),
         Command::Completions { shell } => {
