@@ -16,9 +16,10 @@ use serde_json::Value;
 
 use crate::ast::{BinaryOp, CompareOp, Expr, ExprKind, Generator, Ident, RefRoot, UnaryOp};
 use crate::fast::FastOps;
+use crate::limits::Limits;
 use crate::span::Span;
 use crate::value::{SeqKind, Val};
-use crate::vm::{self, Bindings, Limits, NoTrace};
+use crate::vm::{self, Bindings, NoTrace};
 
 /// Instructions that constant folding may spend over one compilation.
 pub const FOLD_BUDGET: u64 = 200_000;
@@ -1118,7 +1119,7 @@ pub(crate) mod tests {
 
     use super::*;
     use crate::ast::{Comparison, LogicalOp};
-    use crate::vm::EvalErrorKind;
+    use crate::eval_error::EvalErrorKind;
 
     /// The span of the `nth` occurrence of `needle` in `src`.
     fn at(src: &str, needle: &str, nth: usize) -> Span {

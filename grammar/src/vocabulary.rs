@@ -22,10 +22,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::calls::elements;
+use crate::eval_error::EvalErrorKind;
 use crate::files;
-use crate::value::{Fault, Meter, Res, Val};
-use crate::vm::{EvalErrorKind, Limits};
+use crate::limits::Limits;
+use crate::value::{Fault, Meter, Res, Val, elements};
 
 /// How long each `git` command of the fallback may run, as in the reference.
 pub const GIT_TIMEOUT: Duration = Duration::from_secs(5);
