@@ -1,9 +1,11 @@
 //! [`Limits`]: the bounds one evaluation runs within (instructions, value sizes, file sizes)
-//! and what the host lends it (the project root, the vocabulary reader).
+//! and what the host lends it: the project root, and the [`VocabularyReader`] (with the
+//! [`Vocabulary`] it reads) that `vocabulary_compliance` needs, since this crate knows no YAML.
 //!
-//! Plain data, read by the VM, the fast path and the built-ins; it imports none of them, only
-//! the type of the host's [`VocabularyReader`](crate::vocabulary::VocabularyReader).
+//! Plain data, read by the VM, the fast path and the built-ins; it imports none of them
+//! ([`vocabulary`](crate::vocabulary) re-exports the reader's types beside the built-in).
 
+use std::fmt;
 use std::path::PathBuf;
 
 /// The bounds of one evaluation.
@@ -23,7 +25,7 @@ pub struct Limits {
     pub max_file_bytes: u64,
     /// How `vocabulary_compliance` reads a vocabulary file's YAML: the host's (this crate
     /// knows no YAML); without one that built-in fails once it finds a vocabulary.
-    pub vocabulary: Option<crate::vocabulary::VocabularyReader>,
+    pub vocabulary: Option<VocabularyReader>,
 }
 
 impl Default for Limits {
@@ -44,8 +46,44 @@ impl Limits {
         self
     }
 
-    pub fn with_vocabulary_reader(mut self, reader: crate::vocabulary::VocabularyReader) -> Limits {
+    pub fn with_vocabulary_reader(mut self, reader: VocabularyReader) -> Limits {
         self.vocabulary = Some(reader);
         self
     }
 }
+
+/// A vocabulary: canonical names in the file's order, each with the aliases it rejects.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Vocabulary {
+    pub entries: Vec<Canonical>,
+}
+
+/// One canonical name of a [`Vocabulary`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Canonical {
+    pub name: String,
+    /// The rejected aliases, in the file's order (never empty).
+    pub reject: Vec<String>,
+    /// Why the canonical name is preferred; empty when the file gives no reason.
+    pub reason: String,
+}
+
+/// Reads a vocabulary file's text into a [`Vocabulary`] (no entries when it holds nothing), or
+/// fails with the reference's message (`vocabulary.yaml schema error: …`). The host provides
+/// it, since reading YAML is the compiler's business, not this crate's.
+#[derive(Clone, Copy)]
+pub struct VocabularyReader(pub fn(&str) -> Result<Vocabulary, String>);
+
+impl fmt::Debug for VocabularyReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("VocabularyReader")
+    }
+}
+
+impl PartialEq for VocabularyReader {
+    fn eq(&self, other: &VocabularyReader) -> bool {
+        std::ptr::fn_addr_eq(self.0, other.0)
+    }
+}
+
+impl Eq for VocabularyReader {}
