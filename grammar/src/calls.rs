@@ -3,11 +3,11 @@
 
 use std::rc::Rc;
 
-use crate::compile::{Builtin, Method};
 use crate::eval_error::EvalErrorKind;
 use crate::files;
 use crate::limits::Limits;
 use crate::planning;
+use crate::program::{Builtin, Method};
 use crate::value::{self, Fault, Meter, Res, SeqKind, Val, is_py_space};
 use crate::vocabulary;
 

@@ -11,9 +11,9 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::compile::Program;
 use crate::eval_error::EvalError;
 use crate::limits::Limits;
+use crate::program::Program;
 use crate::span::Span;
 use crate::value::{Val, short_repr};
 use crate::vm::{self, Bindings, Tracer};

@@ -30,8 +30,8 @@ use serde_json::{Number, Value};
 
 use crate::ast::{CompareOp, UnaryOp};
 use crate::calls;
-use crate::compile::{Builtin, Method, Op, Program};
 use crate::limits::Limits;
+use crate::program::{Builtin, Method, Op, Program};
 use crate::value::{self, Meter, Val, field_of_inline};
 use crate::vm::{self, Bindings, discard};
 

@@ -12,8 +12,8 @@ use serde_json::{Map, Value};
 
 use crate::ast::{BinaryOp, CompareOp, UnaryOp};
 use crate::calls;
-use crate::compile::{Builtin, Op, Program};
 use crate::fast::{self, Fv};
+use crate::program::{Builtin, Op, Program};
 use crate::span::Span;
 use crate::value::{self, Failure, Fault, Meter, Seq, Val, field_of, str_eq};
 
@@ -985,7 +985,7 @@ fn walk_path<'a>(
 fn path_fault(
     program: &Program,
     pc: usize,
-    field: &crate::compile::PathField,
+    field: &crate::program::PathField,
     name: &str,
     current: &Value,
 ) -> Fault {
