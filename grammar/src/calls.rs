@@ -3,11 +3,12 @@
 
 use std::rc::Rc;
 
-use crate::compile::{Builtin, Method};
+use crate::eval_error::EvalErrorKind;
 use crate::files;
+use crate::limits::Limits;
 use crate::planning;
+use crate::program::{Builtin, Method};
 use crate::value::{self, Fault, Meter, Res, SeqKind, Val, is_py_space};
-use crate::vm::{self, EvalErrorKind, Limits};
 use crate::vocabulary;
 
 fn arity(name: &str, args: usize, min: usize, max: usize) -> Res<()> {
@@ -30,26 +31,6 @@ fn arity(name: &str, args: usize, min: usize, max: usize) -> Res<()> {
 fn arg<'s, 'a>(args: &'s [Val<'a>], i: usize) -> Res<&'s Val<'a>> {
     args.get(i)
         .ok_or_else(|| Fault::type_error("missing argument"))
-}
-
-/// The elements of an iterable: a list, tuple, generator, string (its characters) or object
-/// (its keys). Charges one unit per element.
-pub(crate) fn elements<'a>(value: &Val<'a>, what: &str, meter: &mut Meter) -> Res<Vec<Val<'a>>> {
-    if let Some((_, items)) = value.as_seq() {
-        meter.charge(items.len() as u64)?;
-        return Ok(items.iter().collect());
-    }
-    if let Some(text) = value.as_str() {
-        meter.charge(text.len() as u64)?;
-        return Ok(text.chars().map(|c| Val::string(c.to_string())).collect());
-    }
-    if let Some(map) = value.as_object() {
-        return vm::keys(map, meter);
-    }
-    Err(Fault::type_error(format!(
-        "`{what}` needs an iterable (a list, tuple, string or object), not `{}`",
-        value.type_name()
-    )))
 }
 
 /// Calls a built-in function.
@@ -101,7 +82,7 @@ pub(crate) fn call<'a>(
         }
         Builtin::Any | Builtin::All => {
             arity(name, args.len(), 1, 1)?;
-            let items = elements(arg(args, 0)?, name, meter)?;
+            let items = value::elements(arg(args, 0)?, name, meter)?;
             let any = builtin == Builtin::Any;
             Ok(Val::Bool(if any {
                 items.iter().any(Val::truthy)
@@ -116,7 +97,7 @@ pub(crate) fn call<'a>(
                 )));
             }
             let items = match args {
-                [single] => elements(single, name, meter)?,
+                [single] => value::elements(single, name, meter)?,
                 many => many.to_vec(),
             };
             let (op, wanted) = if builtin == Builtin::Min {
@@ -356,7 +337,7 @@ pub(crate) fn method<'a>(
             }
             Method::Keys => {
                 arity(name, args.len(), 0, 0)?;
-                Ok(Val::List(Rc::new(vm::keys(map, meter)?)))
+                Ok(Val::List(Rc::new(value::keys(map, meter)?)))
             }
             Method::Values => {
                 arity(name, args.len(), 0, 0)?;
@@ -534,7 +515,7 @@ fn string_method<'a>(
         }
         Method::Join => {
             arity(name, args.len(), 1, 1)?;
-            let items = elements(arg(args, 0)?, "join", meter)?;
+            let items = value::elements(arg(args, 0)?, "join", meter)?;
             let mut size: u128 = 0;
             for (i, item) in items.iter().enumerate() {
                 match item.as_str() {

@@ -11,10 +11,12 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::compile::Program;
+use crate::eval_error::EvalError;
+use crate::limits::Limits;
+use crate::program::Program;
 use crate::span::Span;
 use crate::value::{Val, short_repr};
-use crate::vm::{self, Bindings, EvalError, Limits, Tracer};
+use crate::vm::{self, Bindings, Tracer};
 
 /// How many characters of a value an explanation shows.
 pub const SHOWN_CHARS: usize = 80;

@@ -30,9 +30,10 @@ use serde_json::{Number, Value};
 
 use crate::ast::{CompareOp, UnaryOp};
 use crate::calls;
-use crate::compile::{Builtin, Method, Op, Program};
+use crate::limits::Limits;
+use crate::program::{Builtin, Method, Op, Program};
 use crate::value::{self, Meter, Val, field_of_inline};
-use crate::vm::{self, Bindings, Limits, discard};
+use crate::vm::{self, Bindings, discard};
 
 /// The deepest stack this path evaluates; deeper programs go to the general VM.
 pub(crate) const DEPTH: usize = 8;

@@ -12,8 +12,9 @@ use std::fs;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
+use crate::eval_error::EvalErrorKind;
+use crate::limits::Limits;
 use crate::value::{Fault, Meter, Res};
-use crate::vm::{EvalErrorKind, Limits};
 
 fn file_fault(message: String) -> Fault {
     Fault::msg(EvalErrorKind::File, message)

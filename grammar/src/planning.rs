@@ -22,8 +22,7 @@ use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
-use crate::calls::elements;
-use crate::value::{self, Fault, Meter, Res, SeqKind, Val};
+use crate::value::{self, Fault, Meter, Res, SeqKind, Val, elements};
 
 /// A value as a member of a Python set: two keys are equal when Python finds the values equal
 /// (`1 == 1.0 == True`, a tuple element by element). Lists and records have none (they are

@@ -12,7 +12,7 @@ use std::rc::Rc;
 
 use serde_json::{Map, Number, Value};
 
-use crate::vm::EvalErrorKind;
+use crate::eval_error::EvalErrorKind;
 
 /// A run-time value: 16 bytes, a whole-word tag and a whole-word payload (the VM moves values
 /// as two words; a byte tag with a byte payload beside it costs store-forwarding stalls).
@@ -548,6 +548,35 @@ pub(crate) fn contains(needle: &Val<'_>, haystack: &Val<'_>, meter: &mut Meter) 
     Err(Fault::type_error(format!(
         "`in` needs a `str`, `list`, `tuple` or `dict` on the right, not `{}`",
         haystack.type_name()
+    )))
+}
+
+/// The keys of an object, as values.
+pub(crate) fn keys<'a>(
+    map: &'a Map<String, Value>,
+    meter: &mut Meter,
+) -> Result<Vec<Val<'a>>, Fault> {
+    meter.charge(map.len() as u64)?;
+    Ok(map.keys().map(Val::BStr).collect())
+}
+
+/// The elements of an iterable: a list, tuple, generator, string (its characters) or object
+/// (its keys). Charges one unit per element.
+pub(crate) fn elements<'a>(value: &Val<'a>, what: &str, meter: &mut Meter) -> Res<Vec<Val<'a>>> {
+    if let Some((_, items)) = value.as_seq() {
+        meter.charge(items.len() as u64)?;
+        return Ok(items.iter().collect());
+    }
+    if let Some(text) = value.as_str() {
+        meter.charge(text.len() as u64)?;
+        return Ok(text.chars().map(|c| Val::string(c.to_string())).collect());
+    }
+    if let Some(map) = value.as_object() {
+        return keys(map, meter);
+    }
+    Err(Fault::type_error(format!(
+        "`{what}` needs an iterable (a list, tuple, string or object), not `{}`",
+        value.type_name()
     )))
 }
 

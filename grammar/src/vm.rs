@@ -6,17 +6,19 @@
 
 use std::borrow::Cow;
 use std::mem::ManuallyDrop;
-use std::path::PathBuf;
 use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
 use crate::ast::{BinaryOp, CompareOp, UnaryOp};
 use crate::calls;
-use crate::compile::{Builtin, Op, Program};
 use crate::fast::{self, Fv};
+use crate::program::{Builtin, Op, Program};
 use crate::span::Span;
 use crate::value::{self, Failure, Fault, Meter, Seq, Val, field_of, str_eq};
+
+pub use crate::eval_error::{EvalError, EvalErrorKind};
+pub use crate::limits::Limits;
 
 /// What an evaluation reads: free names, `$.input` and step outputs, all borrowed. Binding a
 /// name (or step) again replaces its value. Up to three names with `&'a str` keys are held
@@ -154,97 +156,6 @@ impl<'a> Bindings<'a> {
             .find(|(key, _)| key.as_ref() == id)
             .map(|(_, value)| *value)
     }
-}
-
-/// The bounds of one evaluation.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Limits {
-    /// Instructions one evaluation may execute; built-ins charge per element (and per 64
-    /// bytes of text) they walk.
-    pub instructions: u64,
-    /// The largest string or list (approximate bytes) an evaluation may build with `+`, `*`,
-    /// `str`, `join`, `split`, `replace`, a comprehension, ….
-    pub max_value_bytes: usize,
-    /// The project root that `file_exists` / `file_contains` paths resolve against; without
-    /// one they fail.
-    pub root: Option<PathBuf>,
-    /// `file_contains` is False for a file larger than this (the reference: 10 MiB), and
-    /// `vocabulary_compliance` skips it.
-    pub max_file_bytes: u64,
-    /// How `vocabulary_compliance` reads a vocabulary file's YAML: the host's (this crate
-    /// knows no YAML); without one that built-in fails once it finds a vocabulary.
-    pub vocabulary: Option<crate::vocabulary::VocabularyReader>,
-}
-
-impl Default for Limits {
-    fn default() -> Limits {
-        Limits {
-            instructions: 1_000_000,
-            max_value_bytes: 10 * 1024 * 1024,
-            root: None,
-            max_file_bytes: 10 * 1024 * 1024,
-            vocabulary: None,
-        }
-    }
-}
-
-impl Limits {
-    pub fn with_root(mut self, root: impl Into<PathBuf>) -> Limits {
-        self.root = Some(root.into());
-        self
-    }
-
-    pub fn with_vocabulary_reader(mut self, reader: crate::vocabulary::VocabularyReader) -> Limits {
-        self.vocabulary = Some(reader);
-        self
-    }
-}
-
-/// Why an evaluation failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub enum EvalErrorKind {
-    /// A free name, `$.input` or a step output that the bindings do not hold.
-    UnboundName,
-    /// A field or key the object does not have.
-    MissingField,
-    /// A list or string index out of range.
-    IndexOutOfRange,
-    /// An operation on a value of the wrong type (Python's `TypeError`).
-    Type,
-    /// A value the operation refuses (Python's `ValueError`: `int('x')`, `max([])`, …).
-    Value,
-    DivisionByZero,
-    /// Integer arithmetic beyond 64 bits.
-    Overflow,
-    /// A float result that is infinite or NaN (JSON has no such number).
-    NotFinite,
-    /// The instruction budget ran out.
-    Budget,
-    /// A string or list over the size limit.
-    ValueSize,
-    /// A file built-in without a root, or with a path outside it.
-    File,
-    /// What the checker rejects (an unknown function, a syntax error) or a malformed program.
-    Invalid,
-    /// A built-in found several violations, each its own message (`plan_completion`, as the
-    /// reference's `ValueError` of a list of strings): they are in [`EvalError::violations`].
-    Violations,
-}
-
-/// A run-time error: what failed, and the span of the sub-expression that failed.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
-#[error("{message}")]
-pub struct EvalError {
-    pub kind: EvalErrorKind,
-    /// Lowercase, specific: "division by zero in `a / b`".
-    pub message: String,
-    /// The failing sub-expression, in the expression's text.
-    pub span: Span,
-    /// With [`EvalErrorKind::Violations`], each violation the built-in found, as it words it
-    /// (the `message` joins them); empty otherwise. The runtime reports each as a violation
-    /// of its own, as the reference does.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub violations: Vec<String>,
 }
 
 impl Program {
@@ -1013,7 +924,7 @@ fn identical(a: &Val<'_>, b: &Val<'_>, op: &str) -> Result<bool, Fault> {
 fn iter_source<'a>(iterable: Val<'a>, meter: &mut Meter) -> Result<IterSource<'a>, Fault> {
     Ok(match iterable {
         Val::Json(Value::Array(items)) => IterSource::Json(items),
-        Val::Json(Value::Object(map)) => IterSource::Vals(Rc::new(keys(map, meter)?)),
+        Val::Json(Value::Object(map)) => IterSource::Vals(Rc::new(value::keys(map, meter)?)),
         Val::List(items) | Val::Tuple(items) | Val::Gen(items) => IterSource::Vals(items),
         Val::Str(_) | Val::BStr(_) => IterSource::Chars(iterable),
         other => {
@@ -1023,15 +934,6 @@ fn iter_source<'a>(iterable: Val<'a>, meter: &mut Meter) -> Result<IterSource<'a
             )));
         }
     })
-}
-
-/// The keys of an object, as values.
-pub(crate) fn keys<'a>(
-    map: &'a Map<String, Value>,
-    meter: &mut Meter,
-) -> Result<Vec<Val<'a>>, Fault> {
-    meter.charge(map.len() as u64)?;
-    Ok(map.keys().map(Val::BStr).collect())
 }
 
 fn next_item<'a>(frame: &mut Frame<'a>) -> Option<Val<'a>> {
@@ -1083,7 +985,7 @@ fn walk_path<'a>(
 fn path_fault(
     program: &Program,
     pc: usize,
-    field: &crate::compile::PathField,
+    field: &crate::program::PathField,
     name: &str,
     current: &Value,
 ) -> Fault {

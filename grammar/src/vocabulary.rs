@@ -15,56 +15,21 @@
 //! max_file_bytes`] of output; `base` may not look like an option.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 use std::fs;
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::calls::elements;
+use crate::eval_error::EvalErrorKind;
 use crate::files;
-use crate::value::{Fault, Meter, Res, Val};
-use crate::vm::{EvalErrorKind, Limits};
+use crate::limits::Limits;
+
+pub use crate::limits::{Canonical, Vocabulary, VocabularyReader};
+use crate::value::{Fault, Meter, Res, Val, elements};
 
 /// How long each `git` command of the fallback may run, as in the reference.
 pub const GIT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// A vocabulary: canonical names in the file's order, each with the aliases it rejects.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Vocabulary {
-    pub entries: Vec<Canonical>,
-}
-
-/// One canonical name of a [`Vocabulary`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Canonical {
-    pub name: String,
-    /// The rejected aliases, in the file's order (never empty).
-    pub reject: Vec<String>,
-    /// Why the canonical name is preferred; empty when the file gives no reason.
-    pub reason: String,
-}
-
-/// Reads a vocabulary file's text into a [`Vocabulary`] (no entries when it holds nothing), or
-/// fails with the reference's message (`vocabulary.yaml schema error: …`). The host provides
-/// it, since reading YAML is the compiler's business, not this crate's.
-#[derive(Clone, Copy)]
-pub struct VocabularyReader(pub fn(&str) -> Result<Vocabulary, String>);
-
-impl fmt::Debug for VocabularyReader {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("VocabularyReader")
-    }
-}
-
-impl PartialEq for VocabularyReader {
-    fn eq(&self, other: &VocabularyReader) -> bool {
-        std::ptr::fn_addr_eq(self.0, other.0)
-    }
-}
-
-impl Eq for VocabularyReader {}
 
 fn vocabulary_fault(message: String) -> Fault {
     Fault::msg(EvalErrorKind::File, message)

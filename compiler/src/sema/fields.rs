@@ -15,7 +15,7 @@ use std::ops::Range;
 
 use crate::diagnostic::{Code, Diagnostic, backticked, did_you_mean};
 use crate::sema::contract_type::{self, LiteralText, Number, RangeText, TypeText};
-use crate::sema::types::{Bounds, FieldType, Literal};
+use crate::sema::field_type::{Bounds, FieldType, Literal};
 use crate::source::Span;
 use crate::syntax::ast::{Field, FieldDef};
 use crate::syntax::tree::{Node, NodeKind};

@@ -20,7 +20,7 @@ use std::fmt::Write;
 use serde_json::{Map, Number, Value};
 use sha2::{Digest, Sha256};
 
-use crate::sema::types::{Bounds, ContractField, FieldType, Literal};
+use crate::sema::field_type::{Bounds, ContractField, FieldType, Literal};
 
 /// The schema of a contract with these fields; `schemas` holds those of the contracts it nests
 /// (a nested contract missing from it is `{}`: it was reported).

@@ -1,16 +1,16 @@
 //! The middle end: from the spec's AST to a resolved, typed [`Model`], with a diagnostic for
 //! every rule of the format that the front end cannot see on its own.
 //!
-//! The passes, in order: [`symbols`] declares every name; [`types`] gives every contract field
-//! its type ([`contract_type`] parses the `type:` text, [`fields`] resolves one definition) and
-//! every contract its record type, JSON Schema ([`json_schema`]) and content hash; [`schema`]
-//! checks every step's `output_schema` against the JSON Schema meta-schema; [`resolve`]
-//! resolves every name a spec uses and says what each step is; [`dag`] builds each flow's
-//! dependency graph, reports its cycles and orders its steps; [`rules`] checks which keys go
-//! together on steps, functions, gates and the workflow; [`compose`] builds the graph of
-//! flows running flows and reports recursion; [`typecheck`] type-checks every expression in
-//! its environment; [`flow_output`] checks the result that reaches each end of a flow against
-//! the flow's `output`; [`usage`] warns about what is declared but never used or reached.
+//! The passes, in order: [`symbols`] declares every name; [`types`] gives every contract field its
+//! type ([`field_type`] holds the data, [`contract_type`] parses the `type:` text, [`fields`]
+//! resolves one definition) and every contract its record type, JSON Schema ([`json_schema`]) and
+//! content hash; [`schema`] checks every step's `output_schema` against the JSON Schema
+//! meta-schema; [`resolve`] resolves every name a spec uses and says what each step is; [`dag`]
+//! builds each flow's dependency graph, reports its cycles and orders its steps; [`rules`] checks
+//! which keys go together on steps, functions, gates and the workflow; [`compose`] builds the graph
+//! of flows running flows and reports recursion; [`typecheck`] type-checks every expression in its
+//! environment; [`flow_output`] checks the result that reaches each end of a flow against the
+//! flow's `output`; [`usage`] warns about what is declared but never used or reached.
 //!
 //! Invariants: the middle end never reports what the front end already reported (a value the
 //! front end rejected is `None` in the AST), and a name that does not resolve is reported once,
@@ -22,6 +22,7 @@ pub mod compose;
 pub mod contract_type;
 pub mod dag;
 pub mod fan_out;
+pub mod field_type;
 pub mod fields;
 pub mod flow_output;
 pub mod json_schema;

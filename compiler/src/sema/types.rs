@@ -5,7 +5,8 @@
 //! [`FieldType`] (the grammar's [`Type`] plus what it cannot hold: numeric ranges and string
 //! lengths), every contract a closed record [`Type`], a JSON Schema (draft 2020-12, see
 //! [`json_schema`](super::json_schema)) and a content hash, and reports E0070 and E0072–E0075.
-//! Field resolution itself lives in [`fields`](super::fields).
+//! Field resolution itself lives in [`fields`](super::fields), and the field types, re-exported
+//! here, in [`field_type`](super::field_type).
 //!
 //! Invariants: every field gets a type; a field whose type could not be resolved is `any`
 //! after exactly one diagnostic, so nothing that reads it reports again. A contract that
@@ -28,7 +29,7 @@ use crate::sema::symbols::Symbols;
 use crate::source::Span;
 use crate::syntax::ast::{Ast, FieldDef};
 
-pub use stratum_grammar::types::Literal;
+pub use crate::sema::field_type::{Bounds, ContractField, FieldType, Literal};
 
 /// Most JSON values in one contract's schema (nested contracts inlined).
 pub const MAX_SCHEMA_NODES: usize = 10_000;
@@ -37,134 +38,6 @@ pub const MAX_SCHEMA_NODES: usize = 10_000;
 pub const MAX_TOTAL_NODES: usize = 1_000_000;
 /// Deepest nesting of one contract's schema.
 pub const MAX_SCHEMA_DEPTH: usize = 128;
-
-/// The type of one contract field or input field, with its constraints.
-#[derive(Clone, Debug, PartialEq)]
-pub enum FieldType {
-    /// Unknown: not written (an input without `type`), or reported.
-    Any,
-    String(Bounds<u64>),
-    Number(Bounds<f64>),
-    Integer(Bounds<i64>),
-    Boolean,
-    /// One of fixed literal values (`values:` or a literal union).
-    Enum(Vec<Literal>),
-    /// A list; `None` when its items are untyped (`type: array` without `items`).
-    Array(Option<Box<FieldType>>),
-    /// Any mapping: an open record.
-    Object,
-    /// A nested contract, by name.
-    Contract(String),
-    Optional(Box<FieldType>),
-}
-
-/// Inclusive bounds; for strings, of the length in characters.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Bounds<T> {
-    pub minimum: Option<T>,
-    pub maximum: Option<T>,
-}
-
-impl<T> Bounds<T> {
-    pub fn is_empty(&self) -> bool {
-        self.minimum.is_none() && self.maximum.is_none()
-    }
-}
-
-/// One field of a contract, resolved.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ContractField {
-    pub name: String,
-    pub ty: FieldType,
-}
-
-impl FieldType {
-    /// `self?`, never nested: `any` and optional types are returned unchanged.
-    pub fn optional(self) -> FieldType {
-        match self {
-            FieldType::Any | FieldType::Optional(_) => self,
-            other => FieldType::Optional(Box::new(other)),
-        }
-    }
-
-    /// Whether the field may be left out of an object (and so is not `required`).
-    pub fn is_optional(&self) -> bool {
-        matches!(self, FieldType::Optional(_))
-    }
-
-    /// The type without its `?`.
-    pub fn required(&self) -> &FieldType {
-        match self {
-            FieldType::Optional(inner) => inner,
-            other => other,
-        }
-    }
-
-    /// How the type is written in messages: `string`, `integer[]`, `Address?`.
-    pub fn describe(&self) -> String {
-        match self {
-            FieldType::Any => "any".to_owned(),
-            FieldType::String(_) => "string".to_owned(),
-            FieldType::Number(_) => "number".to_owned(),
-            FieldType::Integer(_) => "integer".to_owned(),
-            FieldType::Boolean => "boolean".to_owned(),
-            FieldType::Enum(_) => "enum".to_owned(),
-            FieldType::Array(None) => "array".to_owned(),
-            FieldType::Array(Some(item)) => format!("{}[]", item.describe()),
-            FieldType::Object => "object".to_owned(),
-            FieldType::Contract(name) => name.clone(),
-            FieldType::Optional(inner) => format!("{}?", inner.describe()),
-        }
-    }
-
-    /// The expression language's view: ranges dropped, nested contracts looked up in
-    /// `contracts` (`any` when absent).
-    pub fn to_type(&self, contracts: &HashMap<String, Type>) -> Type {
-        match self {
-            FieldType::Any => Type::Any,
-            FieldType::String(_) => Type::String,
-            FieldType::Number(_) => Type::Float,
-            FieldType::Integer(_) => Type::Int,
-            FieldType::Boolean => Type::Bool,
-            FieldType::Enum(values) => Type::enumeration(values.clone()),
-            FieldType::Array(item) => Type::list(
-                item.as_deref()
-                    .map_or(Type::Any, |item| item.to_type(contracts)),
-            ),
-            FieldType::Object => Type::record(Record {
-                fields: Vec::new(),
-                open: true,
-            }),
-            FieldType::Contract(name) => contracts.get(name).cloned().unwrap_or(Type::Any),
-            FieldType::Optional(inner) => inner.to_type(contracts).optional(),
-        }
-    }
-
-    /// Replaces every reference to a contract in `names` by `any`.
-    fn forget_contracts(&mut self, names: &HashSet<&str>) {
-        match self {
-            FieldType::Contract(name) if names.contains(name.as_str()) => *self = FieldType::Any,
-            FieldType::Array(Some(item)) => item.forget_contracts(names),
-            FieldType::Optional(inner) => {
-                inner.forget_contracts(names);
-                if **inner == FieldType::Any {
-                    *self = FieldType::Any;
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// The contracts the type names, in order.
-    fn contracts(&self) -> Vec<&str> {
-        match self {
-            FieldType::Contract(name) => vec![name.as_str()],
-            FieldType::Array(Some(item)) => item.contracts(),
-            FieldType::Optional(inner) => inner.contracts(),
-            _ => Vec::new(),
-        }
-    }
-}
 
 /// The type of every contract, by name, with its schema and hash.
 #[derive(Clone, Debug, Default, PartialEq)]
