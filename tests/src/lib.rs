@@ -305,7 +305,7 @@ pub fn generated_v03_spec(steps: usize) -> String {
                 let _ = writeln!(
                     spec,
                     "        inputs: {{outcome: \"$.steps.step_{}.output.outcome\"}}",
-                    index - 1
+                    plan + 7
                 );
                 let _ = writeln!(spec, "        output_contract: Note");
             }

@@ -32,10 +32,10 @@ use stratum_grammar::types::Type;
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::sema::FlowModel;
+use crate::sema::reach::reached;
 use crate::sema::resolve::{StepKind, name_span};
 use crate::sema::symbols::{Symbols, Table, flow_steps};
 use crate::sema::types::ContractTypes;
-use crate::sema::usage::reached;
 use crate::syntax::ast::{Ast, Field, Flow, Step};
 
 /// Per flow (in `Ast::flows` order), whether an `E0077` was reported for it.

@@ -26,6 +26,7 @@ pub mod field_type;
 pub mod fields;
 pub mod flow_output;
 pub mod json_schema;
+pub mod reach;
 pub mod resolve;
 pub mod rules;
 pub mod schema;

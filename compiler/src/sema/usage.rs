@@ -12,6 +12,7 @@
 use std::collections::HashSet;
 
 use crate::diagnostic::{Code, Diagnostic, backticked};
+use crate::sema::reach::{positions, reached};
 use crate::sema::resolve::StepKind;
 use crate::sema::symbols::{Symbols, Table, flow_steps};
 use crate::sema::types::ContractTypes;
@@ -129,82 +130,6 @@ fn unused_functions(ast: &Ast, symbols: &Symbols, diagnostics: &mut Vec<Diagnost
             );
         }
     }
-}
-
-/// Where a step may go next: step indices, each with how it gets there.
-fn routes(step: &Step, kind: StepKind, after: Option<usize>, table: &Table) -> Vec<Option<usize>> {
-    let target = |name: &str| Some(table.get(name).or(after));
-    match kind {
-        StepKind::Gate(_) => {
-            let gate = |field: &Option<Field<Option<String>>>| match field {
-                Some(Field {
-                    value: Some(name), ..
-                }) => target(name),
-                Some(Field { value: None, .. }) => None,
-                None => Some(after),
-            };
-            vec![
-                gate(&step.on_approve).flatten(),
-                gate(&step.on_revise).flatten(),
-                gate(&step.on_kill).flatten(),
-            ]
-        }
-        _ => {
-            let mut routes = vec![match &step.next {
-                Some(next) => target(&next.value).flatten(),
-                None => after,
-            }];
-            if let Some(on_fail) = &step.on_fail {
-                routes.push(target(&on_fail.value).flatten());
-            }
-            if step.skip_if.is_some() {
-                routes.push(after);
-            }
-            routes
-        }
-    }
-}
-
-/// Per step (declaration index), its position in the execution order.
-fn positions(model: &FlowModel) -> Vec<usize> {
-    let mut position = vec![0; model.steps.len()];
-    for (at, &index) in model.dag.order.iter().enumerate() {
-        if let Some(slot) = position.get_mut(index) {
-            *slot = at;
-        }
-    }
-    position
-}
-
-/// Per step (declaration index), whether some route of the flow leads to it from its first
-/// step in execution order.
-pub(crate) fn reached(flow: &Flow, model: &FlowModel, table: &Table) -> Vec<bool> {
-    let steps = flow_steps(flow);
-    let order = &model.dag.order;
-    let position = positions(model);
-    let after = |index: usize| {
-        position
-            .get(index)
-            .and_then(|&at| order.get(at + 1))
-            .copied()
-    };
-    let mut reached = vec![false; steps.len()];
-    let mut pending: Vec<usize> = order.first().copied().into_iter().collect();
-    while let Some(index) = pending.pop() {
-        match reached.get_mut(index) {
-            Some(seen) if !*seen => *seen = true,
-            _ => continue,
-        }
-        let (Some(step), Some(info)) = (steps.get(index), model.steps.get(index)) else {
-            continue;
-        };
-        pending.extend(
-            routes(step, info.kind, after(index), table)
-                .into_iter()
-                .flatten(),
-        );
-    }
-    reached
 }
 
 fn unreachable_steps(

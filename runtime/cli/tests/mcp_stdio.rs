@@ -618,6 +618,24 @@ async fn a_spec_with_errors_reports_every_diagnostic() {
 }
 
 #[tokio::test]
+async fn a_version_0_3_spec_validates_and_its_fan_out_is_refused_at_plan() {
+    let (home, work) = dirs();
+    let mut server = McpServer::start(home.path(), work.path(), Protocol::Stateless).await;
+    let spec = include_str!("../../../examples/parallel-feature.stratum.yaml");
+    let validation = server.call("stratum_validate", json!({"spec": spec})).await;
+    assert_eq!(validation["valid"], true, "{validation:#}");
+    let plan = server
+        .call(
+            "stratum_plan",
+            json!({"spec": spec, "flow": "parallel-feature", "inputs": {"feature": "search"}}),
+        )
+        .await;
+    assert_eq!(status(&plan), "error", "{plan:#}");
+    assert_eq!(plan["error_type"], "unsupported_step_kind", "{plan:#}");
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn a_spec_with_thousands_of_errors_gets_a_bounded_answer() {
     // 20,000 bad lines (330 KB) drew a 19 MB answer listing every one.
     let (home, work) = dirs();
