@@ -366,6 +366,21 @@ fn edited(plan: &Plan, edit: impl FnOnce(&mut Value)) -> Vec<u8> {
 }
 
 #[test]
+fn a_format_1_plan_still_loads() {
+    // Format 2 added the version 0.3 actions only: the plans stored for flows that an older
+    // runtime started keep running.
+    let (name, text) = specs_in("examples")
+        .into_iter()
+        .find(|(name, _)| name.contains("deploy"))
+        .unwrap();
+    let mut plan = build_all(&name, &text);
+    plan.format = 1;
+    plan.seal();
+    let loaded = plan::load(plan.to_json(false).as_bytes()).unwrap();
+    assert_eq!(loaded, plan);
+}
+
+#[test]
 fn the_loader_refuses_what_it_cannot_run() {
     let (name, text) = specs_in("examples")
         .into_iter()

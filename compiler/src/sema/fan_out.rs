@@ -25,7 +25,7 @@ use stratum_grammar::types::{Env, Type};
 use crate::diagnostic::{Code, Diagnostic, did_you_mean};
 use crate::expression::{self, Expressions};
 use crate::source::Span;
-use crate::syntax::ast::{Field, Stage, Step, StepType, Text};
+use crate::syntax::ast::{Field, PreMergeVerify, Stage, Step, StepType, Text};
 use crate::template::{self, Placeholder};
 
 /// The checks of one step; `env` is the flow's environment with no free names.
@@ -46,6 +46,14 @@ pub fn check_step(
         .as_ref()
         .and_then(|source| source_element(source, env, expressions, diagnostics))
         .unwrap_or(Type::Any);
+    if let Some(Field {
+        value: PreMergeVerify::Reference(commands),
+        ..
+    }) = &step.pre_merge_verify
+    {
+        // The commands are read when the step starts: the reference must name something.
+        check_expression(commands, env, expressions, diagnostics);
+    }
     if ty == StepType::ParallelDispatch {
         if let Some(template) = &step.intent_template {
             let scope = Scope::task(&element);

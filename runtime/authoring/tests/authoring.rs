@@ -131,7 +131,7 @@ fn example_specs_list_with_their_inputs() {
     let list = list_workflows(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples"));
     assert_eq!(list.errors, Vec::<String>::new());
     let names: Vec<&str> = list.workflows.iter().map(|w| w.name.as_str()).collect();
-    assert_eq!(names, ["code-review", "deploy"]);
+    assert_eq!(names, ["code-review", "deploy", "parallel-feature"]);
     let input = list.workflows.first().map(|w| json!(w.input));
     assert_eq!(
         input,

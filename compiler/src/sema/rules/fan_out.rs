@@ -279,26 +279,10 @@ fn keys_of_other_kinds(step: &Step, shape: Shape, diagnostics: &mut Vec<Diagnost
             key_of(&step.max_iterations),
             "a fan-out step is not iterated; iterate inside the tasks' own flow, or retry with `retries`",
         ),
-        (
-            "exit_criterion",
-            key_of(&step.exit_criterion),
-            "a fan-out step is not iterated",
-        ),
-        (
-            "score_expr",
-            key_of(&step.score_expr),
-            "a fan-out step is not iterated",
-        ),
-        (
-            "accumulate",
-            key_of(&step.accumulate),
-            "a fan-out step is not iterated",
-        ),
-        (
-            "accumulate_key",
-            key_of(&step.accumulate_key),
-            "a fan-out step is not iterated",
-        ),
+        ("exit_criterion", key_of(&step.exit_criterion), NOT_ITERATED),
+        ("score_expr", key_of(&step.score_expr), NOT_ITERATED),
+        ("accumulate", key_of(&step.accumulate), NOT_ITERATED),
+        ("accumulate_key", key_of(&step.accumulate_key), NOT_ITERATED),
     ];
     for (key, span, help) in misplaced {
         if let Some(span) = span {
@@ -324,6 +308,9 @@ fn keys_of_other_kinds(step: &Step, shape: Shape, diagnostics: &mut Vec<Diagnost
         );
     }
 }
+
+/// Why the iteration keys are not read on a fan-out step.
+const NOT_ITERATED: &str = "a fan-out step is not iterated";
 
 /// Fan-out keys, `intent_template` and `stages` on a step that does not fan out.
 fn other_kinds(step: &Step, noun: &str, diagnostics: &mut Vec<Diagnostic>) {
