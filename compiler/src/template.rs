@@ -227,6 +227,8 @@ mod tests {
     }
 
     #[test]
+    // A placeholder's ranges are a list of ranges, one per identifier; here there is one.
+    #[allow(clippy::single_range_in_vec_init)]
     fn placeholders_and_literal_braces_are_read() {
         assert_eq!(
             paths("Task {id}: {task.description}"),

@@ -2,6 +2,7 @@
 //! parallel_dispatch or pipeline step is refused when it starts, with an `error_type` that
 //! names the step and its kind, and nothing is stored; a flow of the same spec that reaches
 //! none of them runs as usual.
+#![allow(clippy::indexing_slicing)] // tests may index the JSON answers they assert on
 
 use stratum_test_support as support;
 
