@@ -19,11 +19,11 @@
 //! Invariant: a field of `any` or of an open record is accepted (nothing says it is missing);
 //! of a closed record (a contract) it must exist.
 
-use stratum_grammar::ast::Expr;
 use stratum_grammar::types::{Env, Type};
 
 use crate::diagnostic::{Code, Diagnostic, did_you_mean};
-use crate::expression::{self, Expressions};
+use crate::expression::Expressions;
+use crate::sema::typecheck::check_text;
 use crate::source::Span;
 use crate::syntax::ast::{Field, PreMergeVerify, Stage, Step, StepType, Text};
 use crate::template::{self, Placeholder};
@@ -52,7 +52,7 @@ pub fn check_step(
     }) = &step.pre_merge_verify
     {
         // The commands are read when the step starts: the reference must name something.
-        check_expression(commands, env, expressions, diagnostics);
+        check_text(commands, env, expressions, diagnostics);
     }
     if ty == StepType::ParallelDispatch {
         if let Some(template) = &step.intent_template {
@@ -107,19 +107,8 @@ fn source_element(
         );
         return None;
     }
-    let expr = expressions.get(&source.value)?;
-    let checked = stratum_grammar::check(expr, env);
-    for problem in &checked.problems {
-        diagnostics.push(expression::diagnostic(
-            problem,
-            &source.value.value,
-            |span| source.value.span_of(span.range()),
-        ));
-    }
-    if checked.problems.iter().any(|problem| problem.is_error()) {
-        return None;
-    }
-    match checked.ty.non_optional() {
+    let ty = check_text(&source.value, env, expressions, diagnostics)?;
+    match ty.non_optional() {
         Type::List(item) => Some(item.as_ref().clone()),
         Type::Any => Some(Type::Any),
         other => {
@@ -432,7 +421,7 @@ fn check_predicates(
                 env.names.insert(name.to_owned(), ty);
             }
         }
-        check_expression(&when.value, &mut env, expressions, diagnostics);
+        check_text(&when.value, &mut env, expressions, diagnostics);
     }
     if let Some(exit) = &stage.exit_when {
         let mut env = Env::new();
@@ -441,23 +430,6 @@ fn check_predicates(
         }
         env.names.insert("result".to_owned(), Type::String);
         env.names.insert("result_raw".to_owned(), Type::Any);
-        check_expression(&exit.value, &mut env, expressions, diagnostics);
-    }
-}
-
-fn check_expression(
-    text: &Text,
-    env: &mut Env,
-    expressions: &Expressions,
-    diagnostics: &mut Vec<Diagnostic>,
-) {
-    let Some(expr): Option<&Expr> = expressions.get(text) else {
-        return;
-    };
-    let checked = stratum_grammar::check(expr, env);
-    for problem in &checked.problems {
-        diagnostics.push(expression::diagnostic(problem, &text.value, |span| {
-            text.span_of(span.range())
-        }));
+        check_text(&exit.value, &mut env, expressions, diagnostics);
     }
 }

@@ -279,8 +279,9 @@ fn check_flow(
     }
 }
 
-/// Type-checks one expression and reports its problems; its type, when it parsed.
-fn check_text(
+/// Type-checks one expression and reports its problems; its type, when it parsed and has no
+/// error.
+pub(crate) fn check_text(
     text: &Text,
     env: &mut Env,
     expressions: &Expressions,
