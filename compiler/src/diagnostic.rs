@@ -162,6 +162,11 @@ codes! {
     E0087 Error "impossible-require" "a `require` that no run can meet";
     E0088 Error "fanout-shape" "a pipeline whose `fanout` and `join` stages do not form one region";
     E0089 Error "unsupported-isolation" "`isolation: branch`, which the runtime does not support";
+    E0090 Error "invalid-judge" "a judge with two predicates of one id, or `stakes: cheap` with predicates only an agent decides";
+    E0091 Error "invalid-judge-statement" "a deterministic judge statement that calls what the first tier lacks or reads outside the staged files";
+    E0092 Error "ambiguous-reasoning-template" "a reasoning template with keys nothing reads, or sections that cannot be told apart";
+    E0093 Error "reasoning-template-on-judge" "a `reasoning_template` on a judge step, whose verdict never has its sections";
+    E0094 Error "invalid-pre-merge-verify" "a `pre_merge_verify` reference whose value is not a list of commands";
 
     W0001 Warning "unknown-contract-field-key" "a key in a contract field definition that nothing reads";
     // Retired: reported as the error E0047 since the comparison cannot hold. Kept so that the
@@ -189,6 +194,7 @@ codes! {
 
     // Middle end: version 0.3 steps (W0030–W0039).
     W0030 Warning "key-without-effect" "a fan-out key that the step's other settings make useless";
+    W0031 Warning "defer-advance-without-client-merge" "`defer_advance` on a step that leaves the client nothing to merge before it advances";
 
 }
 

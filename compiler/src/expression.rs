@@ -9,7 +9,7 @@
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::source::Span;
-use crate::syntax::ast::{Ast, Text};
+use crate::syntax::ast::{Ast, PredicateKind, Text};
 use stratum_grammar::{Problem, ProblemKind};
 
 /// The diagnostic code of each kind of expression problem.
@@ -79,6 +79,8 @@ pub enum Role {
     When,
     /// A pipeline stage's `exit_when`.
     ExitWhen,
+    /// The `statement` of a judge's deterministic predicate.
+    Statement,
 }
 
 impl Role {
@@ -93,6 +95,7 @@ impl Role {
             Role::AccumulateKey => "accumulate_key",
             Role::When => "when",
             Role::ExitWhen => "exit_when",
+            Role::Statement => "statement",
         }
     }
 }
@@ -120,6 +123,18 @@ pub fn expressions(ast: &Ast) -> Vec<(Role, &Text)> {
             for (role, field) in single {
                 if let Some(field) = field {
                     found.push((role, &field.value));
+                }
+            }
+            let predicates = step
+                .judge
+                .iter()
+                .flat_map(|judge| &judge.value.predicates)
+                .flat_map(|predicates| &predicates.value);
+            for predicate in predicates {
+                if let (Some(kind), Some(statement)) = (&predicate.kind, &predicate.statement)
+                    && kind.value == PredicateKind::Deterministic
+                {
+                    found.push((Role::Statement, &statement.value));
                 }
             }
             for stage in step.stages.iter().flat_map(|stages| &stages.value) {

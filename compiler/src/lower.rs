@@ -13,6 +13,7 @@
 //! in a spec that checked clean is a bug, reported as [`LowerError::Internal`].
 
 mod fan_out;
+mod judge;
 mod steps;
 
 use std::collections::HashMap;

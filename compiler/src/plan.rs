@@ -209,8 +209,12 @@ pub enum Action {
         /// Seconds before a pending gate is killed.
         timeout: Option<u64>,
     },
-    /// A judge step, configured as written.
-    Judge { config: Value },
+    /// The server's judge decides the step's predicates.
+    Judge {
+        predicates: Vec<JudgePredicate>,
+        stakes: Stakes,
+        budget: JudgeBudget,
+    },
     /// An agent splits the work into a task graph (the step's output contract), checked by
     /// the step's `ensure`s.
     Decompose {
@@ -230,6 +234,49 @@ pub enum Action {
     /// its previous stage.
     Pipeline { fan_out: FanOut, stages: Vec<Stage> },
 }
+
+/// One predicate of a judge step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JudgePredicate {
+    pub id: String,
+    pub kind: PredicateKind,
+    /// As written: an expression for a deterministic predicate, prose for the others.
+    pub statement: String,
+    /// The confidence, 1 to 10, a `met` verdict needs.
+    pub applied_gate: u32,
+    /// A deterministic predicate's statement, compiled; its file built-ins read the judge's
+    /// staging directory.
+    pub check: Option<Expression>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PredicateKind {
+    Deterministic,
+    Verified,
+    Judged,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stakes {
+    Cheap,
+    Default,
+    Paranoid,
+}
+
+/// A judge's limits; `None` where the spec sets none.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeBudget {
+    pub max_turns: Option<u32>,
+    pub max_dollars: Option<f64>,
+    pub max_wall_clock_s: Option<f64>,
+}
+
+/// The reference's default for `applied_gate`.
+pub const DEFAULT_APPLIED_GATE: u32 = 7;
 
 /// What parallel and pipeline steps share: where the tasks come from and how they run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

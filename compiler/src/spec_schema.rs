@@ -110,6 +110,7 @@ fn value_schema(value: &Value, reached: &mut Vec<&'static Shape>) -> Json {
             }
             schema
         }
+        Value::Positive => json!({"type": "number", "exclusiveMinimum": 0}),
         Value::Integer { min, max } => {
             let mut schema = json!({"type": "integer", "minimum": min});
             if let (Some(max), Some(object)) = (max, schema.as_object_mut()) {
@@ -202,6 +203,18 @@ mod tests {
                 r#"{version: "0.3", flows: {g: {steps: [{stages: [{fanout: {KV}}]}]}}}"#,
                 "/flows/g/steps/0/stages/0/fanout",
             ),
+            "judge" => (
+                r#"{version: "0.3", flows: {g: {steps: [{judge: {KV}}]}}}"#,
+                "/flows/g/steps/0/judge",
+            ),
+            "predicate" => (
+                r#"{version: "0.3", flows: {g: {steps: [{judge: {predicates: [{KV}]}}]}}}"#,
+                "/flows/g/steps/0/judge/predicates/0",
+            ),
+            "judgeBudget" => (
+                r#"{version: "0.3", flows: {g: {steps: [{judge: {budget: {KV}}}]}}}"#,
+                "/flows/g/steps/0/judge/budget",
+            ),
             "workflow" => (r#"{version: "0.3", workflow: {KV}}"#, "/workflow"),
             "workflowInput" => (
                 r#"{version: "0.3", workflow: {input: {x: {KV}}}}"#,
@@ -228,6 +241,7 @@ mod tests {
                 }
                 (texts(&["0.5", "3"]), bad)
             }
+            Value::Positive => (texts(&["0.5", "3"]), texts(&["x", "[1]", "0", "-1"])),
             Value::Integer { min, max } => {
                 let mut bad = texts(&["x", "1.5"]);
                 bad.push(format!("{}", *min as i64 - 1));

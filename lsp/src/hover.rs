@@ -15,6 +15,7 @@ use stratum_compiler::sema::symbols::flow_steps;
 use stratum_compiler::sema::types::{Bounds, FieldType};
 use stratum_compiler::source::Span;
 use stratum_compiler::syntax::ast::{Budget, Field, FieldDef, Mode};
+use stratum_compiler::syntax::tree::{Node, NodeKind};
 
 use crate::analysis::Analysis;
 use crate::index::{Index, Symbol, name_span};
@@ -393,6 +394,11 @@ fn key(analysis: &Analysis, offset: usize) -> Option<(Span, String)> {
         KeyPlace::Step => "step key",
         KeyPlace::Stage => "pipeline stage key",
         KeyPlace::Fanout => "fanout key",
+        KeyPlace::Judge => "judge key",
+        KeyPlace::Predicate => "judge predicate key",
+        KeyPlace::JudgeBudget => "judge budget key",
+        KeyPlace::Certificate => "reasoning template key",
+        KeyPlace::Section => "reasoning template section key",
         KeyPlace::Workflow => "workflow key",
         KeyPlace::WorkflowParam => "workflow input key",
     };
@@ -435,6 +441,50 @@ impl Keys<'_> {
         self.field(def.maximum.as_ref(), place, "maximum");
         self.field(def.min_length.as_ref(), place, "min_length");
         self.field(def.max_length.as_ref(), place, "max_length");
+    }
+
+    /// The keys of a mapping as written, and the mappings under `nested` keys (a mapping, or
+    /// each mapping of a list) with their own place.
+    fn written(&mut self, node: &Node, place: KeyPlace, nested: &[(&str, KeyPlace)]) {
+        let NodeKind::Map(entries) = &node.kind else {
+            return;
+        };
+        for entry in entries {
+            let Some(name) = entry.key.as_str() else {
+                continue;
+            };
+            self.add(entry.key.span, place, name);
+            let Some(&(_, inner)) = nested.iter().find(|(key, _)| *key == name) else {
+                continue;
+            };
+            match &entry.value.kind {
+                NodeKind::Seq(items) => {
+                    for item in items {
+                        self.written(item, inner, &[]);
+                    }
+                }
+                _ => self.written(&entry.value, inner, &[]),
+            }
+        }
+    }
+
+    fn judge(&mut self, judge: &Node) {
+        self.written(
+            judge,
+            KeyPlace::Judge,
+            &[
+                ("predicates", KeyPlace::Predicate),
+                ("budget", KeyPlace::JudgeBudget),
+            ],
+        );
+    }
+
+    fn certificate(&mut self, template: &Node) {
+        self.written(
+            template,
+            KeyPlace::Certificate,
+            &[("sections", KeyPlace::Section)],
+        );
     }
 
     fn budget(&mut self, budget: Option<&Field<Budget>>) {
@@ -504,6 +554,15 @@ fn key_at(analysis: &Analysis, offset: usize) -> Option<(Span, KeyPlace, String)
                 keys.add(key.span, KeyPlace::Step, &key.value);
             }
             keys.budget(step.budget.as_ref());
+            if let Some(judge) = &step.judge {
+                keys.judge(&judge.value.written);
+            }
+            for template in [&step.reasoning_template, &step.task_reasoning_template]
+                .into_iter()
+                .flatten()
+            {
+                keys.certificate(&template.value);
+            }
         }
     }
     if let Some(workflow) = &ast.workflow {
@@ -653,5 +712,55 @@ flows:
         // A value is not a key.
         let offset = SPEC.find("mode: infer").unwrap() + 7;
         assert_eq!(hover(&analysis, offset), None);
+    }
+
+    #[test]
+    fn hover_on_judge_and_reasoning_template_keys() {
+        let spec = r#"version: "0.3"
+flows:
+  review:
+    input: {diff: {type: string}}
+    steps:
+      - id: review
+        intent: "Review the diff"
+        inputs: {diff: "$.input.diff"}
+        reasoning_template:
+          require_citations: true
+          sections: [{id: p, label: Premises, description: "The facts"}]
+      - id: check
+        depends_on: [review]
+        judge:
+          stakes: default
+          predicates:
+            - {id: tests, type: deterministic, statement: "file_exists('artifacts/log.txt')", applied_gate: 8}
+          budget: {max_turns: 3}
+"#;
+        let analysis = crate::analysis::clean(spec);
+        let at = |needle: &str| {
+            let offset = spec.find(needle).unwrap() + 1;
+            let (span, text) = hover(&analysis, offset).unwrap();
+            let first = text.lines().next().unwrap_or_default().to_owned();
+            format!("[{}] {first}", analysis.slice(span))
+        };
+        assert_eq!(
+            at("require_citations"),
+            "[require_citations] **`require_citations`** · reasoning template key"
+        );
+        assert_eq!(
+            at("label: Premises"),
+            "[label] **`label`** · reasoning template section key"
+        );
+        assert_eq!(at("stakes"), "[stakes] **`stakes`** · judge key");
+        assert_eq!(
+            at("applied_gate"),
+            "[applied_gate] **`applied_gate`** · judge predicate key"
+        );
+        assert_eq!(
+            at("max_turns"),
+            "[max_turns] **`max_turns`** · judge budget key"
+        );
+        // `type` inside a predicate is the predicate's, not a step's.
+        let (_, text) = hover(&analysis, spec.find("type: deterministic").unwrap() + 1).unwrap();
+        assert!(text.contains("`deterministic` (an expression"), "{text}");
     }
 }

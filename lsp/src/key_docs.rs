@@ -18,6 +18,16 @@ pub enum KeyPlace {
     Stage,
     /// A pipeline stage's `fanout`.
     Fanout,
+    /// A judge step's `judge:` block.
+    Judge,
+    /// One of a judge's `predicates`.
+    Predicate,
+    /// A judge's `budget`.
+    JudgeBudget,
+    /// A reasoning template (`reasoning_template`, `task_reasoning_template`).
+    Certificate,
+    /// One of a reasoning template's `sections`.
+    Section,
     Workflow,
     WorkflowParam,
 }
@@ -111,7 +121,9 @@ pub fn doc(place: KeyPlace, key: &str) -> Option<&'static str> {
         (Step, "flow") => {
             "(v0.2) Runs another flow (sub-flow step); exactly one of `function`, `intent` and `flow`."
         }
-        (Step, "judge") => "(v0.2) A judge step's configuration.",
+        (Step, "judge") => {
+            "(v0.2) Makes the step a judge step: the `predicates` the server decides, with `stakes` and a `budget`."
+        }
         (Step, "agent") => "(v0.2, inline steps) The agent the step is assigned to.",
         (Step, "inputs") => {
             "The step's inputs: literals, `$.input.<field>` or `$.steps.<id>.output[.<field>]`; references add dependencies."
@@ -230,6 +242,40 @@ pub fn doc(place: KeyPlace, key: &str) -> Option<&'static str> {
             "How many lanes must complete for the join: `all` (the default), `any` or a number."
         }
 
+        (Judge, "predicates") => {
+            "Required. What must hold, one predicate each; the step is met when every predicate is."
+        }
+        (Judge, "stakes") => {
+            "How hard the judge looks: `cheap` (deterministic predicates only), `default` (an agent reads the evidence) or `paranoid` (a second, cold read)."
+        }
+        (Judge, "budget") => "The judge's limits: `max_turns`, `max_dollars`, `max_wall_clock_s`.",
+        (Predicate, "id") => "Required. The predicate's id, unique within the judge.",
+        (Predicate, "type") => {
+            "Required. `deterministic` (an expression over the staged files), `verified` (an agent quotes the evidence) or `judged` (an agent weighs it)."
+        }
+        (Predicate, "statement") => {
+            "Required. What must hold: for `deterministic`, an expression using `file_exists`, `file_contains`, `len`, `min`, `max`, `bool`, `int` and `str` on paths under `artifacts/` or `modified/`; otherwise a sentence."
+        }
+        (Predicate, "applied_gate") => "The confidence, 1 to 10, a `met` verdict needs; default 7.",
+        (JudgeBudget, "max_turns") => "The most turns the judge may take.",
+        (JudgeBudget, "max_dollars") => {
+            "The most the judge's agents may cost, in US dollars; more than 0."
+        }
+        (JudgeBudget, "max_wall_clock_s") => {
+            "The most seconds the judge may take, all tiers together; more than 0."
+        }
+        (Certificate, "sections") => {
+            "The sections the answer must have, in order; default premises, trace and conclusion."
+        }
+        (Certificate, "require_citations") => {
+            "`true` to require premises numbered `[P1]`, `[P2]`… and a conclusion that cites them."
+        }
+        (Section, "id") => "Required. The section's id, unique within the template.",
+        (Section, "label") => {
+            "Required. The heading the answer writes as `## <label>`; unique within the template."
+        }
+        (Section, "description") => "Required. What the agent writes in the section.",
+
         (Workflow, "name") => {
             "Required. The workflow's name: lowercase words joined by hyphens; a flow of that name is the entry flow."
         }
@@ -264,6 +310,11 @@ mod tests {
             (KeyPlace::Step, &keys::STEP),
             (KeyPlace::Stage, &keys::STAGE),
             (KeyPlace::Fanout, &keys::FANOUT),
+            (KeyPlace::Judge, &keys::JUDGE),
+            (KeyPlace::Predicate, &keys::PREDICATE),
+            (KeyPlace::JudgeBudget, &keys::JUDGE_BUDGET),
+            (KeyPlace::Certificate, &keys::CERTIFICATE),
+            (KeyPlace::Section, &keys::SECTION),
             (KeyPlace::Workflow, &keys::WORKFLOW),
             (KeyPlace::WorkflowParam, &keys::WORKFLOW_PARAM),
         ];

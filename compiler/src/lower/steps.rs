@@ -290,13 +290,7 @@ impl Lowering<'_> {
                 fan_out: self.fan_out(context, step)?,
                 stages: self.stages(step)?,
             },
-            (StepKind::Judge, _) => Action::Judge {
-                config: step
-                    .judge
-                    .as_ref()
-                    .and_then(|judge| crate::sema::schema::to_json(&judge.value))
-                    .unwrap_or(serde_json::Value::Null),
-            },
+            (StepKind::Judge, _) => self.judge(step)?,
             (kind, _) => {
                 return Err(LowerError::Internal(format!(
                     "a {} that does not resolve",

@@ -51,8 +51,10 @@ pub fn check_step(
         ..
     }) = &step.pre_merge_verify
     {
-        // The commands are read when the step starts: the reference must name something.
-        check_text(commands, env, expressions, diagnostics);
+        // The commands are read when the step starts: the reference must name commands.
+        if let Some(ty) = check_text(commands, env, expressions, diagnostics) {
+            verify_commands(commands, &ty, diagnostics);
+        }
     }
     if ty == StepType::ParallelDispatch {
         if let Some(template) = &step.intent_template {
@@ -130,6 +132,36 @@ fn source_element(
             None
         }
     }
+}
+
+/// E0094 `invalid-pre-merge-verify`: a `pre_merge_verify` reference whose value is not a
+/// list of commands (strings), nor one command. Why: each command is split into an argument
+/// vector and run in the task's worktree; a number or a record gives none. Fix: reference a
+/// list of strings, or write the commands in the spec.
+fn verify_commands(commands: &Text, ty: &Type, diagnostics: &mut Vec<Diagnostic>) {
+    let commands_type = match ty.non_optional() {
+        Type::Any | Type::String => true,
+        Type::List(item) => matches!(item.non_optional(), Type::Any | Type::String),
+        _ => false,
+    };
+    if commands_type {
+        return;
+    }
+    diagnostics.push(
+        Diagnostic::new(
+            Code::E0094,
+            format!(
+                "`pre_merge_verify` names {}, not a list of commands",
+                crate::sema::typecheck::shown(ty)
+            ),
+            commands.span,
+            "not commands",
+        )
+        .help(
+            "reference a list of strings (each one command, run without a shell in the task's \
+             worktree), or write the commands here: `pre_merge_verify: [\"cargo test -q\"]`",
+        ),
+    );
 }
 
 /// Where a stage stands in its pipeline, which decides the names its templates may use.

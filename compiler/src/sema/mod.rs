@@ -26,6 +26,7 @@ pub mod field_type;
 pub mod fields;
 pub mod flow_output;
 pub mod json_schema;
+pub mod judge;
 pub mod reach;
 pub mod resolve;
 pub mod rules;
@@ -112,6 +113,7 @@ pub fn analyze(
     rules::check(ast, &symbols, &contracts, &flows, diagnostics);
     let calls = compose::check(ast, &flows, diagnostics);
     typecheck::check(ast, &symbols, &contracts, &flows, &expressions, diagnostics);
+    judge::check(ast, &expressions, diagnostics);
     let mismatched_outputs = flow_output::check(ast, &symbols, &contracts, &flows, diagnostics);
     usage::check(
         ast,

@@ -223,7 +223,7 @@ fn step_kind(
     let judge = step
         .judge
         .as_ref()
-        .is_some_and(|judge| judge.value.is_truthy());
+        .is_some_and(|judge| judge.value.written.is_truthy());
     let modes = [
         step.function.is_some(),
         step.intent.is_some(),

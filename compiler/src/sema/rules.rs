@@ -9,6 +9,7 @@
 //! written, so "missing key" rules never follow from a bad value; and a key that is reported
 //! as not allowed is not checked any further.
 
+mod certificate;
 mod fan_out;
 mod functions;
 mod steps;

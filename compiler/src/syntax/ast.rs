@@ -195,9 +195,8 @@ pub struct Step {
     pub function: Option<Field<String>>,
     pub intent: Option<Field<String>>,
     pub flow: Option<Field<String>>,
-    /// A judge step's configuration, kept as written: the reference implementation accepts it
-    /// in version 0.2 but documents it nowhere.
-    pub judge: Option<Field<Node>>,
+    /// A judge step's configuration: predicates, stakes and budget.
+    pub judge: Option<Field<Judge>>,
     pub agent: Option<Field<String>>,
     pub inputs: Option<Field<Vec<Input>>>,
     pub depends_on: Option<Field<Vec<Name>>>,
@@ -249,6 +248,75 @@ pub struct Step {
     /// Every key written in the step's mapping, in order, known or not and whatever its value:
     /// the middle end tells a key that is absent from one whose value was rejected.
     pub keys: Vec<Name>,
+}
+
+/// A judge step's `judge:` block.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Judge {
+    /// The block as written: the reference makes a step a judge step when it is truthy.
+    pub written: Node,
+    pub predicates: Option<Field<Vec<Predicate>>>,
+    pub stakes: Option<Field<Stakes>>,
+    pub budget: Option<Field<JudgeBudget>>,
+}
+
+/// One predicate a judge decides.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Predicate {
+    pub span: Span,
+    pub id: Option<Field<String>>,
+    pub kind: Option<Field<PredicateKind>>,
+    /// An expression for a deterministic predicate, prose for the others.
+    pub statement: Option<Field<Text>>,
+    /// The confidence, 1 to 10, that a `met` verdict needs.
+    pub applied_gate: Option<Field<u32>>,
+}
+
+/// How a judge decides a predicate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PredicateKind {
+    /// An expression over the staged files, evaluated by the VM.
+    Deterministic,
+    /// An agent reads the evidence and quotes it.
+    Verified,
+    /// An agent weighs the evidence.
+    Judged,
+}
+
+impl PredicateKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PredicateKind::Deterministic => "deterministic",
+            PredicateKind::Verified => "verified",
+            PredicateKind::Judged => "judged",
+        }
+    }
+}
+
+/// How much checking a judge spends: `cheap` runs deterministic predicates only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stakes {
+    Cheap,
+    Default,
+    Paranoid,
+}
+
+impl Stakes {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stakes::Cheap => "cheap",
+            Stakes::Default => "default",
+            Stakes::Paranoid => "paranoid",
+        }
+    }
+}
+
+/// A judge's limits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JudgeBudget {
+    pub max_turns: Option<Field<u32>>,
+    pub max_dollars: Option<Field<f64>>,
+    pub max_wall_clock_s: Option<Field<f64>>,
 }
 
 /// A step's `type` (version 0.3).

@@ -43,6 +43,8 @@ pub enum Value {
     Number {
         min: Option<f64>,
     },
+    /// A number above 0.
+    Positive,
     /// A whole number from `min` to `max`.
     Integer {
         min: u64,
@@ -83,6 +85,7 @@ impl fmt::Debug for Value {
             Value::Choice(words) => f.debug_tuple("Choice").field(words).finish(),
             Value::Boolean => f.write_str("Boolean"),
             Value::Number { min } => f.debug_struct("Number").field("min", min).finish(),
+            Value::Positive => f.write_str("Positive"),
             Value::Integer { min, max } => f
                 .debug_struct("Integer")
                 .field("min", min)
@@ -423,7 +426,9 @@ pub static STEP: Shape = Shape::with(
         v02("flow")
             .value(Value::Text)
             .doc("(v0.2) Runs another flow (sub-flow step); exactly one of `function`, `intent` and `flow`."),
-        v02("judge").doc("(v0.2) A judge step's configuration."),
+        v02("judge")
+            .value(Value::Shape(&JUDGE))
+            .doc("(v0.2) Makes the step a judge step: the `predicates` the server decides, with `stakes` and a `budget`."),
         Key {
             required: Required::InV01,
             placeholder: "{}",
@@ -611,6 +616,100 @@ pub static FANOUT: Shape = Shape::new(
     ],
 );
 
+/// A judge step's `judge:` block.
+pub static JUDGE: Shape = Shape::new(
+    "judge",
+    "a judge",
+    &[
+        required("predicates", "[{id: tests, type: deterministic, statement: \"file_exists('artifacts/log.txt')\"}]")
+            .value(Value::NonEmptyList(&Value::Shape(&PREDICATE)))
+            .doc("Required. What must hold, one predicate each; the step is met when every predicate is."),
+        key("stakes")
+            .value(Value::Choice(STAKES))
+            .doc("How hard the judge looks: `cheap` (deterministic predicates only), `default` (an agent reads the evidence) or `paranoid` (a second, cold read)."),
+        key("budget")
+            .value(Value::Shape(&JUDGE_BUDGET))
+            .doc("The judge's limits: `max_turns`, `max_dollars`, `max_wall_clock_s`."),
+    ],
+);
+
+/// How much checking a judge spends.
+const STAKES: &[&str] = &["cheap", "default", "paranoid"];
+
+/// One predicate of a judge.
+pub static PREDICATE: Shape = Shape::new(
+    "predicate",
+    "a judge predicate",
+    &[
+        required("id", "tests")
+            .value(Value::NonEmptyText)
+            .doc("Required. The predicate's id, unique within the judge."),
+        required("type", "deterministic")
+            .value(Value::Choice(PREDICATE_KINDS))
+            .doc("Required. `deterministic` (an expression over the staged files), `verified` (an agent quotes the evidence) or `judged` (an agent weighs it)."),
+        required("statement", "\"file_exists('artifacts/log.txt')\"")
+            .value(Value::NonEmptyText)
+            .doc("Required. What must hold: for `deterministic`, an expression using `file_exists`, `file_contains`, `len`, `min`, `max`, `bool`, `int` and `str` on paths under `artifacts/` or `modified/`; otherwise a sentence."),
+        key("applied_gate")
+            .value(Value::Integer { min: 1, max: Some(10) })
+            .doc("The confidence, 1 to 10, a `met` verdict needs; default 7."),
+    ],
+);
+
+/// How a judge decides a predicate.
+const PREDICATE_KINDS: &[&str] = &["deterministic", "verified", "judged"];
+
+/// A judge's `budget`.
+pub static JUDGE_BUDGET: Shape = Shape::new(
+    "judgeBudget",
+    "a judge budget",
+    &[
+        key("max_turns")
+            .value(count32(1))
+            .doc("The most turns the judge may take."),
+        key("max_dollars")
+            .value(Value::Positive)
+            .doc("The most the judge's agents may cost, in US dollars; more than 0."),
+        key("max_wall_clock_s")
+            .value(Value::Positive)
+            .doc("The most seconds the judge may take, all tiers together; more than 0."),
+    ],
+);
+
+/// A reasoning certificate template: the sections an agent's answer must have. Templates are
+/// read as written and checked by the middle end (E0069, E0092), so this shape and
+/// [`SECTION`] are not in [`SHAPES`]: they give the rules their keys and the language server
+/// its completions and hovers.
+pub static CERTIFICATE: Shape = Shape::new(
+    "reasoningTemplate",
+    "a reasoning template",
+    &[
+        key("sections")
+            .value(Value::NonEmptyList(&Value::Shape(&SECTION)))
+            .doc("The sections the answer must have, in order; default premises, trace and conclusion."),
+        key("require_citations")
+            .value(Value::Boolean)
+            .doc("`true` to require premises numbered `[P1]`, `[P2]`… and a conclusion that cites them."),
+    ],
+);
+
+/// One section of a reasoning certificate template.
+pub static SECTION: Shape = Shape::new(
+    "section",
+    "a reasoning template section",
+    &[
+        required("id", "premises")
+            .value(Value::NonEmptyText)
+            .doc("Required. The section's id, unique within the template."),
+        required("label", "Premises")
+            .value(Value::NonEmptyText)
+            .doc("Required. The heading the answer writes as `## <label>`; unique within the template."),
+        required("description", "\"the facts, each citing file:line\"")
+            .value(Value::NonEmptyText)
+            .doc("Required. What the agent writes in the section."),
+    ],
+);
+
 pub static WORKFLOW: Shape = Shape::new(
     "workflow",
     "the workflow",
@@ -642,7 +741,7 @@ pub static WORKFLOW_PARAM: Shape = Shape::new(
 );
 
 /// Every shape, in the order of the format reference: the root first.
-pub static SHAPES: [&Shape; 11] = [
+pub static SHAPES: [&Shape; 14] = [
     &ROOT,
     &CONTRACT_FIELD,
     &INPUT_PARAM,
@@ -652,6 +751,9 @@ pub static SHAPES: [&Shape; 11] = [
     &STEP,
     &STAGE,
     &FANOUT,
+    &JUDGE,
+    &PREDICATE,
+    &JUDGE_BUDGET,
     &WORKFLOW,
     &WORKFLOW_PARAM,
 ];

@@ -623,7 +623,7 @@ impl Reader<'_> {
             function: self.get(&map, "function", |cx, n| cx.string(n)),
             intent: self.get(&map, "intent", |cx, n| cx.non_empty_string(n, "intent")),
             flow: self.get(&map, "flow", |cx, n| cx.string(n)),
-            judge: self.get(&map, "judge", |_, n| Some(n.clone())),
+            judge: self.get(&map, "judge", |cx, n| cx.judge(n)),
             agent: self.get(&map, "agent", |cx, n| cx.string(n)),
             inputs: self.get(&map, "inputs", |cx, n| cx.inputs(n)),
             depends_on: self.get(&map, "depends_on", |cx, n| cx.names(n)),
@@ -721,6 +721,118 @@ impl Reader<'_> {
             }),
             join: self.get(&map, "join", |cx, n| cx.boolean(n)),
         })
+    }
+
+    /// A judge step's `judge:` block.
+    fn judge(&mut self, node: &Node) -> Option<Judge> {
+        let map = self.map(node, &keys::JUDGE, node.span)?;
+        Some(Judge {
+            written: node.clone(),
+            predicates: self.get(&map, "predicates", |cx, n| cx.predicates(n)),
+            stakes: self.get(&map, "stakes", |cx, n| {
+                cx.choice(
+                    n,
+                    "stakes",
+                    &[
+                        ("cheap", Stakes::Cheap),
+                        ("default", Stakes::Default),
+                        ("paranoid", Stakes::Paranoid),
+                    ],
+                )
+            }),
+            budget: self.get(&map, "budget", |cx, n| {
+                let map = cx.map(n, &keys::JUDGE_BUDGET, n.span)?;
+                Some(JudgeBudget {
+                    max_turns: cx.get(&map, "max_turns", |cx, n| cx.count32(n, "max_turns", 1)),
+                    max_dollars: cx.get(&map, "max_dollars", |cx, n| cx.positive(n, "max_dollars")),
+                    max_wall_clock_s: cx.get(&map, "max_wall_clock_s", |cx, n| {
+                        cx.positive(n, "max_wall_clock_s")
+                    }),
+                })
+            }),
+        })
+    }
+
+    /// A judge's predicates; an empty list is reported and read as none.
+    fn predicates(&mut self, node: &Node) -> Option<Vec<Predicate>> {
+        let items = self.list(node)?;
+        if items.is_empty() {
+            self.push(
+                Diagnostic::new(
+                    Code::E0021,
+                    "a judge has no predicates",
+                    node.span,
+                    "empty list",
+                )
+                .help("add at least one predicate: `- {id: tests, type: deterministic, statement: \"file_exists('artifacts/log.txt')\"}`"),
+            );
+            return None;
+        }
+        Some(
+            items
+                .iter()
+                .filter_map(|item| {
+                    let map = self.map(item, &keys::PREDICATE, item.span)?;
+                    Some(Predicate {
+                        span: item.span,
+                        id: self.get(&map, "id", |cx, n| cx.non_empty_string(n, "id")),
+                        kind: self.get(&map, "type", |cx, n| {
+                            cx.choice(
+                                n,
+                                "type",
+                                &[
+                                    ("deterministic", PredicateKind::Deterministic),
+                                    ("verified", PredicateKind::Verified),
+                                    ("judged", PredicateKind::Judged),
+                                ],
+                            )
+                        }),
+                        statement: self.get(&map, "statement", |cx, n| {
+                            let text = cx.text(n)?;
+                            if text.value.trim().is_empty() {
+                                cx.push(
+                                    Diagnostic::new(
+                                        Code::E0021,
+                                        "a predicate's `statement` is empty",
+                                        n.span,
+                                        "empty string",
+                                    )
+                                    .help("write what must hold: an expression for a deterministic predicate, a sentence otherwise"),
+                                );
+                                return None;
+                            }
+                            Some(text)
+                        }),
+                        applied_gate: self.get(&map, "applied_gate", |cx, n| {
+                            let gate = cx.count32(n, "applied_gate", 1)?;
+                            if gate > 10 {
+                                cx.out_of_range(
+                                    n,
+                                    format!("`applied_gate` must be from 1 to 10, not {gate}"),
+                                    "write the confidence a `met` verdict needs, from 1 to 10 (default 7)".to_owned(),
+                                );
+                                return None;
+                            }
+                            Some(gate)
+                        }),
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// A number above 0.
+    fn positive(&mut self, node: &Node, key: &str) -> Option<f64> {
+        let number = self.number(node)?;
+        if number <= 0.0 || number.is_nan() {
+            self.out_of_range(
+                node,
+                format!("`{key}` must be more than 0, not {number}"),
+                "write a number above 0".to_owned(),
+            );
+            return None;
+        }
+        Some(number)
     }
 
     /// A mapping kept as written (a JSON Schema, a reasoning template).

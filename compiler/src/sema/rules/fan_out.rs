@@ -17,7 +17,7 @@ use crate::sema::rules::steps::{
 };
 use crate::sema::rules::{is_written, removal};
 use crate::source::Span;
-use crate::syntax::ast::{Field, Isolation, Require, Stage, Step, StepType};
+use crate::syntax::ast::{Field, Isolation, Merge, Require, Stage, Step, StepType};
 use crate::syntax::keys;
 
 /// Whether the step's `type` names a version 0.3 kind, which decides the keys it must have.
@@ -67,6 +67,7 @@ pub(super) fn check_step(step: &Step, resolved: StepKind, diagnostics: &mut Vec<
     }
     if matches!(shape, Shape::Parallel | Shape::Pipeline) {
         without_worktrees(step, diagnostics);
+        deferred_advance(step, diagnostics);
         if let Some(template) = &step.task_reasoning_template {
             let what = format!("the task reasoning template of {}", step_name(step));
             reasoning_sections(&what, template, diagnostics);
@@ -110,7 +111,7 @@ fn type_agrees(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
             "judge",
             step.judge
                 .as_ref()
-                .filter(|judge| judge.value.is_truthy())
+                .filter(|judge| judge.value.written.is_truthy())
                 .map(|judge| judge.key),
         ),
     ]
@@ -433,6 +434,71 @@ fn without_worktrees(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
             },
         );
     }
+}
+
+/// W0031 `defer-advance-without-client-merge`: `defer_advance: true` where the client has
+/// nothing to merge before it advances: the server merges (`merge: sequential_apply`, the
+/// default), the tasks share the project root (`isolation: none`), or no diff is recorded
+/// (the worktrees are removed when the tasks end). Why: the flow would wait for nothing, and
+/// an unattended flow forever. Fix: `merge: manual` with `capture_diff: true`, or remove the
+/// key.
+fn deferred_advance(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
+    let Some(defer) = step.defer_advance.as_ref().filter(|defer| defer.value) else {
+        return;
+    };
+    let manual = step
+        .merge
+        .as_ref()
+        .is_some_and(|merge| merge.value == Merge::Manual);
+    let captured = step
+        .capture_diff
+        .as_ref()
+        .is_some_and(|capture| capture.value);
+    let (why, secondary) = if let Some(isolation) = step
+        .isolation
+        .as_ref()
+        .filter(|isolation| isolation.value == Isolation::None)
+    {
+        (
+            "the tasks change the project root itself: there is nothing to merge",
+            Some((isolation.span, "the tasks share the project root")),
+        )
+    } else if !manual {
+        (
+            "the server merges the tasks' changes itself (`merge: sequential_apply`)",
+            step.merge
+                .as_ref()
+                .map(|merge| (merge.span, "the server merges")),
+        )
+    } else if !captured {
+        (
+            "no diff is recorded for the client to apply, and the worktrees are removed when              the tasks end",
+            None,
+        )
+    } else {
+        return;
+    };
+    let mut diagnostic = Diagnostic::new(
+        Code::W0031,
+        format!(
+            "{} waits for the client to merge and advance, but {why}",
+            step_name(step)
+        ),
+        defer.key,
+        "waits for nothing",
+    )
+    .help(
+        "for a client that merges, write `merge: manual` and `capture_diff: true`; otherwise          remove `defer_advance`, or add a gate step after this one for a person to look at the          result",
+    );
+    if let Some((span, label)) = secondary {
+        diagnostic = diagnostic.secondary(span, label);
+    }
+    diagnostics.push(
+        match removal(&step.keys, step.span, defer.key, defer.span) {
+            Some(removal) => diagnostic.fix("remove `defer_advance`", removal, ""),
+            None => diagnostic,
+        },
+    );
 }
 
 // ----- the fan-out region ------------------------------------------------------------------------

@@ -12,8 +12,8 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::diagnostic::{backticked, did_you_mean};
 use crate::sema::resolve::StepKind;
 use crate::sema::resolve::listing;
-use crate::sema::rules::fan_out;
 use crate::sema::rules::functions::invalid_guardrail;
+use crate::sema::rules::{certificate, fan_out};
 use crate::sema::rules::{is_v02, is_written, removal, removal_among};
 use crate::sema::symbols::{Symbols, flow_steps};
 use crate::sema::{FlowModel, may_suggest};
@@ -181,7 +181,7 @@ fn report_modes(version: Option<Version>, step: &Step, diagnostics: &mut Vec<Dia
             "judge",
             step.judge
                 .as_ref()
-                .filter(|judge| judge.value.is_truthy())
+                .filter(|judge| judge.value.written.is_truthy())
                 .map(|f| f.key),
         ),
     ]
@@ -739,6 +739,7 @@ pub(super) fn reasoning_sections(
     let NodeKind::Map(entries) = &template.value.kind else {
         return;
     };
+    certificate::check(what, entries, diagnostics);
     let Some(sections) = entries
         .iter()
         .find(|entry| entry.key.as_str() == Some("sections"))
@@ -775,6 +776,13 @@ pub(super) fn reasoning_sections(
                                 !fields.iter().any(|field| field.key.as_str() == Some(key))
                             })
                             .collect();
+                        certificate::unknown_keys(
+                            &format!("section {index} of {what}"),
+                            fields,
+                            &keys::SECTION,
+                            &missing,
+                            diagnostics,
+                        );
                         if missing.is_empty() {
                             continue;
                         }
