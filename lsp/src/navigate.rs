@@ -538,6 +538,37 @@ flows:
             "the workflow input, the flow input and `$.input.topic`"
         );
     }
+
+    #[test]
+    fn placeholders_lead_to_their_contract_field_and_rename_with_it() {
+        let spec = crate::placeholders::V03_SPEC;
+        let analysis = crate::analysis::clean(spec);
+        let declared = spec.find("description: {type").unwrap();
+        for needle in ["{description}", "{task.id}", "{item.description}"] {
+            let offset = spec.find(needle).unwrap() + needle.len() - 2;
+            let target = definition(&analysis, offset).unwrap();
+            let name = if needle.contains("id}") {
+                "id"
+            } else {
+                "description"
+            };
+            assert_eq!(analysis.slice(target), name, "{needle}");
+            if name == "description" {
+                assert_eq!(target.start as usize, declared, "{needle}");
+            }
+        }
+        // The stage's own `{id}` is no contract field.
+        let own = spec.find("({id})").unwrap() + 2;
+        assert_eq!(definition(&analysis, own), None);
+        let mut text = spec.to_owned();
+        for (span, new) in rename(&analysis, declared, "summary").unwrap().iter().rev() {
+            text.replace_range(span.range(), new);
+        }
+        assert!(text.contains("\"Task {task.id}: {summary}\""), "{text}");
+        assert!(text.contains("{item.summary}"), "{text}");
+        assert!(!text.contains("description"), "{text}");
+        crate::analysis::clean(&text);
+    }
 }
 
 #[cfg(test)]
