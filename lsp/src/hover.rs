@@ -10,15 +10,17 @@
 use std::fmt::Write as _;
 
 use stratum_compiler::sema::dag::EdgeKind;
+use stratum_compiler::sema::fan_out::Reading;
 use stratum_compiler::sema::resolve::StepKind;
 use stratum_compiler::sema::symbols::flow_steps;
 use stratum_compiler::sema::types::{Bounds, FieldType};
 use stratum_compiler::source::Span;
-use stratum_compiler::syntax::ast::{Budget, Field, FieldDef, Mode};
+use stratum_compiler::syntax::ast::{Budget, Field, FieldDef, Mode, Stage};
 
 use crate::analysis::Analysis;
 use crate::index::{Index, Symbol, name_span};
 use crate::key_docs::{self, KeyPlace};
+use crate::placeholders;
 
 /// Longest type text shown before it is cut.
 const MAX_TYPE_TEXT: usize = 160;
@@ -31,6 +33,9 @@ pub fn hover(analysis: &Analysis, offset: usize) -> Option<(Span, String)> {
 }
 
 pub fn hover_in(analysis: &Analysis, index: &Index, offset: usize) -> Option<(Span, String)> {
+    if let Some(found) = placeholder(analysis, index, offset) {
+        return Some(found);
+    }
     if let Some(occurrence) = index.at(offset) {
         let text = match &occurrence.symbol {
             Symbol::Contract(name) => contract(analysis, name),
@@ -377,6 +382,62 @@ fn flow_input(analysis: &Analysis, flow: usize, field: &str) -> Option<String> {
     Some(text)
 }
 
+// ----- placeholders ----------------------------------------------------------------------------
+
+/// The identifier of an intent template's placeholder under `offset`: the placeholder as far
+/// as that identifier, its type, and what it reads.
+fn placeholder(analysis: &Analysis, index: &Index, offset: usize) -> Option<(Span, String)> {
+    let (located, position) = placeholders::at(&analysis.compilation, offset)?;
+    let segments = &located.placeholder.segments;
+    let (name, span, reading) = segments.get(position)?;
+    let path: Vec<&str> = segments
+        .iter()
+        .take(position + 1)
+        .map(|(name, _, _)| name.as_str())
+        .collect();
+    let shown = format!("{{{}}}", path.join("."));
+    let text = match reading {
+        Reading::Name { ty, element } => format!(
+            "**`{shown}`**: `{}`\n\n{}",
+            cut(ty.to_string()),
+            bound_name_doc(name, *element)
+        ),
+        Reading::Field { ty, spread } => {
+            let mut text = format!("**`{shown}`**: `{}`\n\n", cut(ty.to_string()));
+            let field = match index.at(offset).map(|occurrence| &occurrence.symbol) {
+                Some(Symbol::ContractField { contract, field }) => {
+                    format!("field `{field}` of contract `{contract}`")
+                }
+                _ => format!("field `{name}`"),
+            };
+            text.push_str(&field);
+            if *spread {
+                text.push_str(", of the element this task fans out over");
+            }
+            text
+        }
+        Reading::Unbound(why) => format!("**`{shown}`** is not bound here\n\n{why}"),
+        Reading::Missing => format!("**`{shown}`** names nothing here"),
+    };
+    Some((*span, text))
+}
+
+/// What a name bound in a template holds.
+fn bound_name_doc(name: &str, element: bool) -> &'static str {
+    match name {
+        "task" => "The task's element of the `source` list.",
+        "item" if element => "The item: an element of the `source` list.",
+        "item" => "The lane's element: one of the list the `fanout` stage answered.",
+        "source" => "The item the lane belongs to: an element of the `source` list.",
+        "id" => "The task's id.",
+        "prev" => "The previous result, as text (a task's single dependency, or the stage before).",
+        "prev_raw" => "The previous result, as its JSON value.",
+        "prevs" => "The lanes' results, as text.",
+        "prevs_raw" => "The lanes' results, as JSON values.",
+        _ => "A name bound in this template.",
+    }
+}
+
 // ----- keys ------------------------------------------------------------------------------------
 
 /// The documentation of the key under `offset`.
@@ -435,6 +496,26 @@ impl Keys<'_> {
         self.field(def.maximum.as_ref(), place, "maximum");
         self.field(def.min_length.as_ref(), place, "min_length");
         self.field(def.max_length.as_ref(), place, "max_length");
+    }
+
+    fn stage(&mut self, stage: &Stage) {
+        let place = KeyPlace::Stage;
+        self.field(stage.intent_template.as_ref(), place, "intent_template");
+        self.field(stage.agent.as_ref(), place, "agent");
+        self.field(
+            stage.task_reasoning_template.as_ref(),
+            place,
+            "task_reasoning_template",
+        );
+        self.field(stage.task_timeout.as_ref(), place, "task_timeout");
+        self.field(stage.when.as_ref(), place, "when");
+        self.field(stage.exit_when.as_ref(), place, "exit_when");
+        self.field(stage.fanout.as_ref(), place, "fanout");
+        self.field(stage.join.as_ref(), place, "join");
+        if let Some(fanout) = &stage.fanout {
+            self.field(fanout.value.max.as_ref(), KeyPlace::Fanout, "max");
+            self.field(fanout.value.require.as_ref(), KeyPlace::Fanout, "require");
+        }
     }
 
     fn budget(&mut self, budget: Option<&Field<Budget>>) {
@@ -504,6 +585,9 @@ fn key_at(analysis: &Analysis, offset: usize) -> Option<(Span, KeyPlace, String)
                 keys.add(key.span, KeyPlace::Step, &key.value);
             }
             keys.budget(step.budget.as_ref());
+            for stage in step.stages.iter().flat_map(|stages| &stages.value) {
+                keys.stage(stage);
+            }
         }
     }
     if let Some(workflow) = &ast.workflow {
@@ -653,5 +737,55 @@ flows:
         // A value is not a key.
         let offset = SPEC.find("mode: infer").unwrap() + 7;
         assert_eq!(hover(&analysis, offset), None);
+    }
+
+    /// The hover at `into` bytes into the first occurrence of `needle` in the v0.3 spec.
+    fn hover_v03(needle: &str, into: usize) -> String {
+        let spec = crate::placeholders::V03_SPEC;
+        let analysis = crate::analysis::clean(spec);
+        let offset = spec.find(needle).unwrap() + into;
+        let (span, text) = hover(&analysis, offset).unwrap();
+        format!("[{}]\n{text}", analysis.slice(span))
+    }
+
+    #[test]
+    fn hover_on_placeholders() {
+        assert_eq!(
+            hover_v03("{description}", 3),
+            "[description]\n**`{description}`**: `string`\n\nfield `description` of contract \
+             `Task`, of the element this task fans out over"
+        );
+        assert_eq!(
+            hover_v03("{task.id}", 7),
+            "[id]\n**`{task.id}`**: `string`\n\nfield `id` of contract `Task`"
+        );
+        assert!(
+            hover_v03("{task.id}", 2).starts_with("[task]\n**`{task}`**: `{id: string"),
+            "{}",
+            hover_v03("{task.id}", 2)
+        );
+        assert_eq!(
+            hover_v03("{prev} for", 2),
+            "[prev]\n**`{prev}`**: `string`\n\nThe previous result, as text (a task's single \
+             dependency, or the stage before)."
+        );
+        assert_eq!(
+            hover_v03("{item} of", 2),
+            "[item]\n**`{item}`**: `any`\n\nThe lane's element: one of the list the `fanout` \
+             stage answered."
+        );
+    }
+
+    #[test]
+    fn hover_on_stage_and_fanout_keys() {
+        let join = hover_v03("join: true", 1);
+        assert!(
+            join.starts_with("[join]\n**`join`** · pipeline stage key"),
+            "{join}"
+        );
+        let max = hover_v03("max: 3", 0);
+        assert!(max.starts_with("[max]\n**`max`** · fanout key"), "{max}");
+        let template = hover_v03("intent_template: \"Review", 3);
+        assert!(template.contains("pipeline stage key"), "{template}");
     }
 }
