@@ -400,7 +400,7 @@ fn placeholder(analysis: &Analysis, index: &Index, offset: usize) -> Option<(Spa
         Reading::Name { ty, element } => format!(
             "**`{shown}`**: `{}`\n\n{}",
             cut(ty.to_string()),
-            bound_name_doc(name, *element)
+            placeholders::name_doc(name, *element)
         ),
         Reading::Field { ty, spread } => {
             let mut text = format!("**`{shown}`**: `{}`\n\n", cut(ty.to_string()));
@@ -420,22 +420,6 @@ fn placeholder(analysis: &Analysis, index: &Index, offset: usize) -> Option<(Spa
         Reading::Missing => format!("**`{shown}`** names nothing here"),
     };
     Some((*span, text))
-}
-
-/// What a name bound in a template holds.
-fn bound_name_doc(name: &str, element: bool) -> &'static str {
-    match name {
-        "task" => "The task's element of the `source` list.",
-        "item" if element => "The item: an element of the `source` list.",
-        "item" => "The lane's element: one of the list the `fanout` stage answered.",
-        "source" => "The item the lane belongs to: an element of the `source` list.",
-        "id" => "The task's id.",
-        "prev" => "The previous result, as text (a task's single dependency, or the stage before).",
-        "prev_raw" => "The previous result, as its JSON value.",
-        "prevs" => "The lanes' results, as text.",
-        "prevs_raw" => "The lanes' results, as JSON values.",
-        _ => "A name bound in this template.",
-    }
 }
 
 // ----- keys ------------------------------------------------------------------------------------

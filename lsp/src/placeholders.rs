@@ -88,6 +88,22 @@ fn contains(span: Span, offset: usize) -> bool {
     span.start as usize <= offset && offset <= span.end as usize
 }
 
+/// What a name bound in a template holds; `element` when it is the fanned-out element.
+pub fn name_doc(name: &str, element: bool) -> &'static str {
+    match name {
+        "task" => "The task's element of the `source` list.",
+        "item" if element => "The item: an element of the `source` list.",
+        "item" => "The lane's element: one of the list the `fanout` stage answered.",
+        "source" => "The item the lane belongs to: an element of the `source` list.",
+        "id" => "The task's id.",
+        "prev" => "The previous result, as text (a task's single dependency, or the stage before).",
+        "prev_raw" => "The previous result, as its JSON value.",
+        "prevs" => "The lanes' results, as text.",
+        "prevs_raw" => "The lanes' results, as JSON values.",
+        _ => "A name bound in this template.",
+    }
+}
+
 /// The type a reading gives, when it resolved.
 pub fn reading_type(reading: &Reading) -> Option<&Type> {
     match reading {
