@@ -13,7 +13,9 @@
 //! Inside an expression the free names are those `sema::typecheck` gives its place: `result`,
 //! the iteration names in an `exit_criterion` whose step writes `score_expr` or `accumulate`,
 //! `item` alone in `accumulate_key`; a name the checker would reject is never offered. After
-//! `[` and a quote (`result['`) the fields come closed (`confidence']`).
+//! `[` and a quote (`result['`) the fields come closed (`confidence']`). Inside an open
+//! placeholder of a v0.3 `intent_template` (`{`, `{task.`) the names and fields are those
+//! `sema::fan_out` binds in that template (a task's, or a stage's by its role).
 //!
 //! Results are in a meaningful order (required keys and the format's order first, names in
 //! declaration order); they are not filtered by the word typed so far, which is the client's

@@ -4,8 +4,9 @@
 //! inside an expression string), what the model knows of it: a contract's fields and schema
 //! hash; a function's mode, intent, signature, `ensure`s and retries; a flow's signature and
 //! steps; a step's kind, what it runs, its output type and what it depends on; a field's type
-//! and the line it is declared on. On a key, its line of the format reference
-//! ([`crate::key_docs`]).
+//! and the line it is declared on. On an identifier of an intent template's placeholder, its
+//! type and what it reads, as the checker scopes it ([`crate::placeholders`]). On a key, its
+//! line of the format reference ([`crate::key_docs`]).
 
 use std::fmt::Write as _;
 

@@ -5,7 +5,10 @@
 //! step's input keys, the workflow's name and inputs), the model gives the contract names used
 //! in `type:` texts and the parsed expressions, which are walked for `$.steps.<id>`,
 //! `$.steps.<id>.output.<field…>`, `$.input.<field…>` and `result.<field…>` (and the names
-//! bound from them: generator variables, `item` and `accumulator`).
+//! bound from them: generator variables, `item` and `accumulator`). A fan-out step's `source`
+//! is walked too, and the placeholders of its intent templates (`crate::placeholders`) are
+//! references to the fields of the contract its element is (`{description}`,
+//! `{task.description}`).
 //!
 //! Invariants: an occurrence's span covers the name only (a quoted scalar's quotes are left
 //! out when the name is written without escapes); a name that does not resolve is not indexed;
