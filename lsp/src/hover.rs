@@ -773,4 +773,17 @@ flows:
         let template = hover_v03("intent_template: \"Review", 3);
         assert!(template.contains("pipeline stage key"), "{template}");
     }
+
+    #[test]
+    fn hover_on_a_placeholder_not_bound_there() {
+        let spec = crate::placeholders::V03_SPEC.replacen("{description}\"", "{item}\"", 1);
+        let analysis = Analysis::new("spec.stratum.yaml", &spec);
+        let offset = spec.find("{item}\"").unwrap() + 2;
+        let (span, text) = hover(&analysis, offset).unwrap();
+        assert_eq!(analysis.slice(span), "item");
+        assert!(
+            text.starts_with("**`{item}`** is not bound here\n\n"),
+            "{text}"
+        );
+    }
 }
