@@ -13,7 +13,9 @@
 //! Inside an expression the free names are those `sema::typecheck` gives its place: `result`,
 //! the iteration names in an `exit_criterion` whose step writes `score_expr` or `accumulate`,
 //! `item` alone in `accumulate_key`; a name the checker would reject is never offered. After
-//! `[` and a quote (`result['`) the fields come closed (`confidence']`).
+//! `[` and a quote (`result['`) the fields come closed (`confidence']`). Inside an open
+//! placeholder of a v0.3 `intent_template` (`{`, `{task.`) the names and fields are those
+//! `sema::fan_out` binds in that template (a task's, or a stage's by its role).
 //!
 //! Results are in a meaningful order (required keys and the format's order first, names in
 //! declaration order); they are not filtered by the word typed so far, which is the client's
@@ -26,6 +28,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::{self, Display, Write as _};
 
 use stratum_compiler::sema::dag::Ancestors;
+use stratum_compiler::sema::fan_out::{self, TemplateOf};
 use stratum_compiler::sema::resolve::StepInfo;
 use stratum_compiler::sema::symbols::flow_steps;
 use stratum_compiler::sema::types::FieldType;
@@ -37,6 +40,7 @@ use stratum_grammar::types::{Env, Type};
 
 use crate::analysis::Analysis;
 use crate::key_docs::{self, KeyPlace};
+use crate::placeholders;
 
 /// Most completions returned for one request.
 pub const MAX_COMPLETIONS: usize = 2_000;
@@ -401,7 +405,7 @@ impl<'a> Cx<'a> {
                 Some(frame) if frame.token.key.is_none() => {
                     // A dash: a key of a new step, or an item of a list of scalars.
                     let list = chain.len().checked_sub(2).and_then(|at| chain.get(at));
-                    if list.and_then(Frame::key) == Some("steps") {
+                    if matches!(list.and_then(Frame::key), Some("steps" | "stages")) {
                         Some(Slot::Key { path: chain })
                     } else {
                         let typed = self.prefix.get(frame.token.value..).unwrap_or("");
@@ -459,6 +463,10 @@ enum Place<'t> {
     Step(&'t str),
     /// The `inputs` of a step.
     StepInputs(&'t str),
+    /// A stage of a pipeline step of the flow with this name; the frame is the stage's dash.
+    Stage(&'t str),
+    /// A stage's `fanout`.
+    Fanout,
     Budget,
     Workflow,
     WorkflowParam,
@@ -488,6 +496,23 @@ fn place<'t>(path: &[Frame<'t>]) -> Place<'t> {
             None,
             Some("inputs"),
         ] => Place::StepInputs(name),
+        [
+            Some("flows"),
+            Some(name),
+            Some("steps"),
+            None,
+            Some("stages"),
+            None,
+        ] => Place::Stage(name),
+        [
+            Some("flows"),
+            Some(_),
+            Some("steps"),
+            None,
+            Some("stages"),
+            None,
+            Some("fanout"),
+        ] => Place::Fanout,
         [Some("workflow")] => Place::Workflow,
         [Some("workflow"), Some("input"), Some(_)] => Place::WorkflowParam,
         _ => Place::Other,
@@ -505,11 +530,17 @@ struct Entry<'t> {
 /// What a step is, as far as which keys it may take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum StepSort {
-    Function { compute: bool },
+    Function {
+        compute: bool,
+    },
     Gate,
     Inline,
     Flow,
     Judge,
+    /// `type: parallel_dispatch`.
+    Parallel,
+    /// `type: pipeline`.
+    Pipeline,
     Unknown,
 }
 
@@ -561,11 +592,53 @@ const NOT_ON_FLOW: [&str; 6] = [
     "reasoning_template",
 ];
 
+/// Keys only parallel_dispatch and pipeline steps read (`sema::rules::fan_out`, E0081).
+const FAN_OUT_KEYS: [&str; 12] = [
+    "source",
+    "intent_template",
+    "stages",
+    "max_concurrent",
+    "isolation",
+    "require",
+    "merge",
+    "task_timeout",
+    "task_reasoning_template",
+    "capture_diff",
+    "defer_advance",
+    "pre_merge_verify",
+];
+/// Keys a fan-out step does not read: it is not iterated, and its tasks follow
+/// `task_reasoning_template` (E0081).
+const NOT_ON_FAN_OUT: [&str; 6] = [
+    "max_iterations",
+    "exit_criterion",
+    "score_expr",
+    "accumulate",
+    "accumulate_key",
+    "reasoning_template",
+];
+
 /// Whether the rules of the middle end refuse `key` on a step of this sort (`cache` only on
 /// steps of compute functions, E0063).
 fn refused_on(sort: StepSort, key: &str) -> bool {
+    let fan_out = matches!(sort, StepSort::Parallel | StepSort::Pipeline);
+    if !fan_out && sort != StepSort::Unknown && FAN_OUT_KEYS.contains(&key) {
+        return true;
+    }
     match sort {
         StepSort::Unknown => false,
+        StepSort::Parallel | StepSort::Pipeline => {
+            let misplaced = if sort == StepSort::Parallel {
+                "stages"
+            } else {
+                "intent_template"
+            };
+            key == misplaced
+                || NOT_ON_FAN_OUT.contains(&key)
+                || KIND_KEYS.contains(&key)
+                || GATE_KEYS.contains(&key)
+                || key == "cache"
+        }
         StepSort::Gate => NOT_ON_GATE.contains(&key) || key == "cache",
         StepSort::Function { compute } => {
             NOT_ON_FUNCTION.contains(&key)
@@ -806,6 +879,8 @@ impl<'a> Cx<'a> {
             Place::FunctionInput | Place::FlowInput => &keys::INPUT_PARAM,
             Place::Flow(_) => &keys::FLOW,
             Place::Step(_) => &keys::STEP,
+            Place::Stage(_) => &keys::STAGE,
+            Place::Fanout => &keys::FANOUT,
             Place::Budget => &keys::BUDGET,
             Place::Workflow => &keys::WORKFLOW,
             Place::WorkflowParam => &keys::WORKFLOW_PARAM,
@@ -873,8 +948,19 @@ impl<'a> Cx<'a> {
         !rest.trim_start().starts_with(':')
     }
 
-    /// What a step is, from the kind key its mapping writes.
+    /// What a step is, from its fan-out `type` or the kind key its mapping writes.
     fn step_sort(&self, entries: &[Entry<'a>]) -> StepSort {
+        let fan_out = entries
+            .iter()
+            .filter(|entry| entry.key == "type")
+            .find_map(|entry| match scalar(entry.value) {
+                "parallel_dispatch" => Some(StepSort::Parallel),
+                "pipeline" => Some(StepSort::Pipeline),
+                _ => None,
+            });
+        if let Some(sort) = fan_out {
+            return sort;
+        }
         let mut sorts = entries.iter().filter_map(|entry| match entry.key {
             "function" => Some(
                 self.function(scalar(entry.value))
@@ -979,7 +1065,11 @@ impl<'a> Cx<'a> {
         match (place, key) {
             (Place::Root, "version") => self.fixed(
                 &[
-                    ("\"0.2\"", "the current format"),
+                    (
+                        "\"0.3\"",
+                        "adds decompose, parallel_dispatch and pipeline steps",
+                    ),
+                    ("\"0.2\"", "adds gates, inline steps, flows and iterations"),
                     ("\"0.1\"", "the first format"),
                 ],
                 |c| c == '"' || c == '.' || c.is_ascii_digit(),
@@ -1033,6 +1123,58 @@ impl<'a> Cx<'a> {
                 ],
                 is_name_char,
             ),
+            (Place::Step(_), "type") => self.fixed(
+                &[
+                    ("inline", "an agent runs the step's `intent`"),
+                    ("function", "runs the step's `function`"),
+                    ("flow", "runs the step's `flow`"),
+                    ("decompose", "an agent splits the work into tasks"),
+                    (
+                        "parallel_dispatch",
+                        "one task per element of `source`, in parallel",
+                    ),
+                    ("pipeline", "each element of `source` goes through `stages`"),
+                ],
+                is_name_char,
+            ),
+            // `branch` is refused by the checks (E0089): not offered.
+            (Place::Step(_), "isolation") => self.fixed(
+                &[
+                    (
+                        "worktree",
+                        "each task in its own git worktree (the default)",
+                    ),
+                    ("none", "the tasks share the project root"),
+                ],
+                is_name_char,
+            ),
+            (Place::Step(_), "merge") => self.fixed(
+                &[
+                    (
+                        "sequential_apply",
+                        "merge the tasks' changes in task order (the default)",
+                    ),
+                    ("manual", "leave the merge to the client"),
+                ],
+                is_name_char,
+            ),
+            (Place::Step(_) | Place::Fanout, "require") => self.fixed(
+                &[
+                    ("all", "every one must complete (the default)"),
+                    ("any", "one is enough"),
+                ],
+                is_name_char,
+            ),
+            (Place::Step(flow), "source") => {
+                self.expression(typed, self.step_scope(owner, flow, "inputs"))
+            }
+            (Place::Step(flow), "intent_template") => {
+                self.placeholder_names(owner, flow, TemplateOf::Step, typed)
+            }
+            (Place::Stage(flow), "intent_template") => {
+                let stage = self.stage_index(owner);
+                self.placeholder_names(owner, flow, TemplateOf::Stage(stage), typed)
+            }
             (Place::Step(flow), expression) if STEP_EXPRESSIONS.contains(&expression) => {
                 self.expression(typed, self.step_scope(owner, flow, expression))
             }
@@ -1106,6 +1248,112 @@ impl<'a> Cx<'a> {
                 replace: Some(replace),
             })
             .collect()
+    }
+
+    // ----- placeholders ------------------------------------------------------------------------
+
+    /// The position of the stage whose dash ends `path` among its pipeline's stages.
+    fn stage_index(&self, path: &[Frame<'a>]) -> usize {
+        let (Some(stages_key), Some(dash)) = (path.get(4), path.get(5)) else {
+            return 0;
+        };
+        (stages_key.line + 1..dash.line)
+            .filter(|&at| {
+                self.lines.get(at).is_some_and(|line| {
+                    tokenize(line.text)
+                        .first()
+                        .is_some_and(|token| token.col == dash.token.col && token.key.is_none())
+                })
+            })
+            .count()
+    }
+
+    /// Inside an intent template's open placeholder: the names bound there (after `{`), or the
+    /// fields of what the placeholder reads so far (after `{task.`), as `sema::fan_out` scopes
+    /// them.
+    fn placeholder_names(
+        &self,
+        path: &[Frame<'a>],
+        flow: &str,
+        template: TemplateOf,
+        typed: &str,
+    ) -> Vec<Completion> {
+        let Some((segments, partial)) = open_placeholder(typed) else {
+            return Vec::new();
+        };
+        let (Some(flow_index), Some(step_index), _) = self.locate_step(path, flow) else {
+            return Vec::new();
+        };
+        let compilation = &self.sem.compilation;
+        let Some(step) = self
+            .ast()
+            .flows
+            .get(flow_index)
+            .and_then(|flow| flow_steps(flow).get(step_index))
+        else {
+            return Vec::new();
+        };
+        let Some(env) = placeholders::flow_env(compilation, flow_index) else {
+            return Vec::new();
+        };
+        let Some(scope) =
+            fan_out::template_names(step, template, &env, &compilation.model.expressions)
+        else {
+            return Vec::new();
+        };
+        let replace = self.file_span(self.offset - partial.len());
+        let item = |label: &str, kind, detail: String, documentation: Option<String>| Completion {
+            label: label.to_owned(),
+            kind,
+            detail: Some(detail),
+            documentation,
+            insert_text: None,
+            replace: Some(replace),
+        };
+        let spread = scope.spread.as_ref().map_or_else(Vec::new, |element| {
+            members_of(self, &Members::Type(element.clone()))
+        });
+        let Some((first, rest)) = segments.split_first() else {
+            let mut out: Vec<Completion> = scope
+                .names
+                .iter()
+                .map(|(name, ty)| {
+                    let element = scope.spread.as_ref() == Some(ty)
+                        && matches!(*name, "task" | "item" | "source");
+                    item(
+                        name,
+                        CompletionKind::Variable,
+                        bounded(ty),
+                        Some(placeholders::name_doc(name, element).to_owned()),
+                    )
+                })
+                .collect();
+            for (name, detail) in spread {
+                if !out.iter().any(|completion| completion.label == name) {
+                    out.push(item(&name, CompletionKind::Field, detail, None));
+                }
+            }
+            return out;
+        };
+        let root = scope
+            .names
+            .iter()
+            .find(|(name, _)| name == first)
+            .map(|(_, ty)| ty.clone())
+            .or_else(|| {
+                let element = scope.spread.as_ref()?;
+                fan_out::template_field(element, first)
+            });
+        let mut ty = root;
+        for name in rest {
+            ty = ty.and_then(|ty| fan_out::template_field(&ty, name));
+        }
+        ty.map_or_else(Vec::new, |ty| {
+            members_of(self, &Members::Type(ty))
+                .into_iter()
+                .map(|(name, detail)| item(&name, CompletionKind::Field, detail, None))
+                .collect()
+        })
     }
 
     // ----- names -------------------------------------------------------------------------------
@@ -1612,6 +1860,35 @@ fn is_name_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_' || c == '-'
 }
 
+/// The placeholder open at the end of `typed` (an intent template's text before the cursor):
+/// the identifiers before the last dot and the one typed so far. `None` outside a
+/// placeholder, after `{{` (a literal brace), or when what is typed cannot be a placeholder.
+fn open_placeholder(typed: &str) -> Option<(Vec<&str>, &str)> {
+    let open = typed.rfind('{')?;
+    let inner = typed.get(open + 1..)?;
+    let braces = typed
+        .get(..=open)?
+        .chars()
+        .rev()
+        .take_while(|c| *c == '{')
+        .count();
+    if braces % 2 == 0 || inner.contains('}') {
+        return None;
+    }
+    if !inner
+        .chars()
+        .all(|c| c == '_' || c == '.' || c.is_ascii_alphanumeric())
+    {
+        return None;
+    }
+    let mut parts: Vec<&str> = inner.split('.').collect();
+    let partial = parts.pop()?;
+    if parts.iter().any(|part| part.is_empty()) {
+        return None;
+    }
+    Some((parts, partial))
+}
+
 // ----- the access chain before the cursor -------------------------------------------------------
 
 /// A reference being typed in an expression: `$.steps.a.output.sc`, `result['a']['co`.
@@ -1867,6 +2144,8 @@ fn key_detail(place: Place<'_>, key: &str, required: bool) -> Option<String> {
         Place::Budget => KeyPlace::Budget,
         Place::Flow(_) => KeyPlace::Flow,
         Place::Step(_) => KeyPlace::Step,
+        Place::Stage(_) => KeyPlace::Stage,
+        Place::Fanout => KeyPlace::Fanout,
         Place::Workflow => KeyPlace::Workflow,
         Place::WorkflowParam => KeyPlace::WorkflowParam,
         Place::Contract | Place::StepInputs(_) | Place::Other => return None,

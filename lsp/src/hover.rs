@@ -4,22 +4,25 @@
 //! inside an expression string), what the model knows of it: a contract's fields and schema
 //! hash; a function's mode, intent, signature, `ensure`s and retries; a flow's signature and
 //! steps; a step's kind, what it runs, its output type and what it depends on; a field's type
-//! and the line it is declared on. On a key, its line of the format reference
-//! ([`crate::key_docs`]).
+//! and the line it is declared on. On an identifier of an intent template's placeholder, its
+//! type and what it reads, as the checker scopes it ([`crate::placeholders`]). On a key, its
+//! line of the format reference ([`crate::key_docs`]).
 
 use std::fmt::Write as _;
 
 use stratum_compiler::sema::dag::EdgeKind;
+use stratum_compiler::sema::fan_out::Reading;
 use stratum_compiler::sema::resolve::StepKind;
 use stratum_compiler::sema::symbols::flow_steps;
 use stratum_compiler::sema::types::{Bounds, FieldType};
 use stratum_compiler::source::Span;
-use stratum_compiler::syntax::ast::{Budget, Field, FieldDef, Mode};
+use stratum_compiler::syntax::ast::{Budget, Field, FieldDef, Mode, Stage};
 use stratum_compiler::syntax::tree::{Node, NodeKind};
 
 use crate::analysis::Analysis;
 use crate::index::{Index, Symbol, name_span};
 use crate::key_docs::{self, KeyPlace};
+use crate::placeholders;
 
 /// Longest type text shown before it is cut.
 const MAX_TYPE_TEXT: usize = 160;
@@ -32,6 +35,9 @@ pub fn hover(analysis: &Analysis, offset: usize) -> Option<(Span, String)> {
 }
 
 pub fn hover_in(analysis: &Analysis, index: &Index, offset: usize) -> Option<(Span, String)> {
+    if let Some(found) = placeholder(analysis, index, offset) {
+        return Some(found);
+    }
     if let Some(occurrence) = index.at(offset) {
         let text = match &occurrence.symbol {
             Symbol::Contract(name) => contract(analysis, name),
@@ -378,6 +384,46 @@ fn flow_input(analysis: &Analysis, flow: usize, field: &str) -> Option<String> {
     Some(text)
 }
 
+// ----- placeholders ----------------------------------------------------------------------------
+
+/// The identifier of an intent template's placeholder under `offset`: the placeholder as far
+/// as that identifier, its type, and what it reads.
+fn placeholder(analysis: &Analysis, index: &Index, offset: usize) -> Option<(Span, String)> {
+    let (located, position) = placeholders::at(&analysis.compilation, offset)?;
+    let segments = &located.placeholder.segments;
+    let (name, span, reading) = segments.get(position)?;
+    let path: Vec<&str> = segments
+        .iter()
+        .take(position + 1)
+        .map(|(name, _, _)| name.as_str())
+        .collect();
+    let shown = format!("{{{}}}", path.join("."));
+    let text = match reading {
+        Reading::Name { ty, element } => format!(
+            "**`{shown}`**: `{}`\n\n{}",
+            cut(ty.to_string()),
+            placeholders::name_doc(name, *element)
+        ),
+        Reading::Field { ty, spread } => {
+            let mut text = format!("**`{shown}`**: `{}`\n\n", cut(ty.to_string()));
+            let field = match index.at(offset).map(|occurrence| &occurrence.symbol) {
+                Some(Symbol::ContractField { contract, field }) => {
+                    format!("field `{field}` of contract `{contract}`")
+                }
+                _ => format!("field `{name}`"),
+            };
+            text.push_str(&field);
+            if *spread {
+                text.push_str(", of the element this task fans out over");
+            }
+            text
+        }
+        Reading::Unbound(why) => format!("**`{shown}`** is not bound here\n\n{why}"),
+        Reading::Missing => format!("**`{shown}`** names nothing here"),
+    };
+    Some((*span, text))
+}
+
 // ----- keys ------------------------------------------------------------------------------------
 
 /// The documentation of the key under `offset`.
@@ -487,6 +533,26 @@ impl Keys<'_> {
         );
     }
 
+    fn stage(&mut self, stage: &Stage) {
+        let place = KeyPlace::Stage;
+        self.field(stage.intent_template.as_ref(), place, "intent_template");
+        self.field(stage.agent.as_ref(), place, "agent");
+        self.field(
+            stage.task_reasoning_template.as_ref(),
+            place,
+            "task_reasoning_template",
+        );
+        self.field(stage.task_timeout.as_ref(), place, "task_timeout");
+        self.field(stage.when.as_ref(), place, "when");
+        self.field(stage.exit_when.as_ref(), place, "exit_when");
+        self.field(stage.fanout.as_ref(), place, "fanout");
+        self.field(stage.join.as_ref(), place, "join");
+        if let Some(fanout) = &stage.fanout {
+            self.field(fanout.value.max.as_ref(), KeyPlace::Fanout, "max");
+            self.field(fanout.value.require.as_ref(), KeyPlace::Fanout, "require");
+        }
+    }
+
     fn budget(&mut self, budget: Option<&Field<Budget>>) {
         let Some(budget) = budget else {
             return;
@@ -562,6 +628,12 @@ fn key_at(analysis: &Analysis, offset: usize) -> Option<(Span, KeyPlace, String)
                 .flatten()
             {
                 keys.certificate(&template.value);
+            }
+            for stage in step.stages.iter().flat_map(|stages| &stages.value) {
+                keys.stage(stage);
+                if let Some(template) = &stage.task_reasoning_template {
+                    keys.certificate(&template.value);
+                }
             }
         }
     }
@@ -762,5 +834,68 @@ flows:
         // `type` inside a predicate is the predicate's, not a step's.
         let (_, text) = hover(&analysis, spec.find("type: deterministic").unwrap() + 1).unwrap();
         assert!(text.contains("`deterministic` (an expression"), "{text}");
+    }
+
+    /// The hover at `into` bytes into the first occurrence of `needle` in the v0.3 spec.
+    fn hover_v03(needle: &str, into: usize) -> String {
+        let spec = crate::placeholders::V03_SPEC;
+        let analysis = crate::analysis::clean(spec);
+        let offset = spec.find(needle).unwrap() + into;
+        let (span, text) = hover(&analysis, offset).unwrap();
+        format!("[{}]\n{text}", analysis.slice(span))
+    }
+
+    #[test]
+    fn hover_on_placeholders() {
+        assert_eq!(
+            hover_v03("{description}", 3),
+            "[description]\n**`{description}`**: `string`\n\nfield `description` of contract \
+             `Task`, of the element this task fans out over"
+        );
+        assert_eq!(
+            hover_v03("{task.id}", 7),
+            "[id]\n**`{task.id}`**: `string`\n\nfield `id` of contract `Task`"
+        );
+        assert!(
+            hover_v03("{task.id}", 2).starts_with("[task]\n**`{task}`**: `{id: string"),
+            "{}",
+            hover_v03("{task.id}", 2)
+        );
+        assert_eq!(
+            hover_v03("{prev} for", 2),
+            "[prev]\n**`{prev}`**: `string`\n\nThe previous result, as text (a task's single \
+             dependency, or the stage before)."
+        );
+        assert_eq!(
+            hover_v03("{item} of", 2),
+            "[item]\n**`{item}`**: `any`\n\nThe lane's element: one of the list the `fanout` \
+             stage answered."
+        );
+    }
+
+    #[test]
+    fn hover_on_stage_and_fanout_keys() {
+        let join = hover_v03("join: true", 1);
+        assert!(
+            join.starts_with("[join]\n**`join`** · pipeline stage key"),
+            "{join}"
+        );
+        let max = hover_v03("max: 3", 0);
+        assert!(max.starts_with("[max]\n**`max`** · fanout key"), "{max}");
+        let template = hover_v03("intent_template: \"Review", 3);
+        assert!(template.contains("pipeline stage key"), "{template}");
+    }
+
+    #[test]
+    fn hover_on_a_placeholder_not_bound_there() {
+        let spec = crate::placeholders::V03_SPEC.replacen("{description}\"", "{item}\"", 1);
+        let analysis = Analysis::new("spec.stratum.yaml", &spec);
+        let offset = spec.find("{item}\"").unwrap() + 2;
+        let (span, text) = hover(&analysis, offset).unwrap();
+        assert_eq!(analysis.slice(span), "item");
+        assert!(
+            text.starts_with("**`{item}`** is not bound here\n\n"),
+            "{text}"
+        );
     }
 }

@@ -5,7 +5,10 @@
 //! step's input keys, the workflow's name and inputs), the model gives the contract names used
 //! in `type:` texts and the parsed expressions, which are walked for `$.steps.<id>`,
 //! `$.steps.<id>.output.<field…>`, `$.input.<field…>` and `result.<field…>` (and the names
-//! bound from them: generator variables, `item` and `accumulator`).
+//! bound from them: generator variables, `item` and `accumulator`). A fan-out step's `source`
+//! is walked too, and the placeholders of its intent templates (`crate::placeholders`) are
+//! references to the fields of the contract its element is (`{description}`,
+//! `{task.description}`).
 //!
 //! Invariants: an occurrence's span covers the name only (a quoted scalar's quotes are left
 //! out when the name is written without escapes); a name that does not resolve is not indexed;
@@ -13,7 +16,8 @@
 
 use stratum_compiler::Compilation;
 use stratum_compiler::sema::contract_type::{self, TypeText};
-use stratum_compiler::sema::dag::input_texts;
+use stratum_compiler::sema::dag::{input_texts, reference_texts};
+use stratum_compiler::sema::fan_out::Reading;
 use stratum_compiler::sema::resolve::StepKind;
 use stratum_compiler::sema::symbols::flow_steps;
 use stratum_compiler::sema::types::FieldType;
@@ -22,6 +26,7 @@ use stratum_compiler::syntax::ast::{Ast, FieldDef, Flow, Text};
 use stratum_grammar::ast::{Expr, ExprKind, Ident, RefRoot};
 
 use crate::analysis::Analysis;
+use crate::placeholders::{self, Located};
 
 /// What a name denotes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -92,6 +97,7 @@ impl Index {
         let mut builder = Builder {
             text: &analysis.text,
             compilation: &analysis.compilation,
+            placeholders: placeholders::all(&analysis.compilation),
             found: Vec::new(),
         };
         builder.build();
@@ -219,6 +225,8 @@ struct Scope {
 struct Builder<'a> {
     text: &'a str,
     compilation: &'a Compilation,
+    /// The placeholders of the fan-out steps' templates.
+    placeholders: Vec<Located>,
     found: Vec<Occurrence>,
 }
 
@@ -466,6 +474,20 @@ impl<'a> Builder<'a> {
             for text in input_texts(step) {
                 self.expression(text, plain());
             }
+            // `source` and a `pre_merge_verify` reference; the source's element is what the
+            // step's templates read.
+            let mut element = Ty::Unknown;
+            for text in reference_texts(step) {
+                let ty = self.expression(text, plain());
+                if step
+                    .source
+                    .as_ref()
+                    .is_some_and(|source| std::ptr::eq(&source.value, text))
+                {
+                    element = ty.element();
+                }
+            }
+            self.placeholders(index, step_index, &element);
             if let Some(skip_if) = &step.skip_if {
                 self.expression(&skip_if.value, plain());
             }
@@ -509,6 +531,31 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// Indexes the fields the placeholders of a step's templates read, when they are fields of
+    /// a contract (`{description}`, `{task.description}` of a `Task` element).
+    fn placeholders(&mut self, flow: usize, step: usize, element: &Ty) {
+        let placeholders: Vec<Located> = self
+            .placeholders
+            .iter()
+            .filter(|located| located.flow == flow && located.step == step)
+            .cloned()
+            .collect();
+        for located in placeholders {
+            let mut ty = Ty::Unknown;
+            for (name, span, reading) in &located.placeholder.segments {
+                ty = match reading {
+                    Reading::Name { element: true, .. } => element.clone(),
+                    Reading::Name { .. } => Ty::Unknown,
+                    Reading::Field { spread: true, .. } => {
+                        self.member_at(element.clone(), name, *span)
+                    }
+                    Reading::Field { spread: false, .. } => self.member_at(ty, name, *span),
+                    Reading::Unbound(_) | Reading::Missing => break,
+                };
+            }
+        }
+    }
+
     /// Indexes the expression written in `text`; its type.
     fn expression(&mut self, text: &Text, mut scope: Scope) -> Ty {
         let Some(expr) = self.compilation.model.expressions.get(text) else {
@@ -517,9 +564,9 @@ impl<'a> Builder<'a> {
         self.visit(text, expr, &mut scope)
     }
 
-    fn in_string(&mut self, text: &Text, ident: &Ident, symbol: Symbol) {
+    fn in_string(&mut self, span: Span, symbol: Symbol) {
         self.found.push(Occurrence {
-            span: text.span_of(ident.span.range()),
+            span,
             symbol,
             definition: false,
             in_string: true,
@@ -547,8 +594,7 @@ impl<'a> Builder<'a> {
                         match self.step_index(flow, &step.name) {
                             Some(index) => {
                                 self.in_string(
-                                    text,
-                                    step,
+                                    text.span_of(step.span.range()),
                                     Symbol::Step {
                                         flow,
                                         id: step.name.clone(),
@@ -647,27 +693,31 @@ impl<'a> Builder<'a> {
 
     /// `ident` read from a value of type `ty`: indexed when it is a declared field; its type.
     fn member(&mut self, text: &Text, ty: Ty, ident: &Ident) -> Ty {
+        self.member_at(ty, &ident.name, text.span_of(ident.span.range()))
+    }
+
+    /// The field `name`, written at `span` (in the file), read from a value of type `ty`.
+    fn member_at(&mut self, ty: Ty, name: &str, span: Span) -> Ty {
         match ty {
             Ty::Contract(contract) => {
                 let model = &self.compilation.model;
                 let declared = model
                     .symbols
                     .contract(self.ast(), &contract)
-                    .is_some_and(|def| def.fields.iter().any(|f| f.name.value == ident.name));
+                    .is_some_and(|def| def.fields.iter().any(|f| f.name.value == name));
                 if !declared {
                     return Ty::Unknown;
                 }
                 let ty = model
                     .contracts
                     .fields(&contract)
-                    .and_then(|fields| fields.iter().find(|field| field.name == ident.name))
+                    .and_then(|fields| fields.iter().find(|field| field.name == name))
                     .map_or(Ty::Unknown, |field| Ty::of_field(&field.ty));
                 self.in_string(
-                    text,
-                    ident,
+                    span,
                     Symbol::ContractField {
                         contract,
-                        field: ident.name.clone(),
+                        field: name.to_owned(),
                     },
                 );
                 ty
@@ -678,17 +728,16 @@ impl<'a> Builder<'a> {
                     .flows
                     .get(flow)
                     .and_then(|flow| flow.input.as_ref())
-                    .and_then(|input| input.value.iter().find(|def| def.name.value == ident.name));
+                    .and_then(|input| input.value.iter().find(|def| def.name.value == name));
                 let Some(def) = def else {
                     return Ty::Unknown;
                 };
                 let ty = input_field_ty(self.compilation, def);
                 self.in_string(
-                    text,
-                    ident,
+                    span,
                     Symbol::FlowInput {
                         flow,
-                        field: ident.name.clone(),
+                        field: name.to_owned(),
                     },
                 );
                 ty
@@ -816,5 +865,46 @@ flows:
         assert_eq!(occurrence.span.start as usize, at);
         assert_eq!(analysis.slice(occurrence.span), "scan");
         assert!(occurrence.in_string);
+    }
+
+    #[test]
+    fn placeholders_and_sources_read_contract_fields() {
+        let spec = crate::placeholders::V03_SPEC;
+        let analysis = crate::analysis::clean(spec);
+        let index = Index::new(&analysis);
+        let all = slices(&analysis, &index);
+        let field = |contract: &str, field: &str| Symbol::ContractField {
+            contract: contract.into(),
+            field: field.into(),
+        };
+        let lines_of = |symbol: &Symbol| -> Vec<String> {
+            index
+                .of(symbol)
+                .map(|o| {
+                    let line = analysis.position(o.span.start as usize).line as usize;
+                    format!(
+                        "{} @ {}",
+                        analysis.slice(o.span),
+                        spec.lines().nth(line).unwrap().trim()
+                    )
+                })
+                .collect()
+        };
+        // Declared; `{description}` spread from the task; `{item.description}`; a later
+        // stage's `{description}`.
+        assert_eq!(
+            lines_of(&field("Task", "description")),
+            [
+                "description @ Task: {id: {type: string}, description: {type: string}, files_owned: {type: array}}",
+                "description @ intent_template: \"Task {task.id}: {description}\"",
+                "description @ - intent_template: \"Review {item.description} ({id})\"",
+                "description @ - intent_template: \"Fix {prev} for {description}\"",
+            ],
+            "{all:#?}"
+        );
+        // `{task.id}` and a lane's `{source.id}`, not the stage's own `{id}`.
+        assert_eq!(lines_of(&field("Task", "id")).len(), 3, "{all:#?}");
+        // The two `source`s read `tasks` of the plan's output.
+        assert_eq!(lines_of(&field("TaskGraph", "tasks")).len(), 3, "{all:#?}");
     }
 }

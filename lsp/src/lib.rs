@@ -13,5 +13,6 @@ pub mod hover;
 pub mod index;
 pub mod key_docs;
 pub mod navigate;
+pub mod placeholders;
 pub mod server;
 pub mod symbols;

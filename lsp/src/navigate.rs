@@ -133,6 +133,16 @@ pub fn rename_in(
                 symbol.noun()
             )));
         }
+        if occurrence.in_string
+            && TEMPLATE_NAMES.contains(&new_name)
+            && starts_placeholder(&analysis.text, occurrence.span)
+        {
+            let line = analysis.position(occurrence.span.start as usize).line + 1;
+            return Err(RenameError::Unsafe(format!(
+                "the placeholder `{{{old}}}` on line {line} would read the template's own \
+                 `{{{new_name}}}` instead of the field; choose another name"
+            )));
+        }
         // A name written as YAML with escapes is replaced whole, quotes and all: the new name
         // needs none.
         edits.push((occurrence.span, new_name.to_owned()));
@@ -149,6 +159,27 @@ pub fn rename_in(
         )));
     }
     Ok(edits)
+}
+
+/// The names an intent template binds itself (`sema::fan_out`): a field read by its own name
+/// (`{description}`) must not be renamed to one of them.
+const TEMPLATE_NAMES: [&str; 8] = [
+    "task",
+    "item",
+    "id",
+    "source",
+    "prev",
+    "prev_raw",
+    "prevs",
+    "prevs_raw",
+];
+
+/// Whether the name at `span` is the first identifier of a template placeholder: `{name`, not
+/// `{{name` (a literal brace).
+fn starts_placeholder(text: &str, span: Span) -> bool {
+    let before = text.get(..span.start as usize).unwrap_or("");
+    let braces = before.chars().rev().take_while(|c| *c == '{').count();
+    braces % 2 == 1
 }
 
 /// Whether `name` is `[A-Za-z_][A-Za-z0-9_]*`.
@@ -537,6 +568,42 @@ flows:
             3,
             "the workflow input, the flow input and `$.input.topic`"
         );
+    }
+
+    #[test]
+    fn placeholders_lead_to_their_contract_field_and_rename_with_it() {
+        let spec = crate::placeholders::V03_SPEC;
+        let analysis = crate::analysis::clean(spec);
+        let declared = spec.find("description: {type").unwrap();
+        for needle in ["{description}", "{task.id}", "{item.description}"] {
+            let offset = spec.find(needle).unwrap() + needle.len() - 2;
+            let target = definition(&analysis, offset).unwrap();
+            let name = if needle.contains("id}") {
+                "id"
+            } else {
+                "description"
+            };
+            assert_eq!(analysis.slice(target), name, "{needle}");
+            if name == "description" {
+                assert_eq!(target.start as usize, declared, "{needle}");
+            }
+        }
+        // The stage's own `{id}` is no contract field.
+        let own = spec.find("({id})").unwrap() + 2;
+        assert_eq!(definition(&analysis, own), None);
+        let mut text = spec.to_owned();
+        for (span, new) in rename(&analysis, declared, "summary").unwrap().iter().rev() {
+            text.replace_range(span.range(), new);
+        }
+        assert!(text.contains("\"Task {task.id}: {summary}\""), "{text}");
+        assert!(text.contains("{item.summary}"), "{text}");
+        assert!(!text.contains("description"), "{text}");
+        crate::analysis::clean(&text);
+        // `{description}` renamed `{prev}` would read the previous result.
+        assert!(matches!(
+            rename(&analysis, declared, "prev"),
+            Err(RenameError::Unsafe(message)) if message.contains("`{prev}`")
+        ));
     }
 }
 

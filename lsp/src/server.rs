@@ -187,9 +187,9 @@ impl LanguageServer for Backend {
                 document_symbol_provider: Some(OneOf::Left(true)),
                 hover_provider: Some(HoverProviderCapability::Simple(true)),
                 completion_provider: Some(CompletionOptions {
-                    // Quotes for bracket access: `result['`.
+                    // Quotes for bracket access (`result['`); `{` opens a template placeholder.
                     trigger_characters: Some(
-                        [".", "$", " ", "[", ",", "'", "\""]
+                        [".", "$", " ", "[", ",", "'", "\"", "{"]
                             .map(str::to_owned)
                             .to_vec(),
                     ),

@@ -465,3 +465,283 @@ fn check_predicates(
         check_text(&exit.value, &mut env, expressions, diagnostics);
     }
 }
+
+// ----- for tools: what a template may name, and what each placeholder reads ---------------------
+
+/// A template of a fan-out step: the step's own (`parallel_dispatch`) or a stage's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TemplateOf {
+    Step,
+    /// The stage at this index of a pipeline's `stages`.
+    Stage(usize),
+}
+
+/// The names a template may use, as [`check_step`] scopes them.
+#[derive(Clone, Debug)]
+pub struct TemplateNames {
+    /// Names bound here, with their types, in the reference's order.
+    pub names: Vec<(&'static str, Type)>,
+    /// The element whose fields are bound by their own names (`{description}`).
+    pub spread: Option<Type>,
+    /// Names bound elsewhere, with why they are not bound here.
+    pub unbound: Vec<(&'static str, String)>,
+}
+
+/// What one identifier of a placeholder reads.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reading {
+    /// A name bound here; `element` when it is the fanned-out element itself (`{task}`, a
+    /// stage's `{item}`, a lane's `{source}`).
+    Name { ty: Type, element: bool },
+    /// A field: of the element when `spread` (`{description}`), else of what the identifier
+    /// before it reads.
+    Field { ty: Type, spread: bool },
+    /// A name bound elsewhere, with why it is not bound here.
+    Unbound(String),
+    /// Neither a name bound here nor a field (of a closed record).
+    Missing,
+}
+
+/// One placeholder, located in the file.
+#[derive(Clone, Debug)]
+pub struct PlaceholderUse {
+    pub template: TemplateOf,
+    /// The whole placeholder, braces included.
+    pub span: Span,
+    /// Each identifier, its span and what it reads; the identifiers after one that does not
+    /// resolve are left out, as the checks leave them unreported.
+    pub segments: Vec<(String, Span, Reading)>,
+}
+
+/// The names the template `template` of `step` may use; `env` is the flow's environment with
+/// no free names, as `typecheck` gives [`check_step`]. `None` when the step has no such
+/// template place (not a fan-out step, no such stage).
+pub fn template_names(
+    step: &Step,
+    template: TemplateOf,
+    env: &Env,
+    expressions: &Expressions,
+) -> Option<TemplateNames> {
+    let element = fan_out_element(step, env, expressions)?;
+    let scope = match (step.step_type.as_ref()?.value, template) {
+        (StepType::ParallelDispatch, TemplateOf::Step) => Scope::task(&element),
+        (StepType::Pipeline, TemplateOf::Stage(index)) => {
+            let stages = &step.stages.as_ref()?.value;
+            stages.get(index)?;
+            Scope::stage(&element, stage_role(stages, index), index, step)
+        }
+        _ => return None,
+    };
+    Some(TemplateNames {
+        names: scope.names.clone(),
+        spread: scope.spread.cloned(),
+        unbound: scope.unbound.clone(),
+    })
+}
+
+/// Every placeholder of the templates of `step`, in order, with what each identifier reads
+/// under the same rules as [`check_step`]; `env` as for [`template_names`].
+pub fn placeholder_uses(step: &Step, env: &Env, expressions: &Expressions) -> Vec<PlaceholderUse> {
+    let mut out = Vec::new();
+    let Some(element) = fan_out_element(step, env, expressions) else {
+        return out;
+    };
+    match step.step_type.as_ref().map(|ty| ty.value) {
+        Some(StepType::ParallelDispatch) => {
+            if let Some(template) = &step.intent_template {
+                let scope = Scope::task(&element);
+                uses_in(&template.value, TemplateOf::Step, &scope, &mut out);
+            }
+        }
+        Some(StepType::Pipeline) => {
+            let stages = step.stages.as_ref().map_or(&[][..], |stages| &stages.value);
+            for (index, stage) in stages.iter().enumerate() {
+                if let Some(template) = &stage.intent_template {
+                    let scope = Scope::stage(&element, stage_role(stages, index), index, step);
+                    uses_in(&template.value, TemplateOf::Stage(index), &scope, &mut out);
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// What reading the field `name` of a value of type `ty` gives, as the checks read it: `any`
+/// unless `ty` is a closed record, `None` when that record lacks the field.
+pub fn template_field(ty: &Type, name: &str) -> Option<Type> {
+    match field_of(ty, name) {
+        FieldLookup::Found(ty) => Some(ty),
+        FieldLookup::Missing(_) => None,
+    }
+}
+
+/// The element a fan-out step's templates read; `None` when the step does not fan out.
+fn fan_out_element(step: &Step, env: &Env, expressions: &Expressions) -> Option<Type> {
+    let ty = step.step_type.as_ref()?.value;
+    if !matches!(ty, StepType::ParallelDispatch | StepType::Pipeline) {
+        return None;
+    }
+    // What the source is was reported by `check_step`: only its type matters here.
+    let mut ignored = Vec::new();
+    let mut env = env.clone();
+    env.suggest = false;
+    Some(
+        step.source
+            .as_ref()
+            .and_then(|source| source_element(source, &mut env, expressions, &mut ignored))
+            .unwrap_or(Type::Any),
+    )
+}
+
+/// The role of the stage at `index`, as [`check_step`] decides it.
+fn stage_role(stages: &[Stage], index: usize) -> Role {
+    let fanout = stages.iter().position(|stage| stage.fanout.is_some());
+    let join = stages
+        .iter()
+        .position(|stage| stage.join.as_ref().is_some_and(|join| join.value));
+    match (fanout, join) {
+        (Some(fanout), Some(join)) if index == join && join > fanout => Role::Join,
+        (Some(fanout), join) if index > fanout && join.is_none_or(|join| index < join) => {
+            Role::Lane
+        }
+        _ if index == 0 => Role::First,
+        _ => Role::Later,
+    }
+}
+
+fn uses_in(text: &Text, template: TemplateOf, scope: &Scope<'_>, out: &mut Vec<PlaceholderUse>) {
+    let (parsed, _) = template::parse(&text.value);
+    for placeholder in parsed.placeholders() {
+        let mut segments = Vec::new();
+        let mut ty = Type::Any;
+        for (at, (name, range)) in placeholder.path.iter().zip(&placeholder.ranges).enumerate() {
+            let reading = if at == 0 {
+                match scope.lookup(name) {
+                    Lookup::Bound(bound) if scope.names.iter().any(|(n, _)| n == name) => {
+                        // The element itself: `{task}`, or `{item}` where fields are spread
+                        // from it, or a lane's `{source}`.
+                        let element = matches!(name.as_str(), "task" | "source")
+                            || (name == "item" && scope.spread.is_some());
+                        Reading::Name { ty: bound, element }
+                    }
+                    Lookup::Bound(field) => Reading::Field {
+                        ty: field,
+                        spread: true,
+                    },
+                    Lookup::Unbound(why) => Reading::Unbound(why.to_owned()),
+                    Lookup::Missing => Reading::Missing,
+                }
+            } else {
+                match template_field(&ty, name) {
+                    Some(field) => Reading::Field {
+                        ty: field,
+                        spread: false,
+                    },
+                    None => Reading::Missing,
+                }
+            };
+            let resolved = match &reading {
+                Reading::Name { ty, .. } | Reading::Field { ty, .. } => Some(ty.clone()),
+                Reading::Unbound(_) | Reading::Missing => None,
+            };
+            segments.push((name.clone(), text.span_of(range.clone()), reading));
+            match resolved {
+                Some(next) => ty = next,
+                None => break,
+            }
+        }
+        out.push(PlaceholderUse {
+            template,
+            span: text.span_of(placeholder.range.clone()),
+            segments,
+        });
+    }
+}
+
+#[cfg(test)]
+mod placeholder_tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
+
+    use super::*;
+    use crate::sema::symbols::flow_steps;
+    use crate::source::{FileId, SourceFile};
+
+    const SPEC: &str = r#"version: "0.3"
+contracts:
+  Task: {id: {type: string}, description: {type: string}}
+  TaskGraph: {tasks: {type: "Task[]"}}
+flows:
+  implement:
+    input: {feature: {type: string}}
+    steps:
+      - {id: plan, type: decompose, agent: claude, output_contract: TaskGraph, intent: "Split", inputs: {feature: "$.input.feature"}}
+      - id: build
+        type: parallel_dispatch
+        source: "$.steps.plan.output.tasks"
+        intent_template: "Task {task.id}: {description} {prev} {item}"
+      - id: review
+        type: pipeline
+        source: "$.steps.plan.output.tasks"
+        stages:
+          - intent_template: "Review {item.description}"
+          - intent_template: "Then {prev}"
+"#;
+
+    /// Each placeholder as `text=reading` lines, and the names of the second stage.
+    fn readings() -> (Vec<String>, Vec<&'static str>) {
+        let src = SourceFile::new(FileId::default(), "t.stratum.yaml", SPEC.to_owned());
+        let compilation = crate::check(&src);
+        let ast = &compilation.ast;
+        let model = &compilation.model;
+        let flow = &ast.flows[0];
+        let mut env = Env::new();
+        env.input = Some(model.contracts.record(&flow.input.as_ref().unwrap().value));
+        for (step, info) in flow_steps(flow).iter().zip(&model.flows[0].steps) {
+            env.steps
+                .insert(step.id.as_ref().unwrap().value.clone(), info.output.clone());
+        }
+        let mut out = Vec::new();
+        for step in flow_steps(flow) {
+            for placeholder in placeholder_uses(step, &env, &model.expressions) {
+                for (name, span, reading) in placeholder.segments {
+                    assert_eq!(&SPEC[span.range()], name);
+                    let reading = match reading {
+                        Reading::Name { ty, element } => format!("name {ty} element={element}"),
+                        Reading::Field { ty, spread } => format!("field {ty} spread={spread}"),
+                        Reading::Unbound(_) => "unbound".to_owned(),
+                        Reading::Missing => "missing".to_owned(),
+                    };
+                    out.push(format!("{:?} {name}: {reading}", placeholder.template));
+                }
+            }
+        }
+        let review = &flow_steps(flow)[2];
+        let names = template_names(review, TemplateOf::Stage(1), &env, &model.expressions)
+            .unwrap()
+            .names
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        (out, names)
+    }
+
+    #[test]
+    fn each_identifier_reads_what_the_checks_give_it() {
+        let (readings, names) = readings();
+        assert_eq!(
+            readings,
+            [
+                "Step task: name {id: string, description: string} element=true",
+                "Step id: field string spread=false",
+                "Step description: field string spread=true",
+                "Step prev: name string element=false",
+                "Step item: unbound",
+                "Stage(0) item: name {id: string, description: string} element=true",
+                "Stage(0) description: field string spread=false",
+                "Stage(1) prev: name string element=false",
+            ]
+        );
+        assert_eq!(names, ["id", "item", "prev", "prev_raw"]);
+    }
+}

@@ -768,7 +768,12 @@ fn refused_keys_are_errors_on_that_kind_of_step() {
         (StepSort::Inline, "intent: \"go\""),
     ];
     for (sort, kind) in kinds {
-        for key in keys::STEP.keys.iter().map(|key| key.name) {
+        // The version 0.3 keys are another version's error on this spec: tested below.
+        let keys = keys::STEP
+            .keys
+            .iter()
+            .filter(|key| key.since <= Version::V0_2);
+        for key in keys.map(|key| key.name) {
             if !refused_on(sort, key) {
                 continue;
             }
@@ -1251,4 +1256,229 @@ fn snapshot_of_iteration_names_and_bracket_fields() {
     ]
     .concat();
     insta::assert_snapshot!(shown);
+}
+
+// ----- version 0.3: stages, fan-out values, placeholders ----------------------------------------
+
+/// The v0.3 spec with the first `from` replaced by `to` (which holds the cursor).
+fn v03_replacing(from: &str, to: &str) -> String {
+    let spec = crate::placeholders::V03_SPEC;
+    assert!(spec.contains(from), "{from:?} is not in the v0.3 spec");
+    spec.replacen(from, to, 1)
+}
+
+#[test]
+fn keys_of_a_pipeline_stage_and_of_its_fanout() {
+    let found = labels(&v03_replacing(
+        "            join: true\n",
+        "            join: true\n            ‸\n",
+    ));
+    has(
+        &found,
+        &["agent", "when", "exit_when", "fanout", "task_timeout"],
+    );
+    lacks(&found, &["intent_template", "join", "id", "source"]);
+    let completions = run(&v03_replacing(
+        "            join: true\n",
+        "            join: true\n            ‸\n",
+    ));
+    assert!(
+        detail(&completions, "when").starts_with("An expression over `item`"),
+        "{completions:?}"
+    );
+    // A new stage starts with its required key.
+    let found = labels(&v03_replacing(
+        "            join: true\n",
+        "            join: true\n          - ‸\n",
+    ));
+    assert_eq!(found.first().map(String::as_str), Some("intent_template"));
+    let found = labels(&v03_replacing(
+        "            fanout: {max: 3, require: all}\n",
+        "            fanout:\n              max: 3\n              ‸\n",
+    ));
+    assert_eq!(found, ["require"]);
+}
+
+#[test]
+fn fixed_values_of_fan_out_keys() {
+    let step = "        type: parallel_dispatch\n";
+    let with = |line: &str| v03_replacing(step, &format!("{step}        {line}\n"));
+    assert_eq!(
+        labels(&v03_replacing("type: parallel_dispatch", "type: ‸")),
+        [
+            "inline",
+            "function",
+            "flow",
+            "decompose",
+            "parallel_dispatch",
+            "pipeline"
+        ]
+    );
+    assert_eq!(labels(&with("isolation: ‸")), ["worktree", "none"]);
+    assert_eq!(labels(&with("merge: ‸")), ["sequential_apply", "manual"]);
+    assert_eq!(labels(&with("require: ‸")), ["all", "any"]);
+    assert_eq!(
+        labels(&v03_replacing(
+            "            fanout: {max: 3, require: all}\n",
+            "            fanout:\n              max: 3\n              require: ‸\n",
+        )),
+        ["all", "any"]
+    );
+    assert_eq!(
+        labels(&v03_replacing(
+            "source: \"$.steps.plan.output.tasks\"",
+            "source: \"$.steps.plan.output.‸\""
+        )),
+        ["tasks"]
+    );
+}
+
+#[test]
+fn keys_of_fan_out_steps_follow_their_type() {
+    let parallel = labels(&v03_replacing(
+        "        intent_template: \"Task {task.id}: {description}\"\n",
+        "        intent_template: \"Task {task.id}: {description}\"\n        ‸\n",
+    ));
+    has(
+        &parallel,
+        &["max_concurrent", "isolation", "merge", "require"],
+    );
+    lacks(
+        &parallel,
+        &[
+            "stages",
+            "max_iterations",
+            "function",
+            "intent",
+            "reasoning_template",
+        ],
+    );
+    let pipeline = labels(&v03_replacing(
+        "        depends_on: [build]\n",
+        "        depends_on: [build]\n        ‸\n",
+    ));
+    has(&pipeline, &["max_concurrent", "pre_merge_verify"]);
+    lacks(&pipeline, &["intent_template", "stages", "accumulate"]);
+    // A decompose step is an agent step: no fan-out keys.
+    let decompose = labels(&v03_replacing(
+        "      - {id: plan, type: decompose, agent: claude, output_contract: TaskGraph, intent: \"Split\", inputs: {feature: \"$.input.feature\"}}\n",
+        "      - id: plan\n        type: decompose\n        agent: claude\n        output_contract: TaskGraph\n        intent: \"Split\"\n        inputs: {feature: \"$.input.feature\"}\n        ‸\n",
+    ));
+    has(&decompose, &["ensure", "retries"]);
+    lacks(
+        &decompose,
+        &["source", "stages", "isolation", "intent_template"],
+    );
+}
+
+#[test]
+fn placeholders_of_a_parallel_template() {
+    let names = run(&v03_replacing("{description}\"", "{‸\""));
+    let found: Vec<String> = names.iter().map(|c| c.label.clone()).collect();
+    assert_eq!(
+        found,
+        [
+            "task",
+            "prev",
+            "prev_raw",
+            "id",
+            "description",
+            "files_owned"
+        ]
+    );
+    assert_eq!(detail(&names, "description"), "string");
+    assert_eq!(detail(&names, "prev"), "string");
+    let fields = run(&v03_replacing("{description}\"", "{task.d‸\""));
+    let found: Vec<String> = fields.iter().map(|c| c.label.clone()).collect();
+    assert_eq!(found, ["id", "description", "files_owned"]);
+    assert_eq!(detail(&fields, "files_owned"), "list<any>");
+    // The completion replaces what is typed of the name.
+    let (analysis, offset) = at(&v03_replacing("{description}\"", "{task.d‸\""));
+    let replace = complete(&analysis, None, offset)[0].replace.unwrap();
+    assert_eq!(analysis.slice(replace), "d");
+    // Not after a literal brace, nor outside a placeholder.
+    assert!(labels(&v03_replacing("{description}\"", "{{‸\"")).is_empty());
+    assert!(labels(&v03_replacing("{description}\"", "{description} ‸\"")).is_empty());
+}
+
+#[test]
+fn placeholders_of_stages_follow_their_role() {
+    let first = labels(&v03_replacing("({id})\"", "({‸\""));
+    assert_eq!(first, ["id", "item", "description", "files_owned"]);
+    let later = labels(&v03_replacing("{prev} for", "{‸ for"));
+    has(&later, &["item", "prev", "prev_raw", "description"]);
+    let lane = labels(&v03_replacing("{source.id}", "{‸"));
+    has(&lane, &["item", "prev", "source"]);
+    lacks(&lane, &["description", "prevs"]);
+    let join = labels(&v03_replacing("{prevs}", "{‸"));
+    has(&join, &["prevs", "prevs_raw", "source"]);
+    lacks(&join, &["prev"]);
+    assert_eq!(
+        labels(&v03_replacing("{item.description}", "{item.‸}")),
+        ["id", "description", "files_owned"]
+    );
+    assert_eq!(
+        labels(&v03_replacing("{source.id}", "{source.‸}")),
+        ["id", "description", "files_owned"]
+    );
+}
+
+#[test]
+fn refused_keys_are_errors_on_version_0_3_steps() {
+    let value = |key: &str| match key {
+        "max_iterations" | "max_concurrent" | "task_timeout" => "2",
+        "exit_criterion" | "score_expr" => "\"1\"",
+        "accumulate" => "\"[1]\"",
+        "accumulate_key" => "\"item\"",
+        "on_approve" | "on_revise" | "on_kill" => "plan",
+        "reasoning_template" | "task_reasoning_template" => "{a: 1}",
+        "cache" | "capture_diff" | "defer_advance" => "true",
+        "policy" | "policy_fallback" => "flag",
+        "function" => "f",
+        "intent" => "\"go\"",
+        "flow" => "implement",
+        "judge" => "{criteria: [ok]}",
+        "source" => "\"$.steps.plan.output.tasks\"",
+        "intent_template" => "\"x\"",
+        "stages" => "[{intent_template: \"x\"}]",
+        "isolation" => "none",
+        "require" => "any",
+        "merge" => "manual",
+        "pre_merge_verify" => "[\"true\"]",
+        other => panic!("no value for {other}"),
+    };
+    let kinds = [
+        (
+            StepSort::Parallel,
+            "type: parallel_dispatch\n        source: \"$.steps.plan.output.tasks\"\n        intent_template: \"{id}\"",
+        ),
+        (
+            StepSort::Pipeline,
+            "type: pipeline\n        source: \"$.steps.plan.output.tasks\"\n        stages: [{intent_template: \"{id}\"}]",
+        ),
+        (StepSort::Inline, "intent: \"go\""),
+    ];
+    for (sort, kind) in kinds {
+        for key in keys::STEP.keys.iter().map(|key| key.name) {
+            if !refused_on(sort, key) || kind.contains(&format!("{key}:")) {
+                continue;
+            }
+            let spec = format!(
+                "{}      - id: extra\n        {kind}\n        {key}: {}\n",
+                crate::placeholders::V03_SPEC,
+                value(key)
+            );
+            let analysis = Analysis::new("t.stratum.yaml", &spec);
+            let mentioned = format!("`{key}");
+            assert!(
+                analysis
+                    .compilation
+                    .diagnostics
+                    .iter()
+                    .any(|d| d.is_error() && d.message.contains(&mentioned)),
+                "{key} on a {sort:?} step is not an error: {:?}",
+                analysis.compilation.diagnostics
+            );
+        }
+    }
 }
