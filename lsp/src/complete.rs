@@ -403,9 +403,13 @@ impl<'a> Cx<'a> {
             }
             Here::Word(_) => match last {
                 Some(frame) if frame.token.key.is_none() => {
-                    // A dash: a key of a new step, or an item of a list of scalars.
+                    // A dash: a key of a new item of a list of mappings, or an item of a list
+                    // of scalars.
                     let list = chain.len().checked_sub(2).and_then(|at| chain.get(at));
-                    if matches!(list.and_then(Frame::key), Some("steps" | "stages")) {
+                    if matches!(
+                        list.and_then(Frame::key),
+                        Some("steps" | "stages" | "predicates" | "sections")
+                    ) {
                         Some(Slot::Key { path: chain })
                     } else {
                         let typed = self.prefix.get(frame.token.value..).unwrap_or("");
@@ -467,6 +471,14 @@ enum Place<'t> {
     Stage(&'t str),
     /// A stage's `fanout`.
     Fanout,
+    /// A judge step's `judge:` block, its predicates and its budget.
+    Judge,
+    Predicate,
+    JudgeBudget,
+    /// A reasoning template (`reasoning_template`, `task_reasoning_template`), and one of its
+    /// sections.
+    Certificate,
+    Section,
     Budget,
     Workflow,
     WorkflowParam,
@@ -515,6 +527,28 @@ fn place<'t>(path: &[Frame<'t>]) -> Place<'t> {
         ] => Place::Fanout,
         [Some("workflow")] => Place::Workflow,
         [Some("workflow"), Some("input"), Some(_)] => Place::WorkflowParam,
+        [Some("flows"), Some(_), Some("steps"), None, inside @ ..] => inside_step(inside),
+        _ => Place::Other,
+    }
+}
+
+/// The places inside a step that hold no names of their own: a judge block and a reasoning
+/// template (a step's, or a stage's).
+fn inside_step<'t>(path: &[Option<&'t str>]) -> Place<'t> {
+    const TEMPLATES: [&str; 2] = ["reasoning_template", "task_reasoning_template"];
+    match path {
+        [Some("judge")] => Place::Judge,
+        [Some("judge"), Some("predicates"), None] => Place::Predicate,
+        [Some("judge"), Some("budget")] => Place::JudgeBudget,
+        [Some(key)] | [Some("stages"), None, Some(key)] if TEMPLATES.contains(key) => {
+            Place::Certificate
+        }
+        [Some(key), Some("sections"), None]
+        | [Some("stages"), None, Some(key), Some("sections"), None]
+            if TEMPLATES.contains(key) =>
+        {
+            Place::Section
+        }
         _ => Place::Other,
     }
 }
@@ -881,6 +915,11 @@ impl<'a> Cx<'a> {
             Place::Step(_) => &keys::STEP,
             Place::Stage(_) => &keys::STAGE,
             Place::Fanout => &keys::FANOUT,
+            Place::Judge => &keys::JUDGE,
+            Place::Predicate => &keys::PREDICATE,
+            Place::JudgeBudget => &keys::JUDGE_BUDGET,
+            Place::Certificate => &keys::CERTIFICATE,
+            Place::Section => &keys::SECTION,
             Place::Budget => &keys::BUDGET,
             Place::Workflow => &keys::WORKFLOW,
             Place::WorkflowParam => &keys::WORKFLOW_PARAM,
@@ -1155,6 +1194,22 @@ impl<'a> Cx<'a> {
                         "merge the tasks' changes in task order (the default)",
                     ),
                     ("manual", "leave the merge to the client"),
+                ],
+                is_name_char,
+            ),
+            (Place::Judge, "stakes") => self.fixed(
+                &[
+                    ("cheap", "deterministic predicates only"),
+                    ("default", "an agent reads the evidence (the default)"),
+                    ("paranoid", "an agent's `met` gets a second, cold read"),
+                ],
+                is_name_char,
+            ),
+            (Place::Predicate, "type") => self.fixed(
+                &[
+                    ("deterministic", "an expression over the staged files"),
+                    ("verified", "an agent quotes the evidence"),
+                    ("judged", "an agent weighs the evidence"),
                 ],
                 is_name_char,
             ),
@@ -2146,6 +2201,11 @@ fn key_detail(place: Place<'_>, key: &str, required: bool) -> Option<String> {
         Place::Step(_) => KeyPlace::Step,
         Place::Stage(_) => KeyPlace::Stage,
         Place::Fanout => KeyPlace::Fanout,
+        Place::Judge => KeyPlace::Judge,
+        Place::Predicate => KeyPlace::Predicate,
+        Place::JudgeBudget => KeyPlace::JudgeBudget,
+        Place::Certificate => KeyPlace::Certificate,
+        Place::Section => KeyPlace::Section,
         Place::Workflow => KeyPlace::Workflow,
         Place::WorkflowParam => KeyPlace::WorkflowParam,
         Place::Contract | Place::StepInputs(_) | Place::Other => return None,

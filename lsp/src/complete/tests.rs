@@ -1482,3 +1482,78 @@ fn refused_keys_are_errors_on_version_0_3_steps() {
         }
     }
 }
+
+// ----- judge blocks and reasoning templates ------------------------------------------------------
+
+/// A spec with a judge step and a reasoning template, `‸` where `CURSOR` stands.
+fn judged(cursor: &str) -> String {
+    r#"version: "0.3"
+flows:
+  review:
+    input: {diff: {type: string}}
+    steps:
+      - id: review
+        intent: "Review the diff"
+        inputs: {diff: "$.input.diff"}
+        reasoning_template:
+          sections:
+            - id: p
+              label: Premises
+              description: "The facts"
+CURSOR_TEMPLATE
+      - id: check
+        depends_on: [review]
+        judge:
+          predicates:
+            - id: tests
+              type: deterministic
+              statement: "file_exists('artifacts/log.txt')"
+CURSOR_PREDICATE
+          budget:
+            max_turns: 3
+CURSOR_BUDGET
+CURSOR_JUDGE
+"#
+    .replace(cursor, "‸")
+    .replace("CURSOR_TEMPLATE\n", "")
+    .replace("CURSOR_PREDICATE\n", "")
+    .replace("CURSOR_BUDGET\n", "")
+    .replace("CURSOR_JUDGE\n", "")
+}
+
+#[test]
+fn keys_and_values_inside_a_judge_block() {
+    let spec = |cursor: &str, line: &str| judged(cursor).replace('‸', line);
+    assert_eq!(
+        labels(&spec("CURSOR_JUDGE", "          ‸\n")),
+        ["stakes"],
+        "`predicates` and `budget` are written"
+    );
+    assert_eq!(
+        labels(&spec("CURSOR_PREDICATE", "              ‸\n")),
+        ["applied_gate"]
+    );
+    assert_eq!(
+        labels(&spec("CURSOR_BUDGET", "            ‸\n")),
+        ["max_dollars", "max_wall_clock_s"]
+    );
+    assert_eq!(
+        labels(&spec("CURSOR_JUDGE", "          stakes: ‸\n")),
+        ["cheap", "default", "paranoid"]
+    );
+    assert_eq!(
+        labels(&spec(
+            "CURSOR_PREDICATE",
+            "            - id: more\n              type: ‸\n"
+        )),
+        ["deterministic", "verified", "judged"]
+    );
+}
+
+#[test]
+fn keys_inside_a_reasoning_template() {
+    let spec = |line: &str| judged("CURSOR_TEMPLATE").replace('‸', line);
+    assert_eq!(labels(&spec("          ‸\n")), ["require_citations"]);
+    let section = labels(&spec("            - ‸\n"));
+    assert_eq!(section, ["id", "label", "description"]);
+}
