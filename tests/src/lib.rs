@@ -300,6 +300,18 @@ pub fn generated_v03_spec(steps: usize) -> String {
                     "          - {{intent_template: \"Fix {{description}}: {{prev}}\", when: \"len(item.files_owned) > 0\"}}"
                 );
             }
+            9 => {
+                let _ = writeln!(spec, "        judge:");
+                let _ = writeln!(spec, "          predicates:");
+                let _ = writeln!(
+                    spec,
+                    "            - {{id: built, type: deterministic, statement: \"file_contains('artifacts/build_{index}.txt', 'ok')\"}}"
+                );
+                let _ = writeln!(
+                    spec,
+                    "            - {{id: reported, type: verified, statement: \"The report names every task\"}}"
+                );
+            }
             _ => {
                 let _ = writeln!(spec, "        intent: \"Report on part {index}\"");
                 let _ = writeln!(
