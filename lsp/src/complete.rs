@@ -1348,11 +1348,11 @@ impl<'a> Cx<'a> {
         else {
             return Vec::new();
         };
-        let Some(env) = placeholders::flow_env(compilation, flow_index) else {
+        let Some(mut env) = placeholders::flow_env(compilation, flow_index) else {
             return Vec::new();
         };
         let Some(scope) =
-            fan_out::template_names(step, template, &env, &compilation.model.expressions)
+            fan_out::template_names(step, template, &mut env, &compilation.model.expressions)
         else {
             return Vec::new();
         };

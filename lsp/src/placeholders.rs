@@ -54,11 +54,12 @@ pub fn all(compilation: &Compilation) -> Vec<Located> {
         if !steps.iter().any(|step| step.step_type.is_some()) {
             continue;
         }
-        let Some(env) = flow_env(compilation, flow_index) else {
+        let Some(mut env) = flow_env(compilation, flow_index) else {
             continue;
         };
         for (step_index, step) in steps.iter().enumerate() {
-            for placeholder in fan_out::placeholder_uses(step, &env, &compilation.model.expressions)
+            for placeholder in
+                fan_out::placeholder_uses(step, &mut env, &compilation.model.expressions)
             {
                 out.push(Located {
                     flow: flow_index,

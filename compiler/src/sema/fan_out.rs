@@ -66,22 +66,9 @@ pub fn check_step(
     let Some(stages) = &step.stages else {
         return;
     };
-    let fanout = stages.value.iter().position(|stage| stage.fanout.is_some());
-    let join = stages
-        .value
-        .iter()
-        .position(|stage| stage.join.as_ref().is_some_and(|join| join.value));
+    let region = region(&stages.value);
     for (index, stage) in stages.value.iter().enumerate() {
-        // Without a `join` (reported by the rules), the stages after the `fanout` are read as
-        // lanes, so that their placeholders are not reported twice.
-        let role = match (fanout, join) {
-            (Some(fanout), Some(join)) if index == join && join > fanout => Role::Join,
-            (Some(fanout), join) if index > fanout && join.is_none_or(|join| index < join) => {
-                Role::Lane
-            }
-            _ if index == 0 => Role::First,
-            _ => Role::Later,
-        };
+        let role = stage_role(region, index);
         let scope = Scope::stage(&element, role, index, step);
         if let Some(template) = &stage.intent_template {
             check_template(&template.value, &scope, diagnostics);
@@ -519,7 +506,7 @@ pub struct PlaceholderUse {
 pub fn template_names(
     step: &Step,
     template: TemplateOf,
-    env: &Env,
+    env: &mut Env,
     expressions: &Expressions,
 ) -> Option<TemplateNames> {
     let element = fan_out_element(step, env, expressions)?;
@@ -528,7 +515,7 @@ pub fn template_names(
         (StepType::Pipeline, TemplateOf::Stage(index)) => {
             let stages = &step.stages.as_ref()?.value;
             stages.get(index)?;
-            Scope::stage(&element, stage_role(stages, index), index, step)
+            Scope::stage(&element, stage_role(region(stages), index), index, step)
         }
         _ => return None,
     };
@@ -541,7 +528,11 @@ pub fn template_names(
 
 /// Every placeholder of the templates of `step`, in order, with what each identifier reads
 /// under the same rules as [`check_step`]; `env` as for [`template_names`].
-pub fn placeholder_uses(step: &Step, env: &Env, expressions: &Expressions) -> Vec<PlaceholderUse> {
+pub fn placeholder_uses(
+    step: &Step,
+    env: &mut Env,
+    expressions: &Expressions,
+) -> Vec<PlaceholderUse> {
     let mut out = Vec::new();
     let Some(element) = fan_out_element(step, env, expressions) else {
         return out;
@@ -555,9 +546,10 @@ pub fn placeholder_uses(step: &Step, env: &Env, expressions: &Expressions) -> Ve
         }
         Some(StepType::Pipeline) => {
             let stages = step.stages.as_ref().map_or(&[][..], |stages| &stages.value);
+            let region = region(stages);
             for (index, stage) in stages.iter().enumerate() {
                 if let Some(template) = &stage.intent_template {
-                    let scope = Scope::stage(&element, stage_role(stages, index), index, step);
+                    let scope = Scope::stage(&element, stage_role(region, index), index, step);
                     uses_in(&template.value, TemplateOf::Stage(index), &scope, &mut out);
                 }
             }
@@ -576,30 +568,39 @@ pub fn template_field(ty: &Type, name: &str) -> Option<Type> {
     }
 }
 
-/// The element a fan-out step's templates read; `None` when the step does not fan out.
-fn fan_out_element(step: &Step, env: &Env, expressions: &Expressions) -> Option<Type> {
+/// The element a fan-out step's templates read; `None` when the step does not fan out. `env`
+/// is borrowed, not cloned: it holds every step of the flow, and this runs once per step.
+fn fan_out_element(step: &Step, env: &mut Env, expressions: &Expressions) -> Option<Type> {
     let ty = step.step_type.as_ref()?.value;
     if !matches!(ty, StepType::ParallelDispatch | StepType::Pipeline) {
         return None;
     }
     // What the source is was reported by `check_step`: only its type matters here.
     let mut ignored = Vec::new();
-    let mut env = env.clone();
-    env.suggest = false;
-    Some(
-        step.source
-            .as_ref()
-            .and_then(|source| source_element(source, &mut env, expressions, &mut ignored))
-            .unwrap_or(Type::Any),
-    )
+    let suggest = std::mem::replace(&mut env.suggest, false);
+    let element = step
+        .source
+        .as_ref()
+        .and_then(|source| source_element(source, env, expressions, &mut ignored))
+        .unwrap_or(Type::Any);
+    env.suggest = suggest;
+    Some(element)
 }
 
-/// The role of the stage at `index`, as [`check_step`] decides it.
-fn stage_role(stages: &[Stage], index: usize) -> Role {
+/// Where a pipeline's fan-out region stands: the index of its `fanout` stage and of its
+/// `join` stage. Computed once per pipeline: a hostile spec may have many stages.
+fn region(stages: &[Stage]) -> (Option<usize>, Option<usize>) {
     let fanout = stages.iter().position(|stage| stage.fanout.is_some());
     let join = stages
         .iter()
         .position(|stage| stage.join.as_ref().is_some_and(|join| join.value));
+    (fanout, join)
+}
+
+/// The role of the stage at `index` in a pipeline whose [`region`] is `(fanout, join)`.
+/// Without a `join` (reported by the rules), the stages after the `fanout` are read as lanes,
+/// so that their placeholders are not reported twice.
+fn stage_role((fanout, join): (Option<usize>, Option<usize>), index: usize) -> Role {
     match (fanout, join) {
         (Some(fanout), Some(join)) if index == join && join > fanout => Role::Join,
         (Some(fanout), join) if index > fanout && join.is_none_or(|join| index < join) => {
@@ -703,7 +704,7 @@ flows:
         }
         let mut out = Vec::new();
         for step in flow_steps(flow) {
-            for placeholder in placeholder_uses(step, &env, &model.expressions) {
+            for placeholder in placeholder_uses(step, &mut env, &model.expressions) {
                 for (name, span, reading) in placeholder.segments {
                     assert_eq!(&SPEC[span.range()], name);
                     let reading = match reading {
@@ -717,7 +718,7 @@ flows:
             }
         }
         let review = &flow_steps(flow)[2];
-        let names = template_names(review, TemplateOf::Stage(1), &env, &model.expressions)
+        let names = template_names(review, TemplateOf::Stage(1), &mut env, &model.expressions)
             .unwrap()
             .names
             .into_iter()
