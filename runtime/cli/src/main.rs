@@ -4,6 +4,7 @@
 //! Logs go to standard error (or `--log-file`), never to standard output, which is the
 //! protocol.
 
+mod agents;
 mod operator;
 mod print;
 mod setup;
@@ -276,6 +277,24 @@ enum Command {
         /// A topic, as `stratum-mcp explain` lists them
         topic: Option<String>,
     },
+    /// List the agent CLIs runs can launch (Claude Code, Codex, OpenCode): path and `--version`
+    #[command(
+        after_help = "Examples:\n  stratum-mcp agents\n  stratum-mcp agents --codex /opt/codex/bin/codex --json\n\nEach CLI is looked up on PATH (or taken from its flag) and run with `--version`, under the environment allow-list a run gets, within 5 seconds. JSON with --json or when piped: one object per agent with `agent`, `path`, `status` (found, not_found, failed) and `version` or `reason`.\n\nExit status: 0 (the report says what was found)."
+    )]
+    Agents {
+        /// The `claude` binary (default: found on PATH)
+        #[arg(long, value_name = "PATH")]
+        claude: Option<PathBuf>,
+        /// The `codex` binary (default: found on PATH)
+        #[arg(long, value_name = "PATH")]
+        codex: Option<PathBuf>,
+        /// The `opencode` binary (default: found on PATH)
+        #[arg(long, value_name = "PATH")]
+        opencode: Option<PathBuf>,
+        /// Print JSON even on a terminal
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a shell completion script
     #[command(
         after_help = "Examples:\n  stratum-mcp completions bash > ~/.local/share/bash-completion/completions/stratum-mcp\n  stratum-mcp completions zsh > ~/.zfunc/_stratum-mcp\n  stratum-mcp completions fish > ~/.config/fish/completions/stratum-mcp.fish"
@@ -447,6 +466,19 @@ fn main() -> ExitCode {
             hook: Hook::PostToolUse,
         }) => setup::post_tool_use(),
         Some(Command::Explain { topic }) => operator::explain(topic.as_deref()),
+        Some(Command::Agents {
+            claude,
+            codex,
+            opencode,
+            json,
+        }) => agents::agents(
+            agents::Binaries {
+                claude,
+                codex,
+                opencode,
+            },
+            json,
+        ),
         Some(Command::Completions { shell }) => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "stratum-mcp", &mut script);
