@@ -2,41 +2,23 @@
 //! every output format, `explain`, and the checks that need more than one file.
 #![allow(clippy::indexing_slicing, clippy::unwrap_used)] // tests may index and unwrap what they built
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+
+use support::{stderr, stdout, stratumc_in};
 
 fn stratumc(args: &[&str]) -> Output {
     run(args, None)
 }
 
 fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_stratumc"));
-    command
-        .args(args)
-        .current_dir(workspace())
-        .env_remove("NO_COLOR")
-        .env("COLUMNS", "80")
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn().expect("stratumc starts");
-    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        use std::io::Write;
-        pipe.write_all(bytes).expect("stdin accepts the spec");
-    }
-    child.wait_with_output().expect("stratumc finishes")
+    stratumc_in(&workspace(), args, stdin)
 }
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// A fresh directory under the target directory, for files a test writes.
@@ -312,10 +294,6 @@ fn explain_prints_every_code_and_refuses_unknown_ones() {
     let unknown = stratumc(&["explain", "E0907"]);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("did you mean E0007?"));
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// The command, its exit status, stdout and stderr, for a snapshot.

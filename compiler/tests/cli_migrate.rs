@@ -1,43 +1,12 @@
 //! `stratumc migrate` end to end: the exact bytes it writes (only the version changes), where
 //! the diff and the spec go, what it refuses, and its exit codes.
-//!
-//! The tests that reach version 0.3 (`*_to_0_3_*`) need the compiler to check 0.3 specs; until
-//! it does, it answers them with E0015 and they fail.
 #![allow(clippy::indexing_slicing, clippy::unwrap_used)] // tests may index and unwrap what they built
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 
-/// Runs `stratumc` in `dir`, so that specs are named by their file names.
-fn stratumc_in(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_stratumc"));
-    command
-        .args(args)
-        .current_dir(dir)
-        .env_remove("NO_COLOR")
-        .env("COLUMNS", "80")
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn().expect("stratumc starts");
-    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        use std::io::Write;
-        pipe.write_all(bytes).expect("stdin accepts the spec");
-    }
-    child.wait_with_output().expect("stratumc finishes")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
+use support::{stderr, stdout, stratumc_in};
 
 /// A fresh directory under the target directory holding `spec.stratum.yaml` with `text`.
 fn scratch(name: &str, text: &str) -> PathBuf {

@@ -229,6 +229,47 @@ impl Expr {
         Expr { kind, span }
     }
 
+    /// The expressions directly inside this one, in source order: what a walk over the tree
+    /// visits next (walk with a stack of pending nodes, not recursion: nesting is bounded by
+    /// the parser, but a stack costs nothing).
+    pub fn children(&self) -> Vec<&Expr> {
+        match &self.kind {
+            ExprKind::None
+            | ExprKind::Bool(_)
+            | ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::Str(_)
+            | ExprKind::Name(_)
+            | ExprKind::Ref(_)
+            | ExprKind::Error => Vec::new(),
+            ExprKind::List(items) | ExprKind::Tuple(items) => items.iter().collect(),
+            ExprKind::Attr { base, .. } => vec![base],
+            ExprKind::Index { base, index } => vec![base, index],
+            ExprKind::Call { args, .. } => args.iter().collect(),
+            ExprKind::Method { receiver, args, .. } => {
+                std::iter::once(&**receiver).chain(args).collect()
+            }
+            ExprKind::Generator(generator) | ExprKind::ListComp(generator) => {
+                [&generator.element, &generator.iter]
+                    .into_iter()
+                    .chain(&generator.conditions)
+                    .collect()
+            }
+            ExprKind::Unary { operand, .. } => vec![operand],
+            ExprKind::Binary { lhs, rhs, .. } | ExprKind::Logical { lhs, rhs, .. } => {
+                vec![lhs, rhs]
+            }
+            ExprKind::Compare { first, rest } => std::iter::once(&**first)
+                .chain(rest.iter().map(|comparison| &comparison.rhs))
+                .collect(),
+            ExprKind::Conditional {
+                then,
+                condition,
+                otherwise,
+            } => vec![then, condition, otherwise],
+        }
+    }
+
     /// The same tree with every span set to `0..0`: two parses of equivalent text compare
     /// equal after this (the printer's round-trip property).
     pub fn without_spans(&self) -> Expr {

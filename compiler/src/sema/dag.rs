@@ -250,45 +250,12 @@ pub fn step_references(expr: &Expr) -> Vec<&Ident> {
     let mut found = Vec::new();
     let mut pending = vec![expr];
     while let Some(expr) = pending.pop() {
-        match &expr.kind {
-            ExprKind::Ref(reference) => {
-                if let RefRoot::StepOutput { step } = &reference.root {
-                    found.push(step);
-                }
-            }
-            ExprKind::List(items) | ExprKind::Tuple(items) => pending.extend(items),
-            ExprKind::Attr { base, .. } => pending.push(base),
-            ExprKind::Index { base, index } => pending.extend([&**base, &**index]),
-            ExprKind::Call { args, .. } => pending.extend(args),
-            ExprKind::Method { receiver, args, .. } => {
-                pending.push(receiver);
-                pending.extend(args);
-            }
-            ExprKind::Generator(generator) | ExprKind::ListComp(generator) => {
-                pending.extend([&generator.element, &generator.iter]);
-                pending.extend(&generator.conditions);
-            }
-            ExprKind::Unary { operand, .. } => pending.push(operand),
-            ExprKind::Binary { lhs, rhs, .. } | ExprKind::Logical { lhs, rhs, .. } => {
-                pending.extend([&**lhs, &**rhs]);
-            }
-            ExprKind::Compare { first, rest } => {
-                pending.push(first);
-                pending.extend(rest.iter().map(|comparison| &comparison.rhs));
-            }
-            ExprKind::Conditional {
-                then,
-                condition,
-                otherwise,
-            } => pending.extend([&**then, &**condition, &**otherwise]),
-            ExprKind::None
-            | ExprKind::Bool(_)
-            | ExprKind::Int(_)
-            | ExprKind::Float(_)
-            | ExprKind::Str(_)
-            | ExprKind::Name(_)
-            | ExprKind::Error => {}
+        if let ExprKind::Ref(reference) = &expr.kind
+            && let RefRoot::StepOutput { step } = &reference.root
+        {
+            found.push(step);
         }
+        pending.extend(expr.children());
     }
     found.sort_by_key(|ident| ident.span);
     found

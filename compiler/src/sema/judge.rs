@@ -229,62 +229,16 @@ fn staged_path_problem(path: &str) -> Option<&'static str> {
     None
 }
 
-/// Every call of a built-in in `expr`, outermost first: its name, the name's span and its
-/// arguments.
+/// Every call of a built-in in `expr`: its name, the name's span and its arguments.
 fn collect_calls<'e>(expr: &'e Expr, calls: &mut Vec<(&'e str, TextSpan, &'e [Expr])>) {
-    match &expr.kind {
-        ExprKind::None
-        | ExprKind::Bool(_)
-        | ExprKind::Int(_)
-        | ExprKind::Float(_)
-        | ExprKind::Str(_)
-        | ExprKind::Name(_)
-        | ExprKind::Ref(_)
-        | ExprKind::Error => {}
-        ExprKind::List(items) | ExprKind::Tuple(items) => {
-            items.iter().for_each(|item| collect_calls(item, calls));
-        }
-        ExprKind::Attr { base, .. } => collect_calls(base, calls),
-        ExprKind::Index { base, index } => {
-            collect_calls(base, calls);
-            collect_calls(index, calls);
-        }
-        ExprKind::Call { func, args } => {
+    let mut pending = vec![expr];
+    while let Some(expr) = pending.pop() {
+        if let ExprKind::Call { func, args } = &expr.kind {
             calls.push((func.name.as_str(), func.span, args));
-            args.iter().for_each(|arg| collect_calls(arg, calls));
         }
-        ExprKind::Method { receiver, args, .. } => {
-            collect_calls(receiver, calls);
-            args.iter().for_each(|arg| collect_calls(arg, calls));
-        }
-        ExprKind::Generator(generator) | ExprKind::ListComp(generator) => {
-            collect_calls(&generator.element, calls);
-            collect_calls(&generator.iter, calls);
-            generator
-                .conditions
-                .iter()
-                .for_each(|condition| collect_calls(condition, calls));
-        }
-        ExprKind::Unary { operand, .. } => collect_calls(operand, calls),
-        ExprKind::Binary { lhs, rhs, .. } | ExprKind::Logical { lhs, rhs, .. } => {
-            collect_calls(lhs, calls);
-            collect_calls(rhs, calls);
-        }
-        ExprKind::Compare { first, rest } => {
-            collect_calls(first, calls);
-            rest.iter()
-                .for_each(|comparison| collect_calls(&comparison.rhs, calls));
-        }
-        ExprKind::Conditional {
-            then,
-            condition,
-            otherwise,
-        } => {
-            collect_calls(then, calls);
-            collect_calls(condition, calls);
-            collect_calls(otherwise, calls);
-        }
+        pending.extend(expr.children());
     }
+    calls.sort_by_key(|(_, span, _)| span.start);
 }
 
 /// E0093 `reasoning-template-on-judge`. Why: the reference then checks the judge's verdict
