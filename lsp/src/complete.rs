@@ -36,7 +36,7 @@ use stratum_compiler::source::Span;
 use stratum_compiler::syntax::ast::{Ast, Flow, Function, Mode, Version};
 use stratum_compiler::syntax::keys::{self, Required, Shape};
 use stratum_grammar::Problem;
-use stratum_grammar::types::{Env, Type};
+use stratum_grammar::types::Type;
 
 use crate::analysis::Analysis;
 use crate::key_docs::{self, KeyPlace};
@@ -1720,17 +1720,8 @@ impl<'a> Cx<'a> {
         let accumulate = flow_steps(ast_flow).get(step?)?.accumulate.as_ref()?;
         let expr = model.expressions.get(&accumulate.value)?;
         let info = self.step_info(Some(flow), step)?;
-        let flow_model = model.flows.get(flow)?;
-        let mut env = Env::new().with("result", info.result.clone());
-        env.input = Some(self.flow_input(Some(flow)).unwrap_or(Type::Any));
-        env.suggest = false;
-        for (step, info) in flow_steps(ast_flow).iter().zip(&flow_model.steps) {
-            if let Some(id) = &step.id {
-                env.steps
-                    .entry(id.value.clone())
-                    .or_insert_with(|| info.output.clone());
-            }
-        }
+        let mut env = placeholders::flow_env(&self.sem.compilation, flow)?;
+        env.names.insert("result".to_owned(), info.result.clone());
         let checked = stratum_grammar::check(expr, &env);
         if checked.problems.iter().any(Problem::is_error) {
             return None;
