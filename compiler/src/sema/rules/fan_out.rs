@@ -472,7 +472,8 @@ fn deferred_advance(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
         )
     } else if !captured {
         (
-            "no diff is recorded for the client to apply, and the worktrees are removed when              the tasks end",
+            "no diff is recorded for the client to apply, and the worktrees are removed when \
+             the tasks end",
             None,
         )
     } else {
@@ -488,7 +489,9 @@ fn deferred_advance(step: &Step, diagnostics: &mut Vec<Diagnostic>) {
         "waits for nothing",
     )
     .help(
-        "for a client that merges, write `merge: manual` and `capture_diff: true`; otherwise          remove `defer_advance`, or add a gate step after this one for a person to look at the          result",
+        "for a client that merges, write `merge: manual` and `capture_diff: true`; otherwise \
+         remove `defer_advance`, or add a gate step after this one for a person to look at the \
+         result",
     );
     if let Some((span, label)) = secondary {
         diagnostic = diagnostic.secondary(span, label);
