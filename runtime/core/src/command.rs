@@ -26,6 +26,15 @@ pub enum Command {
         result: Value,
         usage: Option<Value>,
     },
+    /// An attempt at the current step that produced no result to check (the unattended
+    /// driver's agent answered with no JSON object, crashed or ran out of time): a failed
+    /// attempt with these violations, retried or routed as any other.
+    StepFailed {
+        flow_id: String,
+        step_id: String,
+        violations: Vec<String>,
+        usage: Option<Value>,
+    },
     SkipStep {
         flow_id: String,
         step_id: String,
@@ -82,6 +91,7 @@ impl Command {
         match self {
             Command::Start { .. } => None,
             Command::StepDone { flow_id, .. }
+            | Command::StepFailed { flow_id, .. }
             | Command::SkipStep { flow_id, .. }
             | Command::GateResolve { flow_id, .. }
             | Command::CheckTimeouts { flow_id }
@@ -99,6 +109,18 @@ impl Command {
     pub fn is_read_only(&self) -> bool {
         matches!(self, Command::Audit { .. })
     }
+
+    /// Whether the command is refused on a flow another driver holds the lease of. A gate
+    /// decision is not (a person decides while the driver waits), nor are gate timeouts.
+    pub fn is_fenced(&self) -> bool {
+        !matches!(
+            self,
+            Command::Start { .. }
+                | Command::GateResolve { .. }
+                | Command::CheckTimeouts { .. }
+                | Command::Audit { .. }
+        )
+    }
 }
 
 /// What a command may know of the world: the time, entropy for new ids, and the settings.
@@ -109,6 +131,9 @@ pub struct Context {
     /// New flow ids are derived from it (see [`FlowId::derive`](crate::FlowId::derive)).
     pub seed: u128,
     pub config: Arc<Config>,
+    /// The unattended driver sending the command (its lease owner id); `None` for an agent,
+    /// a person or an operator. See [`crate::store::drives`].
+    pub driver: Option<String>,
 }
 
 impl Context {
@@ -117,7 +142,14 @@ impl Context {
             now_ms,
             seed,
             config,
+            driver: None,
         }
+    }
+
+    /// The same context, sent by the driver `owner`.
+    pub fn driven_by(mut self, owner: impl Into<String>) -> Context {
+        self.driver = Some(owner.into());
+        self
     }
 }
 

@@ -41,20 +41,46 @@ pub fn execute(
     ctx: &Context,
 ) -> Result<Response, StoreError> {
     let mut response = None;
-    if command.is_read_only() {
+    let outcome = if command.is_read_only() {
         store.read(&mut |snapshot| {
             let mut work = exec::Work::new(snapshot);
             response = Some(exec::run(&mut work, command, ctx)?);
             Ok(())
-        })?;
+        })
     } else {
         store.transact(&mut |snapshot| {
             let mut work = exec::Work::new(snapshot);
             response = Some(exec::run(&mut work, command, ctx)?);
             Ok(work.into_changes(ctx.now_ms))
-        })?;
+        })
+    };
+    match outcome {
+        Err(StoreError::Leased {
+            flow,
+            owner,
+            expires_ms,
+        }) => Ok(leased(command, &flow, &owner, expires_ms)),
+        outcome => {
+            outcome?;
+            response
+                .ok_or_else(|| StoreError::Database("the transaction ran no command".to_owned()))
+        }
     }
-    response.ok_or_else(|| StoreError::Database("the transaction ran no command".to_owned()))
+}
+
+/// `flow_leased`: the refusal of a change to a flow an unattended driver holds.
+fn leased(command: &Command, root: &FlowId, owner: &str, expires_ms: u64) -> Response {
+    let mut error = response::ErrorResponse::new(
+        "flow_leased",
+        format!(
+            "flow {root} is being driven unattended by `{owner}` (its lease runs to \
+             {expires_ms} ms since the epoch): that driver reports its steps, so this call \
+             changed nothing. Follow it with stratum_flow_bg_poll, decide its gates as usual, \
+             or take the flow back with stratum_flow_cancel_bg."
+        ),
+    );
+    error.flow_id = command.flow_id().map(str::to_owned);
+    error.into_response()
 }
 
 /// A store with its settings, a real clock and fresh entropy: what a server holds.
@@ -83,6 +109,13 @@ impl Runtime {
     /// Runs a command now.
     pub fn call(&self, command: &Command) -> Result<Response, StoreError> {
         let ctx = Context::new(now_ms(), fresh_seed(), self.config.clone());
+        execute(self.store.as_ref(), command, &ctx)
+    }
+
+    /// Runs a command now, sent by the unattended driver `owner` (which holds, or held, the
+    /// flow's lease).
+    pub fn call_as_driver(&self, command: &Command, owner: &str) -> Result<Response, StoreError> {
+        let ctx = Context::new(now_ms(), fresh_seed(), self.config.clone()).driven_by(owner);
         execute(self.store.as_ref(), command, &ctx)
     }
 }

@@ -18,7 +18,10 @@ use stratum_compiler::plan::Plan;
 use crate::command::{Command, Config, Context};
 use crate::ids::FlowId;
 use crate::state::FlowHeader;
-use crate::store::{Changes, FlowChange, Session, Store, StoreError, Token};
+use crate::store::{
+    AgentRun, Changes, Drive, DriveState, Enrolled, FlowChange, Parked, Release, RunStatus,
+    Session, Store, StoreError, Token,
+};
 
 /// What opens a fresh, empty store of the kind under test.
 pub type OpenStore<'a> = dyn Fn() -> Arc<dyn Store> + 'a;
@@ -51,6 +54,18 @@ pub const CHECKS: &[(&str, Check)] = &[
         sessions_expire_and_are_bounded_per_token,
     ),
     ("a_copy_holds_every_row", a_copy_holds_every_row),
+    (
+        "drives_are_claimed_once_and_fence_others",
+        drives_are_claimed_once_and_fence_others,
+    ),
+    (
+        "a_parked_drive_wakes_when_its_flow_moves",
+        a_parked_drive_wakes_when_its_flow_moves,
+    ),
+    (
+        "agent_runs_are_kept_listed_and_pruned",
+        agent_runs_are_kept_listed_and_pruned,
+    ),
 ];
 
 /// Runs every check, each on a store of its own from `open` (which must return an empty one).
@@ -470,4 +485,249 @@ fn a_copy_holds_every_row(open: &OpenStore<'_>) {
         matches!(refused, Err(StoreError::NotEmpty { .. })),
         "{refused:?}"
     );
+}
+
+fn call_as(store: &dyn Store, command: &Command, now_ms: u64, driver: &str) -> Value {
+    let ctx =
+        Context::new(now_ms, u128::from(now_ms), Arc::new(Config::default())).driven_by(driver);
+    crate::execute(store, command, &ctx)
+        .expect("the store runs the command")
+        .to_json()
+}
+
+fn status_of(answer: &Value) -> Option<&str> {
+    answer
+        .get("error_type")
+        .or_else(|| answer.get("status"))
+        .and_then(Value::as_str)
+}
+
+fn drives_are_claimed_once_and_fence_others(open: &OpenStore<'_>) {
+    let store = open();
+    let plan = plan();
+    let first = start(&*store, &plan, EPOCH_MS);
+    let second = start(&*store, &plan, EPOCH_MS + 1);
+    let enrolled = store
+        .enroll(&Drive::new(first.clone(), EPOCH_MS + 2))
+        .expect("enroll");
+    assert!(matches!(enrolled, Enrolled::Enrolled(_)), "{enrolled:?}");
+    store
+        .enroll(&Drive::new(second.clone(), EPOCH_MS + 3))
+        .expect("enroll");
+    assert!(matches!(
+        store.enroll(&Drive::new(first.clone(), EPOCH_MS + 4)),
+        Ok(Enrolled::AlreadyActive(_))
+    ));
+
+    // The longest-waiting drive first, each to one worker only.
+    let now = EPOCH_MS + 10;
+    let a = store.claim("w1", now, 1_000, None).expect("claim");
+    assert_eq!(a.as_ref().map(|drive| &drive.flow), Some(&first));
+    let b = store.claim("w2", now, 1_000, None).expect("claim");
+    assert_eq!(b.as_ref().map(|drive| &drive.flow), Some(&second));
+    assert_eq!(store.claim("w3", now, 1_000, None).expect("claim"), None);
+
+    // The lease fences out an agent and another driver; its owner gets through.
+    let done = |n| Command::StepDone {
+        flow_id: first.to_string(),
+        step_id: "s0".to_owned(),
+        result: json!({"n": n}),
+        usage: None,
+    };
+    assert_eq!(
+        status_of(&call(&*store, &done(1), now + 1)),
+        Some("flow_leased")
+    );
+    assert_eq!(
+        status_of(&call_as(&*store, &done(1), now + 1, "w2")),
+        Some("flow_leased")
+    );
+    // A gate decision and a read are not fenced (the audit answers).
+    let audit = Command::Audit {
+        flow_id: first.to_string(),
+    };
+    assert_ne!(
+        status_of(&call(&*store, &audit, now + 1)),
+        Some("flow_leased")
+    );
+    assert!(store.renew(&first, "w1", now + 500, 1_000).expect("renew"));
+    assert!(!store.renew(&first, "w2", now + 500, 1_000).expect("renew"));
+
+    // Past its expiry, another worker takes the flow over, and the old owner is fenced.
+    let later = now + 2_000;
+    let taken = store
+        .claim("w3", later, 1_000, Some(&first))
+        .expect("claim");
+    assert_eq!(taken.and_then(|drive| drive.owner), Some("w3".to_owned()));
+    assert!(!store.renew(&first, "w1", later, 1_000).expect("renew"));
+    assert_eq!(
+        status_of(&call_as(&*store, &done(1), later + 1, "w1")),
+        Some("flow_leased")
+    );
+    assert_eq!(
+        status_of(&call_as(&*store, &done(1), later + 1, "w3")),
+        Some("complete")
+    );
+    assert!(
+        store
+            .release(
+                &first,
+                "w3",
+                &Release::End {
+                    state: DriveState::Done,
+                    note: "complete".to_owned()
+                },
+                later + 2
+            )
+            .expect("release")
+    );
+    let ended = store.drive(&first).expect("drive").expect("kept");
+    assert_eq!((ended.state, ended.owner), (DriveState::Done, None));
+    assert!(
+        !store
+            .release(&second, "w1", &Release::Requeue, later)
+            .expect("release")
+    );
+
+    // A cancel ends the drive; its driver's next renewal says so.
+    let before = store
+        .cancel_drive(&second, "cancelled by test")
+        .expect("cancel");
+    assert_eq!(before.map(|drive| drive.state), Some(DriveState::Active));
+    assert!(!store.renew(&second, "w2", now + 600, 1_000).expect("renew"));
+    assert_eq!(store.drives().expect("drives").len(), 2);
+}
+
+fn a_parked_drive_wakes_when_its_flow_moves(open: &OpenStore<'_>) {
+    let store = open();
+    let plan = plan();
+    let flow = start(&*store, &plan, EPOCH_MS);
+    let version = header(&*store, &flow).expect("flow").version;
+    store
+        .enroll(&Drive::new(flow.clone(), EPOCH_MS))
+        .expect("enroll");
+    let now = EPOCH_MS + 10;
+    assert!(
+        store
+            .claim("w1", now, 1_000, None)
+            .expect("claim")
+            .is_some()
+    );
+    let parked = Parked {
+        flow: flow.clone(),
+        version,
+        wake_ms: Some(now + 5_000),
+    };
+    assert!(
+        store
+            .release(&flow, "w1", &Release::Park(parked), now)
+            .expect("release")
+    );
+    assert_eq!(
+        store.claim("w2", now + 1, 1_000, None).expect("claim"),
+        None
+    );
+    // Its wake time passes: claimable.
+    assert!(
+        store
+            .claim("w2", now + 5_000, 1_000, None)
+            .expect("claim")
+            .is_some()
+    );
+    let parked = Parked {
+        flow: flow.clone(),
+        version,
+        wake_ms: None,
+    };
+    assert!(
+        store
+            .release(&flow, "w2", &Release::Park(parked), now)
+            .expect("release")
+    );
+    assert_eq!(
+        store.claim("w1", now + 9_000, 1_000, None).expect("claim"),
+        None
+    );
+    // The flow moves (here its step is done): claimable again.
+    finish(&*store, &flow, now + 9_001);
+    assert!(
+        store
+            .claim("w1", now + 9_002, 1_000, None)
+            .expect("claim")
+            .is_some()
+    );
+}
+
+fn agent_run(id: &str, flow: Option<&FlowId>, started_ms: u64) -> AgentRun {
+    AgentRun {
+        id: id.to_owned(),
+        flow: flow.cloned(),
+        step: flow.map(|_| "s0".to_owned()),
+        attempt: flow.map(|_| 1),
+        agent: "claude".to_owned(),
+        model: Some("claude-sonnet-4-6".to_owned()),
+        owner: "w1".to_owned(),
+        host: "here".to_owned(),
+        pid: Some(4242),
+        process_start: Some(99),
+        started_ms,
+        deadline_ms: started_ms + 60_000,
+        updated_ms: started_ms,
+        finished_ms: None,
+        status: RunStatus::Running,
+        reason: None,
+        exit_code: None,
+        signal: None,
+        usage: json!({}),
+        result: None,
+        text_tail: String::new(),
+        stderr_tail: String::new(),
+        events: vec!["{\"type\":\"system\"}".to_owned()],
+        events_seen: 1,
+        bytes_seen: 17,
+    }
+}
+
+fn agent_runs_are_kept_listed_and_pruned(open: &OpenStore<'_>) {
+    let store = open();
+    let plan = plan();
+    let flow = start(&*store, &plan, EPOCH_MS);
+    let mut first = agent_run("00000000000000a1", Some(&flow), EPOCH_MS + 1);
+    store.put_run(&first).expect("put");
+    store
+        .put_run(&agent_run("00000000000000a2", None, EPOCH_MS + 2))
+        .expect("put");
+    first.status = RunStatus::Answered;
+    first.finished_ms = Some(EPOCH_MS + 3);
+    first.result = Some(json!({"n": 1}));
+    store.put_run(&first).expect("update");
+    assert_eq!(
+        store.agent_run("00000000000000a1").expect("read"),
+        Some(first.clone())
+    );
+    assert_eq!(store.agent_run("ffffffffffffffff").expect("read"), None);
+    let all: Vec<String> = store
+        .agent_runs(None, 10)
+        .expect("list")
+        .into_iter()
+        .map(|run| run.id)
+        .collect();
+    assert_eq!(
+        all,
+        ["00000000000000a2", "00000000000000a1"],
+        "newest first"
+    );
+    assert_eq!(store.agent_runs(Some(&flow), 10).expect("list"), [first]);
+    assert_eq!(store.agent_runs(None, 1).expect("list").len(), 1);
+
+    // A finished flow's runs go with it; a running run of no flow stays.
+    finish(&*store, &flow, EPOCH_MS + 4);
+    store
+        .enroll(&Drive::new(flow.clone(), EPOCH_MS))
+        .expect("enroll");
+    let pruned = store.prune(EPOCH_MS + 10).expect("prune");
+    assert_eq!(pruned.flows, [flow.clone()]);
+    assert_eq!(store.agent_run("00000000000000a1").expect("read"), None);
+    assert_eq!(store.drive(&flow).expect("drive"), None);
+    assert!(store.agent_run("00000000000000a2").expect("read").is_some());
 }

@@ -52,9 +52,11 @@ use stratum_runtime::store::dump::{
 };
 use stratum_runtime::store::rows::{decode, encode, load_plan, to_i64};
 use stratum_runtime::store::{
-    Changes, FlowChange, Pruned, Session, Snapshot, Store, StoreError, Token, prunable,
+    AgentRun, Changes, Drive, Enrolled, FlowChange, Pruned, Release, Session, Snapshot, Store,
+    StoreError, Token, prunable,
 };
 
+mod drives;
 mod tls;
 
 /// The schema, one migration per version: migration `n` (from 0) takes the stored version
@@ -124,6 +126,32 @@ const MIGRATIONS: &[&str] = &[
     // the reference lists them. Rows already there keep label order among themselves (the
     // table kept no commit order).
     "ALTER TABLE stratum_checkpoints ADD COLUMN position BIGINT NOT NULL DEFAULT 0;",
+    // 5: unattended driving: a drive per enrolled flow (the workers' queue and its lease),
+    // and a row per agent process the runtime launched (its event log capped, in `body`).
+    "CREATE TABLE stratum_drives (
+        flow TEXT PRIMARY KEY,
+        agent TEXT,
+        model TEXT,
+        state TEXT NOT NULL,
+        owner TEXT,
+        expires_ms BIGINT NOT NULL,
+        parked_flow TEXT,
+        parked_version BIGINT,
+        wake_ms BIGINT,
+        turn_ms BIGINT NOT NULL,
+        created_ms BIGINT NOT NULL,
+        note TEXT
+    );
+    CREATE INDEX stratum_drives_queue ON stratum_drives (state, turn_ms);
+    CREATE TABLE stratum_agent_runs (
+        id TEXT PRIMARY KEY,
+        flow TEXT,
+        status TEXT NOT NULL,
+        started_ms BIGINT NOT NULL,
+        finished_ms BIGINT,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX stratum_agent_runs_flow ON stratum_agent_runs (flow, started_ms);",
 ];
 
 /// The schema version this program writes (and the newest it reads).
@@ -588,6 +616,7 @@ impl Store for PostgresStore {
                 )
                 .await
                 .map_err(failed("delete the plans no flow runs on"))?;
+            drives::prune(&tx, &ids, finished_before_ms).await?;
             tx.commit().await.map_err(failed("commit the prune"))?;
             Ok(Pruned {
                 flows: doomed,
@@ -976,6 +1005,118 @@ impl Store for PostgresStore {
             Ok(deleted > 0)
         })
     }
+
+    fn enroll(&self, drive: &Drive) -> Result<Enrolled, StoreError> {
+        self.block(async {
+            let mut client = self.client().await?;
+            let tx = client
+                .transaction()
+                .await
+                .map_err(failed("begin a write transaction"))?;
+            let enrolled = drives::enroll(&tx, drive).await?;
+            tx.commit().await.map_err(failed("commit the enrolment"))?;
+            Ok(enrolled)
+        })
+    }
+
+    fn claim(
+        &self,
+        owner: &str,
+        now_ms: u64,
+        lease_ms: u64,
+        only: Option<&FlowId>,
+    ) -> Result<Option<Drive>, StoreError> {
+        self.block(async {
+            let mut client = self.client().await?;
+            let tx = client
+                .transaction()
+                .await
+                .map_err(failed("begin a write transaction"))?;
+            let claimed = drives::claim(&tx, owner, now_ms, lease_ms, only).await?;
+            tx.commit().await.map_err(failed("commit the claim"))?;
+            Ok(claimed)
+        })
+    }
+
+    fn renew(
+        &self,
+        flow: &FlowId,
+        owner: &str,
+        now_ms: u64,
+        lease_ms: u64,
+    ) -> Result<bool, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            drives::renew(&client, flow, owner, now_ms, lease_ms).await
+        })
+    }
+
+    fn release(
+        &self,
+        flow: &FlowId,
+        owner: &str,
+        release: &Release,
+        now_ms: u64,
+    ) -> Result<bool, StoreError> {
+        self.block(async {
+            let mut client = self.client().await?;
+            let tx = client
+                .transaction()
+                .await
+                .map_err(failed("begin a write transaction"))?;
+            let released = drives::release(&tx, flow, owner, release, now_ms).await?;
+            tx.commit().await.map_err(failed("commit the release"))?;
+            Ok(released)
+        })
+    }
+
+    fn cancel_drive(&self, flow: &FlowId, note: &str) -> Result<Option<Drive>, StoreError> {
+        self.block(async {
+            let mut client = self.client().await?;
+            let tx = client
+                .transaction()
+                .await
+                .map_err(failed("begin a write transaction"))?;
+            let before = drives::cancel(&tx, flow, note).await?;
+            tx.commit().await.map_err(failed("commit the cancel"))?;
+            Ok(before)
+        })
+    }
+
+    fn drive(&self, flow: &FlowId) -> Result<Option<Drive>, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            drives::read_drive(&client, flow).await
+        })
+    }
+
+    fn drives(&self) -> Result<Vec<Drive>, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            drives::all_drives(&client).await
+        })
+    }
+
+    fn put_run(&self, run: &AgentRun) -> Result<(), StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            drives::put_run(&client, run).await
+        })
+    }
+
+    fn agent_run(&self, id: &str) -> Result<Option<AgentRun>, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            drives::agent_run(&client, id).await
+        })
+    }
+
+    fn agent_runs(&self, flow: Option<&FlowId>, limit: usize) -> Result<Vec<AgentRun>, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            drives::agent_runs(&client, flow, limit).await
+        })
+    }
 }
 
 /// A row of `stratum_sessions` (token_hash, csrf, expires_ms).
@@ -1278,6 +1419,11 @@ async fn write(
 ) -> Result<(), StoreError> {
     let conflict = |flow: Option<&FlowId>, what| raced(flow.cloned(), what, lock_timeout);
     let first = changes.flows.keys().next();
+    if let Some(fence) = &changes.fence {
+        drives::check_fence(tx, fence)
+            .await
+            .map_err(conflict(Some(&fence.root), "read the flow's lease"))??;
+    }
     for plan in &changes.plans {
         let statement = tx
             .prepare_cached(

@@ -29,6 +29,7 @@
 
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
 
+mod drives;
 mod sqlite_errors;
 
 use std::path::{Path, PathBuf};
@@ -52,7 +53,8 @@ use stratum_runtime::store::dump::{
 };
 use stratum_runtime::store::rows::{self, decode, load_plan, to_i64};
 use stratum_runtime::store::{
-    Changes, FlowChange, Pruned, Session, Snapshot, Store, StoreError, Token, prunable,
+    AgentRun, Changes, Drive, Enrolled, FlowChange, Pruned, Release, Session, Snapshot, Store,
+    StoreError, Token, prunable,
 };
 
 /// The database's file name in the state directory.
@@ -126,6 +128,32 @@ const MIGRATIONS: &[&str] = &[
     // upsert keeps a row's rowid, so the rowid is their position.
     "ALTER TABLE checkpoints ADD COLUMN position INTEGER NOT NULL DEFAULT 0;
     UPDATE checkpoints SET position = rowid;",
+    // 5: unattended driving: a drive per enrolled flow (the workers' queue and its lease),
+    // and a row per agent process the runtime launched (its event log capped, in `body`).
+    "CREATE TABLE drives (
+        flow TEXT PRIMARY KEY,
+        agent TEXT,
+        model TEXT,
+        state TEXT NOT NULL,
+        owner TEXT,
+        expires_ms INTEGER NOT NULL,
+        parked_flow TEXT,
+        parked_version INTEGER,
+        wake_ms INTEGER,
+        turn_ms INTEGER NOT NULL,
+        created_ms INTEGER NOT NULL,
+        note TEXT
+    );
+    CREATE INDEX drives_queue ON drives (state, turn_ms);
+    CREATE TABLE agent_runs (
+        id TEXT PRIMARY KEY,
+        flow TEXT,
+        status TEXT NOT NULL,
+        started_ms INTEGER NOT NULL,
+        finished_ms INTEGER,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX agent_runs_flow ON agent_runs (flow, started_ms);",
 ];
 
 /// The schema version this program writes (and the newest it reads).
@@ -318,6 +346,20 @@ impl SqliteStore {
         outcome
     }
 
+    /// Runs `work` in one `BEGIN IMMEDIATE` transaction on the writer, committed when it
+    /// succeeds.
+    fn writing<T>(
+        &self,
+        work: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let conn = self.writer();
+        let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)
+            .map_err(failed("begin a write transaction"))?;
+        let value = work(&tx)?;
+        tx.commit().map_err(failed("commit the transaction"))?;
+        Ok(value)
+    }
+
     fn cache_plans(&self, plans: &[Arc<Plan>]) {
         // Sized before the lock: measuring a large plan takes a while.
         let sized: Vec<_> = plans.iter().map(|plan| (plan, plan_size(plan))).collect();
@@ -442,6 +484,7 @@ impl Store for SqliteStore {
                 [],
             )
             .map_err(failed("delete the plans no flow runs on"))?;
+        drives::prune(&tx, &doomed, finished_before_ms)?;
         tx.commit().map_err(failed("commit the prune"))?;
         Ok(Pruned {
             flows: doomed,
@@ -613,6 +656,64 @@ impl Store for SqliteStore {
             .and_then(|mut statement| statement.execute([id_hash]))
             .map_err(failed("close a browser session"))?;
         Ok(deleted > 0)
+    }
+
+    fn enroll(&self, drive: &Drive) -> Result<Enrolled, StoreError> {
+        self.writing(|tx| drives::enroll(tx, drive))
+    }
+
+    fn claim(
+        &self,
+        owner: &str,
+        now_ms: u64,
+        lease_ms: u64,
+        only: Option<&FlowId>,
+    ) -> Result<Option<Drive>, StoreError> {
+        self.writing(|tx| drives::claim(tx, owner, now_ms, lease_ms, only))
+    }
+
+    fn renew(
+        &self,
+        flow: &FlowId,
+        owner: &str,
+        now_ms: u64,
+        lease_ms: u64,
+    ) -> Result<bool, StoreError> {
+        self.writing(|tx| drives::renew(tx, flow, owner, now_ms, lease_ms))
+    }
+
+    fn release(
+        &self,
+        flow: &FlowId,
+        owner: &str,
+        release: &Release,
+        now_ms: u64,
+    ) -> Result<bool, StoreError> {
+        self.writing(|tx| drives::release(tx, flow, owner, release, now_ms))
+    }
+
+    fn cancel_drive(&self, flow: &FlowId, note: &str) -> Result<Option<Drive>, StoreError> {
+        self.writing(|tx| drives::cancel(tx, flow, note))
+    }
+
+    fn drive(&self, flow: &FlowId) -> Result<Option<Drive>, StoreError> {
+        self.reading(|conn| drives::get_drive(conn, flow))
+    }
+
+    fn drives(&self) -> Result<Vec<Drive>, StoreError> {
+        self.reading(drives::all_drives)
+    }
+
+    fn put_run(&self, run: &AgentRun) -> Result<(), StoreError> {
+        self.writing(|tx| drives::put_run(tx, run))
+    }
+
+    fn agent_run(&self, id: &str) -> Result<Option<AgentRun>, StoreError> {
+        self.reading(|conn| drives::agent_run(conn, id))
+    }
+
+    fn agent_runs(&self, flow: Option<&FlowId>, limit: usize) -> Result<Vec<AgentRun>, StoreError> {
+        self.reading(|conn| drives::agent_runs(conn, flow, limit))
     }
 }
 
@@ -1004,6 +1105,9 @@ impl Snapshot for Reader<'_> {
 
 /// Writes what one command changed, row by row.
 fn write(conn: &Connection, changes: &Changes) -> Result<(), StoreError> {
+    if let Some(fence) = &changes.fence {
+        drives::check_fence(conn, fence)?;
+    }
     for plan in &changes.plans {
         conn.prepare_cached(
             "INSERT INTO plans (checksum, json) VALUES (?1, ?2) ON CONFLICT (checksum) DO NOTHING",

@@ -51,6 +51,14 @@ pub fn run(work: &mut Work<'_>, command: &Command, ctx: &Context) -> Result<Resp
     let Some(header) = work.header(&id)? else {
         return Ok(not_found(sent));
     };
+    if command.is_fenced() {
+        let root = root_of(work, &header)?;
+        work.fence(crate::store::Fence {
+            root,
+            driver: ctx.driver.clone(),
+            now_ms: ctx.now_ms,
+        });
+    }
     let plan = work.plan(&header.plan)?;
     let run = Run {
         plan,
@@ -84,6 +92,12 @@ pub fn run(work: &mut Work<'_>, command: &Command, ctx: &Context) -> Result<Resp
             usage,
             ..
         } => results::step_done(work, &run, step_id, result, usage.as_ref()),
+        Command::StepFailed {
+            step_id,
+            violations,
+            usage,
+            ..
+        } => results::step_failed(work, &run, step_id, violations, usage.as_ref()),
         Command::SkipStep {
             step_id, reason, ..
         } => results::skip_step(work, &run, step_id, reason),
@@ -118,6 +132,20 @@ pub fn run(work: &mut Work<'_>, command: &Command, ctx: &Context) -> Result<Resp
         Command::Resume { .. } => dispatch::resume(work, &run),
         Command::Audit { .. } => finish::audit(work, &run),
     }
+}
+
+/// The top-level flow of `header`'s tree: whose drive's lease fences the command.
+fn root_of(work: &mut Work<'_>, header: &FlowHeader) -> Result<FlowId, StoreError> {
+    let mut at = header.id.clone();
+    let mut parent = header.parent.as_ref().map(|link| link.flow.clone());
+    // Bounded: sub-flow depth is bounded by the plan, a damaged chain by this count.
+    for _ in 0..1_000 {
+        let Some(next) = parent else { break };
+        let Some(up) = work.header(&next)? else { break };
+        parent = up.parent.as_ref().map(|link| link.flow.clone());
+        at = next;
+    }
+    Ok(at)
 }
 
 /// How deep a result or inputs may nest: far beyond any real result, and low enough that the

@@ -89,6 +89,56 @@ pub(crate) fn step_done(
     dispatch::advance(work, run, Note::default())
 }
 
+/// An attempt that produced no result (see [`Command::StepFailed`]): counted, its usage
+/// debited, and failed with `violations`, exactly as a result that broke its contract.
+///
+/// [`Command::StepFailed`]: crate::Command::StepFailed
+pub(crate) fn step_failed(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    step_id: &str,
+    violations: &[String],
+    usage: Option<&Value>,
+) -> Result<Response, StoreError> {
+    let (_header, index, step) = match running_step(work, run)? {
+        Ok(current) => current,
+        Err(finished) => return Ok(finished),
+    };
+    if let Action::Gate { .. } = step.action {
+        return Ok(gate_needs_resolve(
+            run,
+            step,
+            format!(
+                "Step '{}' is a gate step. Use stratum_gate_resolve to resolve it.",
+                step.id
+            ),
+        ));
+    }
+    if step.id != step_id {
+        return Ok(wrong_step(run, &step.id, step_id));
+    }
+    let attempts = work.update_step(&run.id, index, |state| {
+        state.attempts += 1;
+        state.attempts
+    })?;
+    if let Some(usage) = usage {
+        budget::debit(work, run, usage)?;
+    }
+    let mut violations = violations.to_vec();
+    if violations.is_empty() {
+        violations.push("the attempt produced no result".to_owned());
+    }
+    failed_attempt(
+        work,
+        run,
+        index,
+        attempts,
+        validate::Failure::NoResult,
+        violations,
+        Value::Null,
+    )
+}
+
 /// Stores an accepted result, writes the step record, fills the cache.
 fn accept(
     work: &mut Work<'_>,

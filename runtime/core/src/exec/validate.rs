@@ -17,6 +17,8 @@ pub(crate) enum Failure {
     Schema,
     Guardrail,
     Ensure,
+    /// No result to check at all (an unattended agent that gave none).
+    NoResult,
 }
 
 impl Failure {
@@ -25,6 +27,7 @@ impl Failure {
             Failure::Schema => "schema_failed",
             Failure::Guardrail => "guardrail_blocked",
             Failure::Ensure => "ensure_failed",
+            Failure::NoResult => "no_result",
         }
     }
 }

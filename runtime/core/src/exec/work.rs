@@ -21,6 +21,7 @@ pub struct Work<'s> {
     flows: BTreeMap<FlowId, FlowWork>,
     cache: Vec<(String, Value)>,
     minted: u64,
+    fence: Option<crate::store::Fence>,
 }
 
 struct FlowWork {
@@ -60,7 +61,14 @@ impl<'s> Work<'s> {
             flows: BTreeMap::new(),
             cache: Vec::new(),
             minted: 0,
+            fence: None,
         }
+    }
+
+    /// Makes the changes conditional on the lease of `fence.root` (see
+    /// [`crate::store::drives`]).
+    pub fn fence(&mut self, fence: crate::store::Fence) {
+        self.fence = Some(fence);
     }
 
     /// A new flow id, derived from the command's seed: the same command gives the same ids.
@@ -371,6 +379,7 @@ impl<'s> Work<'s> {
             plans: self.new_plans,
             flows,
             cache: self.cache,
+            fence: self.fence,
         }
     }
 }

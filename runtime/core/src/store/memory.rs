@@ -11,7 +11,11 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use stratum_compiler::plan::Plan;
 
-use super::{Changes, Pruned, Session, Snapshot, Store, StoreError, Token};
+use super::drives::released;
+use super::{
+    AgentRun, Changes, Drive, DriveState, Enrolled, Pruned, Release, Session, Snapshot, Store,
+    StoreError, Token,
+};
 use crate::ids::FlowId;
 use crate::state::{Checkpoint, Event, FlowHeader, StepState};
 
@@ -20,6 +24,9 @@ pub struct MemoryStore {
     data: Mutex<Data>,
     /// Browser sessions by the SHA-256 of their id.
     sessions: Mutex<HashMap<String, Session>>,
+    /// Agent runs by id, with the order they were first written (outside `data` for the same
+    /// reason as sessions: their event logs would be copied by every command).
+    runs: Mutex<(BTreeMap<String, AgentRun>, Vec<String>)>,
 }
 
 #[derive(Default, Clone)]
@@ -31,6 +38,8 @@ struct Data {
     cache: HashMap<String, Value>,
     /// Access tokens by name.
     tokens: BTreeMap<String, Token>,
+    /// Unattended drives by flow.
+    drives: BTreeMap<FlowId, Drive>,
 }
 
 #[derive(Default, Clone)]
@@ -51,6 +60,15 @@ impl MemoryStore {
         self.data
             .lock()
             .map_err(|_| StoreError::Database("the memory store's lock is poisoned".to_owned()))
+    }
+
+    fn lock_runs(
+        &self,
+    ) -> Result<std::sync::MutexGuard<'_, (BTreeMap<String, AgentRun>, Vec<String>)>, StoreError>
+    {
+        self.runs
+            .lock()
+            .map_err(|_| StoreError::Database("the memory store's run lock is poisoned".to_owned()))
     }
 
     fn lock_sessions(
@@ -136,6 +154,17 @@ impl Snapshot for Data {
 
 impl Data {
     fn apply(&mut self, changes: Changes) -> Result<(), StoreError> {
+        if !changes.is_empty()
+            && let Some(fence) = &changes.fence
+            && let Some(drive) = self.drives.get(&fence.root)
+            && drive.fences_out(fence.driver.as_deref(), fence.now_ms)
+        {
+            return Err(StoreError::Leased {
+                flow: fence.root.clone(),
+                owner: drive.owner.clone().unwrap_or_default(),
+                expires_ms: drive.expires_ms,
+            });
+        }
         for plan in changes.plans {
             self.plans.entry(plan.checksum.clone()).or_insert(plan);
         }
@@ -231,11 +260,20 @@ impl Store for MemoryStore {
             flows,
             order,
             plans,
+            drives,
             ..
         } = &mut *data;
         for id in &doomed {
             flows.remove(id);
+            drives.remove(id);
         }
+        let mut runs = self.lock_runs()?;
+        let (by_id, run_order) = &mut *runs;
+        by_id.retain(|_, run| match &run.flow {
+            Some(flow) => flows.contains_key(flow),
+            None => run.finished_ms.is_none_or(|at| at >= finished_before_ms),
+        });
+        run_order.retain(|id| by_id.contains_key(id));
         order.retain(|id| flows.contains_key(id));
         let used: std::collections::HashSet<&str> = flows
             .values()
@@ -324,5 +362,143 @@ impl Store for MemoryStore {
 
     fn close_session(&self, id_hash: &str) -> Result<bool, StoreError> {
         Ok(self.lock_sessions()?.remove(id_hash).is_some())
+    }
+
+    fn enroll(&self, drive: &Drive) -> Result<Enrolled, StoreError> {
+        let mut data = self.lock()?;
+        if let Some(kept) = data.drives.get(&drive.flow)
+            && kept.state == DriveState::Active
+        {
+            return Ok(Enrolled::AlreadyActive(kept.clone()));
+        }
+        data.drives.insert(drive.flow.clone(), drive.clone());
+        Ok(Enrolled::Enrolled(drive.clone()))
+    }
+
+    fn claim(
+        &self,
+        owner: &str,
+        now_ms: u64,
+        lease_ms: u64,
+        only: Option<&FlowId>,
+    ) -> Result<Option<Drive>, StoreError> {
+        let mut data = self.lock()?;
+        let version_of = |data: &Data, flow: &FlowId| {
+            data.flows
+                .get(flow)
+                .and_then(|rows| rows.header.as_ref())
+                .map(|header| header.version)
+        };
+        let chosen = data
+            .drives
+            .values()
+            .filter(|drive| only.is_none_or(|flow| drive.flow == *flow))
+            .filter(|drive| {
+                let parked = drive
+                    .parked
+                    .as_ref()
+                    .and_then(|parked| version_of(&data, &parked.flow));
+                drive.claimable(now_ms, parked)
+            })
+            .min_by_key(|drive| (drive.turn_ms, drive.flow.clone()))
+            .map(|drive| drive.flow.clone());
+        let Some(flow) = chosen else {
+            return Ok(None);
+        };
+        let Some(drive) = data.drives.get_mut(&flow) else {
+            return Ok(None);
+        };
+        drive.owner = Some(owner.to_owned());
+        drive.expires_ms = now_ms.saturating_add(lease_ms);
+        drive.parked = None;
+        drive.turn_ms = now_ms;
+        Ok(Some(drive.clone()))
+    }
+
+    fn renew(
+        &self,
+        flow: &FlowId,
+        owner: &str,
+        now_ms: u64,
+        lease_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let mut data = self.lock()?;
+        match data.drives.get_mut(flow) {
+            Some(drive)
+                if drive.state == DriveState::Active && drive.owner.as_deref() == Some(owner) =>
+            {
+                drive.expires_ms = now_ms.saturating_add(lease_ms);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    fn release(
+        &self,
+        flow: &FlowId,
+        owner: &str,
+        release: &Release,
+        now_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let mut data = self.lock()?;
+        let Some(drive) = data.drives.get_mut(flow) else {
+            return Ok(false);
+        };
+        if drive.owner.as_deref() != Some(owner) {
+            return Ok(false);
+        }
+        *drive = released(drive.clone(), release, now_ms);
+        Ok(true)
+    }
+
+    fn cancel_drive(&self, flow: &FlowId, note: &str) -> Result<Option<Drive>, StoreError> {
+        let mut data = self.lock()?;
+        let Some(drive) = data.drives.get_mut(flow) else {
+            return Ok(None);
+        };
+        let before = drive.clone();
+        if drive.state == DriveState::Active {
+            drive.state = DriveState::Cancelled;
+            drive.note = Some(note.to_owned());
+            drive.parked = None;
+        }
+        Ok(Some(before))
+    }
+
+    fn drive(&self, flow: &FlowId) -> Result<Option<Drive>, StoreError> {
+        Ok(self.lock()?.drives.get(flow).cloned())
+    }
+
+    fn drives(&self) -> Result<Vec<Drive>, StoreError> {
+        let mut drives: Vec<Drive> = self.lock()?.drives.values().cloned().collect();
+        drives.sort_by_key(|drive| (drive.created_ms, drive.flow.clone()));
+        Ok(drives)
+    }
+
+    fn put_run(&self, run: &AgentRun) -> Result<(), StoreError> {
+        let mut runs = self.lock_runs()?;
+        let (by_id, order) = &mut *runs;
+        if by_id.insert(run.id.clone(), run.clone()).is_none() {
+            order.push(run.id.clone());
+        }
+        Ok(())
+    }
+
+    fn agent_run(&self, id: &str) -> Result<Option<AgentRun>, StoreError> {
+        Ok(self.lock_runs()?.0.get(id).cloned())
+    }
+
+    fn agent_runs(&self, flow: Option<&FlowId>, limit: usize) -> Result<Vec<AgentRun>, StoreError> {
+        let runs = self.lock_runs()?;
+        let (by_id, order) = &*runs;
+        Ok(order
+            .iter()
+            .rev()
+            .filter_map(|id| by_id.get(id))
+            .filter(|run| flow.is_none_or(|flow| run.flow.as_ref() == Some(flow)))
+            .take(limit)
+            .cloned()
+            .collect())
     }
 }

@@ -8,6 +8,7 @@
 //! processes on one store never act on a stale copy. Plans are immutable and named by their
 //! checksum, so they alone may be cached across transactions.
 
+pub mod drives;
 pub mod dump;
 pub mod memory;
 pub mod rows;
@@ -23,6 +24,7 @@ use thiserror::Error;
 use crate::ids::FlowId;
 use crate::state::{Checkpoint, Event, FlowHeader, StepState};
 
+pub use drives::{AgentRun, Drive, DriveState, Enrolled, Fence, Parked, Release, RunStatus};
 pub use dump::{Counts, Dump};
 pub use memory::MemoryStore;
 
@@ -55,6 +57,15 @@ pub enum StoreError {
         "there is already an access token named `{0}`; revoke it first, or choose another name"
     )]
     TokenExists(String),
+    /// A change to a flow another driver holds the lease of (see [`drives`]).
+    #[error(
+        "flow {flow} is being driven unattended by `{owner}`; its steps are that driver's to report"
+    )]
+    Leased {
+        flow: FlowId,
+        owner: String,
+        expires_ms: u64,
+    },
 }
 
 /// Reads inside the current transaction. Absent rows are `None` (or empty).
@@ -81,9 +92,13 @@ pub struct Changes {
     pub flows: BTreeMap<FlowId, FlowChange>,
     /// Result-cache entries to store.
     pub cache: Vec<(String, Value)>,
+    /// Written only if no other driver holds a live lease on this flow tree: checked by the
+    /// store inside the write transaction ([`StoreError::Leased`] otherwise).
+    pub fence: Option<Fence>,
 }
 
 impl Changes {
+    /// Whether there is nothing to write (a fence alone writes nothing).
     pub fn is_empty(&self) -> bool {
         self.plans.is_empty() && self.flows.is_empty() && self.cache.is_empty()
     }
@@ -138,7 +153,9 @@ pub trait Store: Send + Sync {
     /// Deletes, in one write transaction, every flow tree (a top-level flow with all its
     /// sub-flows) whose flows have all finished, the last of them before
     /// `finished_before_ms`, then the plans no remaining flow runs on. A tree with a running
-    /// flow is kept whole, so an audit never meets a half-deleted tree.
+    /// flow is kept whole, so an audit never meets a half-deleted tree. The pruned flows'
+    /// drives and agent runs go with them, and so do runs of no flow that ended before the
+    /// cut-off.
     fn prune(&self, finished_before_ms: u64) -> Result<Pruned, StoreError>;
 
     /// Waits until a flow may have changed, or `timeout` passed: either way the caller looks
@@ -197,6 +214,61 @@ pub trait Store: Send + Sync {
 
     /// Deletes the session stored under `id_hash`; whether there was one.
     fn close_session(&self, id_hash: &str) -> Result<bool, StoreError>;
+
+    /// Enrolls `drive.flow` for unattended driving, or starts an ended drive of it again
+    /// (with `drive`'s agent and model); an active one is left as it is.
+    fn enroll(&self, drive: &Drive) -> Result<Enrolled, StoreError>;
+
+    /// Claims, for `owner`, a claimable drive ([`Drive::claimable`]) until `now_ms +
+    /// lease_ms`: `only` that flow's, else the one that waited longest. PostgreSQL skips rows
+    /// another transaction is claiming, so workers never queue behind one another.
+    fn claim(
+        &self,
+        owner: &str,
+        now_ms: u64,
+        lease_ms: u64,
+        only: Option<&FlowId>,
+    ) -> Result<Option<Drive>, StoreError>;
+
+    /// Extends `owner`'s lease on `flow` to `now_ms + lease_ms`; `false` when the lease is no
+    /// longer `owner`'s, or the drive is no longer active (cancelled): the driver must stop.
+    fn renew(
+        &self,
+        flow: &FlowId,
+        owner: &str,
+        now_ms: u64,
+        lease_ms: u64,
+    ) -> Result<bool, StoreError>;
+
+    /// Lets go of `owner`'s lease on `flow` as `release` says; `false` (and nothing written)
+    /// when the lease is not `owner`'s.
+    fn release(
+        &self,
+        flow: &FlowId,
+        owner: &str,
+        release: &Release,
+        now_ms: u64,
+    ) -> Result<bool, StoreError>;
+
+    /// Ends an active drive as cancelled (its driver sees it at its next renewal and stops);
+    /// the drive as it was, if there was one.
+    fn cancel_drive(&self, flow: &FlowId, note: &str) -> Result<Option<Drive>, StoreError>;
+
+    /// The drive of `flow`, if it was ever enrolled.
+    fn drive(&self, flow: &FlowId) -> Result<Option<Drive>, StoreError>;
+
+    /// Every drive, oldest first.
+    fn drives(&self) -> Result<Vec<Drive>, StoreError>;
+
+    /// Writes an agent run (a new one, or a newer state of it).
+    fn put_run(&self, run: &AgentRun) -> Result<(), StoreError>;
+
+    /// The agent run with this id.
+    fn agent_run(&self, id: &str) -> Result<Option<AgentRun>, StoreError>;
+
+    /// The agent runs of `flow` (of every flow, and none, when `None`), newest first, at most
+    /// `limit`.
+    fn agent_runs(&self, flow: Option<&FlowId>, limit: usize) -> Result<Vec<AgentRun>, StoreError>;
 }
 
 /// An access token of `stratum-mcp serve`, as stored: never its secret, only the secret's
