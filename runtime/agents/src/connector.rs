@@ -27,7 +27,7 @@ pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30 * 60);
 pub const DETECT_DEADLINE: Duration = Duration::from_secs(5);
 
 /// An agent CLI we know how to drive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Agent {
     Claude,
@@ -170,6 +170,16 @@ impl Connector {
 
     /// Runs the agent on `request` to its end: its answer, or why there is none.
     pub async fn run(&self, request: &Request, cancel: &CancellationToken) -> Result<Run, Error> {
+        self.run_watched(request, cancel, &mut ()).await
+    }
+
+    /// [`Connector::run`], telling `watch` the process's pid and every line it prints.
+    pub async fn run_watched(
+        &self,
+        request: &Request,
+        cancel: &CancellationToken,
+        watch: &mut dyn process::Watch,
+    ) -> Result<Run, Error> {
         let program = self.resolve()?;
         let cwd = workdir::confine(&request.cwd, &request.root)?;
         let prompt = request.prompt.render()?;
@@ -197,11 +207,26 @@ impl Connector {
             deadline: request.deadline,
             grace: self.grace,
         };
-        let finished = process::run(launch, self.limits, timing, cancel, &mut |line| {
-            if let Ok(event) = serde_json::from_str::<Value>(line) {
-                parser.observe(&event);
-            }
-        })
+        let watch = std::sync::Mutex::new(watch);
+        let finished = process::run(
+            launch,
+            self.limits,
+            timing,
+            cancel,
+            &mut |pid| {
+                if let Ok(mut watch) = watch.lock() {
+                    watch.spawned(pid);
+                }
+            },
+            &mut |line| {
+                if let Ok(event) = serde_json::from_str::<Value>(line) {
+                    parser.observe(&event);
+                }
+                if let Ok(mut watch) = watch.lock() {
+                    watch.line(line);
+                }
+            },
+        )
         .await?;
         let mut transcript = parser.finish();
         if transcript.usage.model.is_none() {
@@ -262,6 +287,7 @@ impl Connector {
             limits,
             timing,
             &CancellationToken::new(),
+            &mut |_| {},
             &mut |line| {
                 if version.is_none() && !line.trim().is_empty() {
                     version = Some(line.trim().to_owned());

@@ -33,7 +33,7 @@ pub use connector::{
 };
 pub use env::{BASE_ALLOWED, allowed_environment};
 pub use output::{EventLog, Limits, Tail};
-pub use process::{DEFAULT_GRACE, Exit};
+pub use process::{DEFAULT_GRACE, Exit, GroupEnd, Watch, end_group, process_start};
 pub use prompt::Prompt;
 pub use result::{Outcome, Run, Usage, extract_object};
 pub use workdir::confine;

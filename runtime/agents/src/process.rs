@@ -97,13 +97,25 @@ pub(crate) struct Finished {
     pub elapsed: Duration,
 }
 
-/// Runs `launch` to its end; `on_line` sees every whole stdout line as it arrives.
+/// What a caller sees of a run while it goes: the group leader's pid once it started, and
+/// every whole stdout line as it arrives (to record where a run is, and show its live tail).
+pub trait Watch: Send {
+    fn spawned(&mut self, _pid: u32) {}
+    fn line(&mut self, _line: &str) {}
+}
+
+/// Watches nothing.
+impl Watch for () {}
+
+/// Runs `launch` to its end; `on_spawn` sees the leader's pid, `on_line` every whole stdout
+/// line as it arrives.
 pub(crate) async fn run(
     launch: Launch<'_>,
     limits: Limits,
     timing: Timing,
     cancel: &CancellationToken,
-    on_line: &mut dyn FnMut(&str),
+    on_spawn: &mut (dyn FnMut(u32) + Send),
+    on_line: &mut (dyn FnMut(&str) + Send),
 ) -> Result<Finished, Error> {
     let started = Instant::now();
     let mut command = Command::new(launch.program);
@@ -124,6 +136,9 @@ pub(crate) async fn run(
     // Declared after `child`, so dropped before it: a run dropped half-way kills the group
     // while the leader is still unreaped.
     let mut group = Group::new(&child);
+    if let Some(pid) = child.id() {
+        on_spawn(pid);
+    }
 
     let mut log = EventLog::new(limits.log_bytes);
     let mut tail = Tail::new(limits.stderr_bytes);
@@ -185,7 +200,7 @@ pub(crate) async fn run(
     })
 }
 
-fn keep(line: Line, log: &mut EventLog, on_line: &mut dyn FnMut(&str)) {
+fn keep(line: Line, log: &mut EventLog, on_line: &mut (dyn FnMut(&str) + Send)) {
     match line {
         Line::Whole(text) => {
             on_line(&text);
@@ -310,4 +325,56 @@ impl Drop for Group {
             self.signal(Signal::KILL);
         }
     }
+}
+
+/// When process `pid` started, in clock ticks since boot (field 22 of `/proc/<pid>/stat`):
+/// with the pid, what names one process for ever. `None` when it is gone (or no `/proc`).
+pub fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count after it.
+    let after = stat.get(stat.rfind(')')? + 1..)?;
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// What [`end_group`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupEnd {
+    /// The leader was gone (or is another process now): nothing was signalled.
+    AlreadyGone,
+    /// The group was signalled (TERM, then KILL after the grace if the leader lingered).
+    Ended,
+}
+
+/// Ends the process group of a run another process launched (a driver that died): only if
+/// `pid` still is the process that started at `start` and leads its group, so a recycled pid
+/// is never signalled. TERM, up to `grace` for the leader to go, then KILL.
+pub fn end_group(pid: u32, start: u64, grace: Duration) -> GroupEnd {
+    let Some(raw) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return GroupEnd::AlreadyGone;
+    };
+    let same = || process_start(pid) == Some(start);
+    let leads = rustix::process::getpgid(Some(raw)).is_ok_and(|group| group == raw);
+    if !same() || !leads {
+        return GroupEnd::AlreadyGone;
+    }
+    let _ = rustix::process::kill_process_group(raw, Signal::TERM);
+    let until = Instant::now() + grace;
+    while Instant::now() < until && same() && !is_zombie(pid) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if same() {
+        let _ = rustix::process::kill_process_group(raw, Signal::KILL);
+    }
+    GroupEnd::Ended
+}
+
+/// Whether `pid` has exited but not been reaped (its parent is gone or slow).
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let after = stat.get(stat.rfind(')')? + 1..)?.to_owned();
+            after.split_whitespace().next().map(|state| state == "Z")
+        })
+        .unwrap_or(false)
 }

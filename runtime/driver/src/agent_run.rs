@@ -1,0 +1,237 @@
+//! One agent process, recorded: a row written before it starts, updated with its pid as soon
+//! as it has one (so a driver that takes the flow over can find and end it), its live tail
+//! written at most once a second while it runs, and its end written before the result is
+//! reported to the flow.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use stratum_agents::{Connector, Outcome, Request, Run, Usage, Watch, process_start};
+use stratum_runtime::Store;
+use stratum_runtime::store::drives::TEXT_TAIL_CHARS;
+use stratum_runtime::store::{AgentRun, RunStatus};
+use tokio_util::sync::CancellationToken;
+
+use crate::DriveError;
+
+/// The lines of a running agent's stream kept for its live tail.
+const LIVE_LINES: usize = 40;
+
+/// How often a running agent's row is brought up to date.
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
+
+/// A running agent as its watcher sees it.
+#[derive(Default)]
+struct Live {
+    pid: Option<u32>,
+    lines: VecDeque<String>,
+    seen: u64,
+    bytes: u64,
+    dirty: bool,
+    pid_unwritten: bool,
+}
+
+struct Watcher(Arc<Mutex<Live>>);
+
+impl Watch for Watcher {
+    fn spawned(&mut self, pid: u32) {
+        let mut live = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        live.pid = Some(pid);
+        live.pid_unwritten = true;
+        live.dirty = true;
+    }
+
+    fn line(&mut self, line: &str) {
+        let mut live = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        live.seen += 1;
+        live.bytes += line.len() as u64;
+        if live.lines.len() == LIVE_LINES {
+            live.lines.pop_front();
+        }
+        live.lines.push_back(line.chars().take(2_000).collect());
+        live.dirty = true;
+    }
+}
+
+/// Runs `request` on `connector`, recorded in `store` as `run` (its id, flow, step, owner
+/// and host already set), until it ends or `cancel` fires. The row is final when this
+/// returns.
+pub fn run_recorded(
+    store: &Arc<dyn Store>,
+    connector: &Connector,
+    request: &Request,
+    mut run: AgentRun,
+    cancel: &CancellationToken,
+) -> Result<(AgentRun, Option<Run>), DriveError> {
+    run.deadline_ms = run
+        .started_ms
+        .saturating_add(u64::try_from(request.deadline.as_millis()).unwrap_or(u64::MAX));
+    store.put_run(&run)?;
+    let live = Arc::new(Mutex::new(Live::default()));
+    let finished = Arc::new(AtomicBool::new(false));
+    let flusher = {
+        let (store, live, finished, mut row) =
+            (store.clone(), live.clone(), finished.clone(), run.clone());
+        std::thread::spawn(move || flush_while_running(&*store, &live, &finished, &mut row))
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| DriveError::Runtime(error.to_string()));
+    let outcome = runtime.and_then(|runtime| {
+        let mut watcher = Watcher(live.clone());
+        runtime
+            .block_on(connector.run_watched(request, cancel, &mut watcher))
+            .map_err(DriveError::from)
+    });
+    finished.store(true, Ordering::SeqCst);
+    let _ = flusher.join();
+    {
+        let live = live.lock().unwrap_or_else(PoisonError::into_inner);
+        run.pid = live.pid;
+        run.process_start = live.pid.and_then(process_start).or(run.process_start);
+    }
+    run.finished_ms = Some(stratum_runtime::now_ms());
+    run.updated_ms = stratum_runtime::now_ms();
+    match outcome {
+        Ok(finished) => {
+            settle(&mut run, &finished);
+            store.put_run(&run)?;
+            Ok((run, Some(finished)))
+        }
+        Err(error) => {
+            run.status = RunStatus::Crashed;
+            run.reason = Some(error.to_string());
+            store.put_run(&run)?;
+            Ok((run, None))
+        }
+    }
+}
+
+fn flush_while_running(
+    store: &dyn Store,
+    live: &Mutex<Live>,
+    finished: &AtomicBool,
+    row: &mut AgentRun,
+) {
+    let mut since_flush = Duration::ZERO;
+    let tick = Duration::from_millis(50);
+    while !finished.load(Ordering::SeqCst) {
+        std::thread::sleep(tick);
+        since_flush += tick;
+        let mut state = live.lock().unwrap_or_else(PoisonError::into_inner);
+        if !state.dirty || (!state.pid_unwritten && since_flush < FLUSH_EVERY) {
+            continue;
+        }
+        if let Some(pid) = state.pid {
+            row.pid = Some(pid);
+            row.process_start = row.process_start.or_else(|| process_start(pid));
+        }
+        row.events = state.lines.iter().cloned().collect();
+        row.events_seen = state.seen;
+        row.bytes_seen = state.bytes;
+        row.updated_ms = stratum_runtime::now_ms();
+        state.dirty = false;
+        state.pid_unwritten = false;
+        drop(state);
+        since_flush = Duration::ZERO;
+        // A failed write of the live tail loses only the tail: the end is written anyway.
+        let _ = store.put_run(row);
+    }
+}
+
+/// The row's end, from how the run ended.
+fn settle(row: &mut AgentRun, run: &Run) {
+    let (status, reason) = match &run.outcome {
+        Outcome::Answered { object } => {
+            row.result = Some(Value::Object(object.clone()));
+            (RunStatus::Answered, None)
+        }
+        Outcome::NoJson => (
+            RunStatus::NoJson,
+            Some("the agent's final text held no JSON object".to_owned()),
+        ),
+        Outcome::AgentError { message } => (RunStatus::AgentError, Some(message.clone())),
+        Outcome::Crashed { message } => (
+            RunStatus::Crashed,
+            Some(message.clone().unwrap_or_else(|| describe_exit(run))),
+        ),
+        Outcome::TimedOut => (
+            RunStatus::TimedOut,
+            Some(format!(
+                "the agent ran past its deadline ({} s); its process group was ended",
+                run.elapsed.as_secs()
+            )),
+        ),
+        Outcome::Cancelled => (
+            RunStatus::Cancelled,
+            Some("cancelled; the process group was ended".to_owned()),
+        ),
+    };
+    row.status = status;
+    row.reason = reason;
+    row.exit_code = run.exit.code;
+    row.signal = run.exit.signal;
+    row.usage = usage_json(&run.usage);
+    if row.model.is_none() {
+        row.model = run.usage.model.clone();
+    }
+    let chars = run.text.chars().count();
+    row.text_tail = run
+        .text
+        .chars()
+        .skip(chars.saturating_sub(TEXT_TAIL_CHARS))
+        .collect();
+    row.stderr_tail = run.stderr.text();
+    row.events = run.log.lines().map(str::to_owned).collect();
+    row.events_seen = run.log.lines_seen;
+    row.bytes_seen = run.log.bytes_seen;
+}
+
+fn describe_exit(run: &Run) -> String {
+    match (run.exit.code, run.exit.signal) {
+        (Some(code), _) => format!("the agent exited with status {code}"),
+        (None, Some(signal)) => format!("the agent was killed by signal {signal}"),
+        (None, None) => "the agent ended with no exit status".to_owned(),
+    }
+}
+
+/// Usage as the runtime's budget reads it: tokens and model, and dollars when the CLI
+/// reported its cost.
+pub fn usage_json(usage: &Usage) -> Value {
+    let mut value = json!({
+        "input_tokens": usage.input_tokens.unwrap_or(0),
+        "output_tokens": usage.output_tokens.unwrap_or(0),
+    });
+    if let Some(model) = &usage.model {
+        value["model"] = json!(model);
+    }
+    if let Some(cost) = usage.cost_usd {
+        value["tokens"] = json!(
+            usage
+                .input_tokens
+                .unwrap_or(0)
+                .saturating_add(usage.output_tokens.unwrap_or(0))
+        );
+        value["dollars"] = json!(cost);
+    }
+    value
+}
+
+/// What a failed run tells the next attempt: its status and reason, as one violation.
+pub fn violation(run: &AgentRun) -> String {
+    let reason = run.reason.as_deref().unwrap_or("no result");
+    match run.status {
+        RunStatus::NoJson => format!(
+            "no_result: your answer held no JSON object; end your answer with one JSON object \
+             matching the output schema ({reason})"
+        ),
+        status => format!(
+            "no_result: the agent run ended {}: {reason}",
+            status.as_str()
+        ),
+    }
+}

@@ -1,0 +1,442 @@
+//! Driving one flow: from a claim to the point where it parks at a gate, yields its turn,
+//! finishes, or hands off to a person or agent (a step kind no connector runs).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use stratum_agents::Request;
+use stratum_compiler::plan::Plan;
+use stratum_runtime::ids::FlowId;
+use stratum_runtime::response::{Response, StepDispatch};
+use stratum_runtime::state::FlowHeader;
+use stratum_runtime::store::drives::mint_run_id;
+use stratum_runtime::store::{AgentRun, Drive, DriveState, Parked, Release, RunStatus};
+use stratum_runtime::{Command, fresh_seed, now_ms};
+
+use crate::agent_run::{run_recorded, violation};
+use crate::identity::host_of;
+use crate::lease::LeaseKeeper;
+use crate::step::{agent_named, prompt};
+use crate::worker::StopSignal;
+use crate::{DriveError, Driver};
+
+/// How long a driver holds a flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Turn {
+    /// Until it parks, finishes or hands off (`stratum-mcp run`, a background flow).
+    Whole,
+    /// One step, then back in the queue behind every flow that waited longer (workers).
+    OneStep,
+}
+
+/// How a drive ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ended {
+    /// The flow is not claimable now (another driver holds it, it waits at a gate, or its
+    /// drive ended).
+    NotClaimable,
+    /// Waiting for a person at this gate (flow, step).
+    Parked { flow: String, step: String },
+    /// Back in the queue (a worker's turn ended, or the driver was asked to stop).
+    Yielded,
+    /// The flow finished with this status.
+    Finished { status: String },
+    /// The driver stopped at something it does not drive; the drive ended `stopped`.
+    HandedOff { note: String },
+    /// The lease was lost (taken over, or the drive cancelled): nothing more was written.
+    LostLease,
+}
+
+/// What a driver reports as it goes (`stratum-mcp run`'s progress display).
+pub trait Progress {
+    fn step_started(&mut self, _step: &StepDispatch, _attempt: u32, _agent: &str) {}
+    fn step_ended(&mut self, _step: &StepDispatch, _run: &AgentRun) {}
+}
+
+/// Reports nothing.
+impl Progress for () {}
+
+/// What the driver does next, read from the runtime's last answer.
+enum Next {
+    Run(Box<StepDispatch>),
+    /// A sub-flow finished: its parent's flow step takes its output.
+    ChildDone {
+        parent: String,
+        step: String,
+    },
+    Park {
+        flow: String,
+        step: String,
+        timeout_s: Option<u64>,
+    },
+    Finished(String),
+    HandOff(String),
+}
+
+fn next_of(response: &Response) -> Next {
+    match response {
+        Response::Step(step) => {
+            if step.step_mode != "function" && step.step_mode != "inline" {
+                return Next::HandOff(format!("handoff:{}", step.step_mode));
+            }
+            if step.max_iterations.is_some() {
+                return Next::HandOff("handoff:iteration".to_owned());
+            }
+            Next::Run(step.clone())
+        }
+        Response::Flow(flow) => next_of(&flow.child_step),
+        Response::Gate(gate) => Next::Park {
+            flow: gate.flow_id.clone(),
+            step: gate.step_id.clone(),
+            timeout_s: gate.timeout,
+        },
+        Response::Finished(finished) => {
+            match (&finished.parent_flow_id, &finished.parent_step_id) {
+                (Some(parent), Some(step)) if finished.status == "complete" => Next::ChildDone {
+                    parent: parent.clone(),
+                    step: step.clone(),
+                },
+                _ => Next::Finished(finished.status.clone()),
+            }
+        }
+        Response::Status(status) => Next::Finished(status.status.clone()),
+        Response::Error(error) => Next::HandOff(format!("{}: {}", error.error_type, error.message)),
+        other => Next::HandOff(format!("unexpected answer `{}`", other.status())),
+    }
+}
+
+impl Driver {
+    /// Claims `flow` and drives it for one turn (see [`Turn`]).
+    pub fn drive(
+        &self,
+        flow: &FlowId,
+        turn: Turn,
+        stop: &StopSignal,
+        progress: &mut dyn Progress,
+    ) -> Result<Ended, DriveError> {
+        let owner = self.new_owner();
+        let store = self.runtime.store();
+        match store.claim(&owner, now_ms(), self.lease_ms(), Some(flow))? {
+            Some(drive) => self.drive_claimed(&drive, &owner, turn, stop, progress),
+            None => Ok(Ended::NotClaimable),
+        }
+    }
+
+    /// Drives a flow `owner` has just claimed.
+    pub fn drive_claimed(
+        &self,
+        drive: &Drive,
+        owner: &str,
+        turn: Turn,
+        stop: &StopSignal,
+        progress: &mut dyn Progress,
+    ) -> Result<Ended, DriveError> {
+        let store = self.runtime.store().clone();
+        let lease = LeaseKeeper::start(
+            store.clone(),
+            drive.flow.clone(),
+            owner.to_owned(),
+            self.lease,
+            drive.expires_ms,
+        );
+        self.reconcile(&drive.flow, owner)?;
+        let root = drive.flow.to_string();
+        let mut response = self.call(
+            &Command::Resume {
+                flow_id: root.clone(),
+            },
+            owner,
+        )?;
+        let end = |release: Release| -> Result<(), DriveError> {
+            store.release(&drive.flow, owner, &release, now_ms())?;
+            Ok(())
+        };
+        loop {
+            if lease.lost() {
+                return Ok(Ended::LostLease);
+            }
+            if let Response::Error(error) = &response
+                && error.error_type == "flow_leased"
+            {
+                return Ok(Ended::LostLease);
+            }
+            if stop.requested() {
+                end(Release::Requeue)?;
+                return Ok(Ended::Yielded);
+            }
+            match next_of(&response) {
+                Next::Run(step) => {
+                    let command = match self.run_step(drive, &step, owner, &lease, progress)? {
+                        Some(command) => command,
+                        // Cancelled: the lease was lost, or the driver was asked to stop.
+                        None if lease.lost() => return Ok(Ended::LostLease),
+                        None => {
+                            end(Release::Requeue)?;
+                            return Ok(Ended::Yielded);
+                        }
+                    };
+                    response = self.call(&command, owner)?;
+                    if turn == Turn::OneStep && !matches!(next_of(&response), Next::Finished(_)) {
+                        end(Release::Requeue)?;
+                        return Ok(Ended::Yielded);
+                    }
+                }
+                Next::ChildDone { parent, step } => {
+                    response = self.call(
+                        &Command::StepDone {
+                            flow_id: parent,
+                            step_id: step,
+                            result: json!({}),
+                            usage: None,
+                        },
+                        owner,
+                    )?;
+                }
+                Next::Park {
+                    flow,
+                    step,
+                    timeout_s,
+                } => {
+                    let parked = self.parking(&flow, timeout_s)?;
+                    end(Release::Park(parked))?;
+                    return Ok(Ended::Parked { flow, step });
+                }
+                Next::Finished(status) => {
+                    end(Release::End {
+                        state: DriveState::Done,
+                        note: status.clone(),
+                    })?;
+                    return Ok(Ended::Finished { status });
+                }
+                Next::HandOff(note) => {
+                    // An error that ended the flow (`retries_exhausted`) finishes the drive.
+                    let (header, _) = self.flow_and_plan(&root)?;
+                    if header.status.is_finished() {
+                        let status = header.status.as_str().to_owned();
+                        end(Release::End {
+                            state: DriveState::Done,
+                            note: status.clone(),
+                        })?;
+                        return Ok(Ended::Finished { status });
+                    }
+                    end(Release::End {
+                        state: DriveState::Stopped,
+                        note: note.clone(),
+                    })?;
+                    return Ok(Ended::HandedOff { note });
+                }
+            }
+        }
+    }
+
+    fn call(&self, command: &Command, owner: &str) -> Result<Response, DriveError> {
+        Ok(self.runtime.call_as_driver(command, owner)?)
+    }
+
+    /// Runs one step's agent; the command that reports it, or `None` when the run was
+    /// cancelled (its result, if any, is not reported).
+    fn run_step(
+        &self,
+        drive: &Drive,
+        step: &StepDispatch,
+        owner: &str,
+        lease: &LeaseKeeper,
+        progress: &mut dyn Progress,
+    ) -> Result<Option<Command>, DriveError> {
+        let (header, plan) = self.flow_and_plan(&step.flow_id)?;
+        let named = step
+            .agent
+            .clone()
+            .or_else(|| drive.agent.clone())
+            .unwrap_or_else(|| self.default_agent.name().to_owned());
+        let attempt = self.attempt_of(&header)?;
+        let Some(connector) = agent_named(&named).and_then(|agent| self.connectors.get(&agent))
+        else {
+            let command = Command::StepFailed {
+                flow_id: step.flow_id.clone(),
+                step_id: step.step_id.clone(),
+                violations: vec![format!(
+                    "no_result: the step names the agent `{named}`, which this runtime cannot \
+                     launch; name claude, codex or opencode"
+                )],
+                usage: None,
+            };
+            return Ok(Some(command));
+        };
+        let mut connector = connector.clone();
+        if let Some(model) = step.model.clone().flatten().or_else(|| drive.model.clone()) {
+            connector.model = Some(model);
+        }
+        let flow = plan
+            .flows
+            .get(header.flow as usize)
+            .ok_or_else(|| DriveError::Runtime(format!("flow {} has no plan", header.id)))?;
+        let mut request = Request::new(prompt(step, &plan, flow), &self.root, &self.root);
+        request.deadline = self.step_deadline;
+        let now = now_ms();
+        let row = AgentRun {
+            id: mint_run_id(fresh_seed()),
+            flow: FlowId::parse(&step.flow_id),
+            step: Some(step.step_id.clone()),
+            attempt: Some(attempt),
+            agent: connector.agent.name().to_owned(),
+            model: connector.model.clone(),
+            owner: owner.to_owned(),
+            host: self.host.clone(),
+            pid: None,
+            process_start: None,
+            started_ms: now,
+            deadline_ms: now,
+            updated_ms: now,
+            finished_ms: None,
+            status: RunStatus::Running,
+            reason: None,
+            exit_code: None,
+            signal: None,
+            usage: json!({}),
+            result: None,
+            text_tail: String::new(),
+            stderr_tail: String::new(),
+            events: Vec::new(),
+            events_seen: 0,
+            bytes_seen: 0,
+        };
+        progress.step_started(step, attempt, connector.agent.name());
+        let (row, _) = run_recorded(
+            self.runtime.store(),
+            &connector,
+            &request,
+            row,
+            lease.cancel_token(),
+        )?;
+        progress.step_ended(step, &row);
+        let usage = Some(row.usage.clone());
+        Ok(match (&row.status, &row.result) {
+            (RunStatus::Cancelled, _) => None,
+            (RunStatus::Answered, Some(result)) => Some(Command::StepDone {
+                flow_id: step.flow_id.clone(),
+                step_id: step.step_id.clone(),
+                result: result.clone(),
+                usage,
+            }),
+            _ => Some(Command::StepFailed {
+                flow_id: step.flow_id.clone(),
+                step_id: step.step_id.clone(),
+                violations: vec![violation(&row)],
+                usage,
+            }),
+        })
+    }
+
+    fn flow_and_plan(&self, flow_id: &str) -> Result<(FlowHeader, Arc<Plan>), DriveError> {
+        let id = FlowId::parse(flow_id)
+            .ok_or_else(|| DriveError::Runtime(format!("the runtime named flow {flow_id:?}")))?;
+        let mut found = None;
+        self.runtime.store().read(&mut |snapshot| {
+            if let Some(header) = snapshot.flow(&id)? {
+                let plan = snapshot.plan(&header.plan)?;
+                found = plan.map(|plan| (header, plan));
+            }
+            Ok(())
+        })?;
+        found.ok_or_else(|| DriveError::Runtime(format!("flow {flow_id} is not in the store")))
+    }
+
+    /// The attempt a run of the flow's current step makes: one more than its attempts so far.
+    fn attempt_of(&self, header: &FlowHeader) -> Result<u32, DriveError> {
+        let Some(index) = stratum_runtime::exec::current(header) else {
+            return Ok(1);
+        };
+        let mut attempts = 0;
+        self.runtime.store().read(&mut |snapshot| {
+            attempts = snapshot
+                .step(&header.id, index)?
+                .map_or(0, |state| state.attempts);
+            Ok(())
+        })?;
+        Ok(attempts + 1)
+    }
+
+    /// Where a drive parked at a gate of `flow` waits: that flow's version now, and the
+    /// gate's timeout as its wake time.
+    fn parking(&self, flow: &str, timeout_s: Option<u64>) -> Result<Parked, DriveError> {
+        let (header, _) = self.flow_and_plan(flow)?;
+        let wake_ms = timeout_s.map(|seconds| {
+            header
+                .dispatched_ms
+                .unwrap_or_else(now_ms)
+                .saturating_add(seconds.saturating_mul(1000))
+        });
+        Ok(Parked {
+            flow: header.id,
+            version: header.version,
+            wake_ms,
+        })
+    }
+
+    /// Runs of this flow tree a driver that lost its lease left running: ended (their process
+    /// groups, when they run on this machine and are still the processes recorded) and
+    /// recorded as abandoned. On another machine they are left to their deadline; their
+    /// results can never be reported (the fence).
+    fn reconcile(&self, root: &FlowId, owner: &str) -> Result<(), DriveError> {
+        let store = self.runtime.store();
+        let mut flows = vec![root.clone()];
+        store.read(&mut |snapshot| {
+            let mut at = 0;
+            while let Some(flow) = flows.get(at).cloned() {
+                flows.extend(snapshot.children(&flow)?);
+                at += 1;
+                if at > 10_000 {
+                    break;
+                }
+            }
+            Ok(())
+        })?;
+        for flow in &flows {
+            for mut run in store.agent_runs(Some(flow), 100)? {
+                if run.status != RunStatus::Running || run.owner == owner {
+                    continue;
+                }
+                let here = host_of(&run.owner) == self.host && run.host == self.host;
+                run.reason = Some(match (here, run.pid, run.process_start) {
+                    (true, Some(pid), Some(start)) => {
+                        stratum_agents::end_group(pid, start, stratum_agents::DEFAULT_GRACE);
+                        format!(
+                            "its driver `{}` stopped renewing its lease; `{owner}` took the \
+                             flow over and ended the process group",
+                            run.owner
+                        )
+                    }
+                    (true, _, _) => format!(
+                        "its driver `{}` stopped renewing its lease before the agent started",
+                        run.owner
+                    ),
+                    (false, _, _) => format!(
+                        "its driver `{}` on {} stopped renewing its lease; the process is left \
+                         to its deadline there",
+                        run.owner, run.host
+                    ),
+                });
+                run.status = RunStatus::Abandoned;
+                run.finished_ms = Some(now_ms());
+                run.updated_ms = now_ms();
+                store.put_run(&run)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The JSON a progress display or tool shows of a drive's end.
+pub fn ended_json(ended: &Ended) -> Value {
+    match ended {
+        Ended::NotClaimable => json!({"status": "not_claimable"}),
+        Ended::Parked { flow, step } => {
+            json!({"status": "paused_gate", "flow_id": flow, "step_id": step})
+        }
+        Ended::Yielded => json!({"status": "yielded"}),
+        Ended::Finished { status } => json!({"status": status}),
+        Ended::HandedOff { note } => json!({"status": "handed_off", "note": note}),
+        Ended::LostLease => json!({"status": "lost_lease"}),
+    }
+}

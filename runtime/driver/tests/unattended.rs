@@ -1,0 +1,269 @@
+//! Unattended flows against fake agent CLIs (shell scripts speaking Claude Code's and Codex's
+//! event formats), on SQLite and on PostgreSQL: every result goes through the `step_done`
+//! path, an invalid answer is retried with its violations in the prompt, an answer without
+//! JSON is a failed attempt, a gate parks the drive until a person decides.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may unwrap what it set up; JSON indexes to null
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use stratum_agents::{Agent, Connector};
+use stratum_driver::{Driver, Ended, StopSignal, Turn};
+use stratum_runtime::ids::FlowId;
+use stratum_runtime::store::{Drive, DriveState, RunStatus};
+use stratum_runtime::{Command, Config, Runtime, Store};
+
+/// A flow of two inline steps and a gate between them.
+const SPEC: &str = r#"version: "0.2"
+contracts:
+  Part:
+    n: {type: integer}
+functions:
+  review:
+    mode: gate
+    timeout: 3600
+flows:
+  main:
+    input: {text: {type: string}}
+    output: Part
+    steps:
+      - id: first
+        intent: "Count the words"
+        inputs: {text: "$.input.text"}
+        output_contract: Part
+        ensure: ["result.n >= 0"]
+        retries: 3
+      - id: approve
+        function: review
+        on_approve: second
+        on_revise: first
+        on_kill: ~
+        depends_on: [first]
+      - id: second
+        intent: "Double it"
+        inputs: {n: "$.steps.first.output.n"}
+        output_contract: Part
+        depends_on: [approve]
+"#;
+
+/// One step, for the no-JSON case.
+const ONE_STEP: &str = r#"version: "0.2"
+contracts:
+  Part:
+    n: {type: integer}
+flows:
+  main:
+    input: {}
+    output: Part
+    steps:
+      - id: only
+        intent: "Answer"
+        output_contract: Part
+        retries: 2
+"#;
+
+type Open = fn() -> Arc<dyn Store>;
+
+fn sqlite() -> Arc<dyn Store> {
+    let dir = tempfile::tempdir().unwrap().keep();
+    Arc::new(stratum_store_sqlite::SqliteStore::open(dir.join("stratum.db")).unwrap())
+}
+
+fn postgres() -> Arc<dyn Store> {
+    let url = stratum_test_support::postgres::database_url();
+    Arc::new(stratum_store_postgres::PostgresStore::connect(&url).unwrap())
+}
+
+const STORES: [(&str, Open); 2] = [("sqlite", sqlite), ("postgres", postgres)];
+
+/// A fake `claude` at `dir/claude`: it appends its stdin to `dir/prompts`, counts its calls in
+/// `dir/count`, and answers with the `answers` line for that call (the last one after).
+fn fake_claude(dir: &Path, answers: &[&str]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let d = dir.display();
+    let mut cases = String::new();
+    for (at, answer) in answers.iter().enumerate() {
+        let line = json!({"type": "result", "subtype": "success", "is_error": false,
+            "num_turns": 1, "session_id": "s", "result": answer,
+            "usage": {"input_tokens": 100, "output_tokens": 20}})
+        .to_string();
+        assert!(!line.contains('\''));
+        let pattern = if at + 1 == answers.len() {
+            "*".to_owned()
+        } else {
+            (at + 1).to_string()
+        };
+        cases.push_str(&format!("  {pattern}) printf '%s\\n' '{line}' ;;\n"));
+    }
+    let body = format!(
+        "#!/bin/sh\ncat >> {d}/prompts\necho >> {d}/prompts\necho '----' >> {d}/prompts\n\
+         n=$(cat {d}/count 2>/dev/null || echo 0)\nn=$((n + 1))\necho $n > {d}/count\n\
+         printf '%s\\n' '{{\"type\":\"system\",\"subtype\":\"init\",\"model\":\"claude-sonnet-4-6\"}}'\n\
+         case $n in\n{cases}esac\n"
+    );
+    let path = dir.join("claude");
+    std::fs::write(&path, body).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn driver(store: Arc<dyn Store>, root: &Path, claude: PathBuf) -> Driver {
+    let runtime = Runtime::new(store, Config::default());
+    let mut driver = Driver::new(runtime, root.canonicalize().unwrap());
+    let mut connector = Connector::new(Agent::Claude);
+    connector.binary = claude;
+    driver.connectors.insert(Agent::Claude, connector);
+    driver
+}
+
+fn start(driver: &Driver, spec: &str, inputs: Value) -> FlowId {
+    let plan = Arc::new(stratum_runtime::compile::plan_from_spec("t.stratum.yaml", spec).unwrap());
+    let answer = driver
+        .runtime
+        .call(&Command::Start {
+            plan,
+            flow: None,
+            inputs,
+        })
+        .unwrap()
+        .to_json();
+    let id = FlowId::parse(answer["flow_id"].as_str().unwrap()).unwrap();
+    driver
+        .runtime
+        .store()
+        .enroll(&Drive::new(id.clone(), stratum_runtime::now_ms()))
+        .unwrap();
+    id
+}
+
+fn audit(driver: &Driver, id: &FlowId) -> Value {
+    driver
+        .runtime
+        .call(&Command::Audit {
+            flow_id: id.to_string(),
+        })
+        .unwrap()
+        .to_json()
+}
+
+#[test]
+fn an_invalid_result_is_retried_with_its_violations_then_a_gate_waits_for_a_person() {
+    for (kind, open) in STORES {
+        let dir = tempfile::tempdir().unwrap();
+        let claude = fake_claude(
+            dir.path(),
+            &[
+                "Counted.\n```json\n{\"n\": -3}\n```",
+                "Fixed it.\n```json\n{\"n\": 4}\n```",
+            ],
+        );
+        let driver = driver(open(), dir.path(), claude);
+        let id = start(&driver, SPEC, json!({"text": "a b c d"}));
+        let stop = StopSignal::new();
+
+        let ended = driver.drive(&id, Turn::Whole, &stop, &mut ()).unwrap();
+        assert_eq!(
+            ended,
+            Ended::Parked {
+                flow: id.to_string(),
+                step: "approve".to_owned()
+            },
+            "{kind}"
+        );
+        // The second prompt carried the first attempt's violation, verbatim.
+        let prompts = std::fs::read_to_string(dir.path().join("prompts")).unwrap();
+        let second = prompts.split("----").nth(1).unwrap();
+        assert!(second.contains("result.n >= 0"), "{kind}: {second}");
+        assert!(
+            !prompts
+                .split("----")
+                .next()
+                .unwrap()
+                .contains("result.n >= 0")
+        );
+
+        // Parked: nobody can claim it until a person decides, which the lease never blocks.
+        assert_eq!(
+            driver.drive(&id, Turn::Whole, &stop, &mut ()).unwrap(),
+            Ended::NotClaimable,
+            "{kind}"
+        );
+        let decided = driver
+            .runtime
+            .call(&Command::GateResolve {
+                flow_id: id.to_string(),
+                step_id: "approve".to_owned(),
+                outcome: "approve".to_owned(),
+                rationale: "looks right".to_owned(),
+                resolved_by: "human".to_owned(),
+                actor: None,
+            })
+            .unwrap()
+            .to_json();
+        assert_eq!(decided["step_id"], "second", "{kind}: {decided}");
+        let ended = driver.drive(&id, Turn::Whole, &stop, &mut ()).unwrap();
+        assert_eq!(
+            ended,
+            Ended::Finished {
+                status: "complete".to_owned()
+            },
+            "{kind}"
+        );
+
+        let audit = audit(&driver, &id);
+        assert_eq!(audit["status"], "complete", "{kind}: {audit}");
+        let steps: Vec<&str> = audit["trace"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|record| record["step_id"].as_str())
+            .collect();
+        assert_eq!(steps, ["first", "approve", "second"], "{kind}: {audit}");
+        assert_eq!(audit["trace"][0]["attempts"], 2, "{kind}: {audit}");
+
+        let store = driver.runtime.store();
+        let runs = store.agent_runs(Some(&id), 10).unwrap();
+        assert_eq!(runs.len(), 3, "{kind}: one run per attempt");
+        assert!(runs.iter().all(|run| run.status == RunStatus::Answered));
+        assert!(
+            runs.iter()
+                .all(|run| run.pid.is_some() && run.finished_ms.is_some())
+        );
+        let drive = store.drive(&id).unwrap().unwrap();
+        assert_eq!(drive.state, DriveState::Done, "{kind}");
+        assert_eq!(drive.owner, None, "{kind}");
+    }
+}
+
+#[test]
+fn an_answer_without_json_is_a_failed_attempt_never_an_empty_result() {
+    for (kind, open) in STORES {
+        let dir = tempfile::tempdir().unwrap();
+        let claude = fake_claude(dir.path(), &["I could not decide."]);
+        let driver = driver(open(), dir.path(), claude);
+        let id = start(&driver, ONE_STEP, json!({}));
+        let ended = driver
+            .drive(&id, Turn::Whole, &StopSignal::new(), &mut ())
+            .unwrap();
+        assert_eq!(
+            ended,
+            Ended::Finished {
+                status: "failed".to_owned()
+            },
+            "{kind}"
+        );
+        let runs = driver.runtime.store().agent_runs(Some(&id), 10).unwrap();
+        assert_eq!(runs.len(), 2, "{kind}: both attempts ran");
+        assert!(
+            runs.iter()
+                .all(|run| run.status == RunStatus::NoJson && run.result.is_none())
+        );
+        let prompts = std::fs::read_to_string(dir.path().join("prompts")).unwrap();
+        assert!(
+            prompts.split("----").nth(1).unwrap().contains("no_result"),
+            "{kind}: the retry is told why"
+        );
+    }
+}
