@@ -99,6 +99,8 @@ pub(crate) struct Finished {
 
 /// What a caller sees of a run while it goes: the group leader's pid once it started, and
 /// every whole stdout line as it arrives (to record where a run is, and show its live tail).
+/// `spawned` is called before the agent is given its stdin: a caller that records the pid
+/// there knows of the process before the agent can act on its prompt.
 pub trait Watch: Send {
     fn spawned(&mut self, _pid: u32) {}
     fn line(&mut self, _line: &str) {}

@@ -8,6 +8,7 @@ mod agents;
 mod operator;
 mod print;
 mod setup;
+mod unattended;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -108,6 +109,39 @@ struct Writes {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a flow unattended: an agent process (Claude Code, Codex, OpenCode) for each step
+    #[command(
+        after_help = "Examples:\n  stratum-mcp run review.stratum.yaml --input file=src/lib.rs\n  stratum-mcp run review.stratum.yaml --flow triage --agent codex --model gpt-5\n  stratum-mcp run review.stratum.yaml --detach   # a worker drives it\n\nEach function or inline step is handed to the agent the step names (else --agent) with its intent, inputs and output contract; its answer goes through the checks an agent's stratum_step_done meets, and a rejected answer is retried with the violations. At a gate the run waits for a person (stratum-mcp gate, the console, or the agent's client). Ctrl-C once stops after the step under way, twice at once; the flow stays enrolled for a worker.\n\nExit status: 0 when the flow completes; 1 when it fails, is killed or stops at a step kind no agent runs; 130 when interrupted."
+    )]
+    Run {
+        /// The spec file
+        spec: PathBuf,
+        /// The flow to run (default: the spec's entry flow)
+        #[arg(long, value_name = "FLOW")]
+        flow: Option<String>,
+        /// An input, NAME=VALUE; a VALUE that is JSON is read as JSON (repeatable)
+        #[arg(long = "input", value_name = "NAME=VALUE")]
+        inputs: Vec<String>,
+        /// Enroll the flow and exit: a worker drives it
+        #[arg(long)]
+        detach: bool,
+        /// Print JSON even on a terminal
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        agents: unattended::AgentOptions,
+    },
+    /// Drive enrolled flows from the store's queue until SIGTERM (the step under way finishes)
+    #[command(
+        after_help = "Examples:\n  stratum-mcp worker\n  STRATUM_DATABASE_URL=postgres://stratum@db/stratum stratum-mcp worker --concurrency 4\n\nWorkers on one machine or many, on one store, take the flows `run --detach` and stratum_flow_run_bg enrolled, the longest-waiting first, one step per turn. Each flow has one driver at a time (a lease, renewed while it works); a worker killed mid-step loses its flows when its lease expires, and another takes them over and runs the step again. SIGTERM or SIGINT once: finish the step under way, then exit; twice: end the agent runs and hand their flows back now.\n\nExit status: 0 once stopped; 2 for a usage error; 3 when the state database cannot be used."
+    )]
+    Worker {
+        /// How many flows this process drives at once
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        concurrency: usize,
+        #[command(flatten)]
+        agents: unattended::AgentOptions,
+    },
     /// Read flows and gates from the state database
     #[command(
         after_help = "Examples:\n  stratum-mcp query flows\n  stratum-mcp query flow 3f2a9c1e-…\n  stratum-mcp query gates --json | jq '.[].flow_id'\n\nOn a terminal the answer is a table; piped, or with --json, it is JSON in the reference's version-1 contracts (schemas: runtime/cli/schemas/query-*.schema.json).\n\nExit status: 0 on success, 1 for an unknown flow, 3 when the state database cannot be used."
@@ -479,6 +513,28 @@ fn main() -> ExitCode {
             },
             json,
         ),
+        Some(Command::Run {
+            spec,
+            flow,
+            inputs,
+            detach,
+            json,
+            agents,
+        }) => unattended::run(
+            &store,
+            &unattended::RunArgs {
+                spec: &spec,
+                flow,
+                inputs: &inputs,
+                detach,
+                json,
+                options: &agents,
+            },
+        ),
+        Some(Command::Worker {
+            concurrency,
+            agents,
+        }) => unattended::worker(&store, concurrency, &agents),
         Some(Command::Completions { shell }) => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "stratum-mcp", &mut script);

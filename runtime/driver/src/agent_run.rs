@@ -30,22 +30,40 @@ struct Live {
     lines: VecDeque<String>,
     seen: u64,
     bytes: u64,
+    start: Option<u64>,
     dirty: bool,
-    pid_unwritten: bool,
 }
 
-struct Watcher(Arc<Mutex<Live>>);
+struct Watcher {
+    live: Arc<Mutex<Live>>,
+    store: Arc<dyn Store>,
+    row: AgentRun,
+}
 
 impl Watch for Watcher {
+    /// Records the process before the agent is given its prompt (the connector writes stdin
+    /// only after this returns), so that a driver killed at any moment from here on leaves a
+    /// row naming the process group to end.
     fn spawned(&mut self, pid: u32) {
-        let mut live = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        live.pid = Some(pid);
-        live.pid_unwritten = true;
-        live.dirty = true;
+        let start = process_start(pid);
+        {
+            let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+            live.pid = Some(pid);
+            live.start = start;
+        }
+        self.row.pid = Some(pid);
+        self.row.process_start = start;
+        self.row.updated_ms = stratum_runtime::now_ms();
+        // On a thread of its own: a store may run an async runtime of its own, which cannot
+        // be entered from the connector's.
+        let (store, row) = (&self.store, &self.row);
+        std::thread::scope(|scope| {
+            let _ = scope.spawn(|| store.put_run(row)).join();
+        });
     }
 
     fn line(&mut self, line: &str) {
-        let mut live = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         live.seen += 1;
         live.bytes += line.len() as u64;
         if live.lines.len() == LIVE_LINES {
@@ -82,7 +100,11 @@ pub fn run_recorded(
         .build()
         .map_err(|error| DriveError::Runtime(error.to_string()));
     let outcome = runtime.and_then(|runtime| {
-        let mut watcher = Watcher(live.clone());
+        let mut watcher = Watcher {
+            live: live.clone(),
+            store: store.clone(),
+            row: run.clone(),
+        };
         runtime
             .block_on(connector.run_watched(request, cancel, &mut watcher))
             .map_err(DriveError::from)
@@ -92,7 +114,7 @@ pub fn run_recorded(
     {
         let live = live.lock().unwrap_or_else(PoisonError::into_inner);
         run.pid = live.pid;
-        run.process_start = live.pid.and_then(process_start).or(run.process_start);
+        run.process_start = live.start;
     }
     run.finished_ms = Some(stratum_runtime::now_ms());
     run.updated_ms = stratum_runtime::now_ms();
@@ -123,19 +145,16 @@ fn flush_while_running(
         std::thread::sleep(tick);
         since_flush += tick;
         let mut state = live.lock().unwrap_or_else(PoisonError::into_inner);
-        if !state.dirty || (!state.pid_unwritten && since_flush < FLUSH_EVERY) {
+        if !state.dirty || since_flush < FLUSH_EVERY {
             continue;
         }
-        if let Some(pid) = state.pid {
-            row.pid = Some(pid);
-            row.process_start = row.process_start.or_else(|| process_start(pid));
-        }
+        row.pid = state.pid;
+        row.process_start = state.start;
         row.events = state.lines.iter().cloned().collect();
         row.events_seen = state.seen;
         row.bytes_seen = state.bytes;
         row.updated_ms = stratum_runtime::now_ms();
         state.dirty = false;
-        state.pid_unwritten = false;
         drop(state);
         since_flush = Duration::ZERO;
         // A failed write of the live tail loses only the tail: the end is written anyway.

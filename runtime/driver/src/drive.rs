@@ -138,6 +138,7 @@ impl Driver {
             owner.to_owned(),
             self.lease,
             drive.expires_ms,
+            stop.urgent(),
         );
         self.reconcile(&drive.flow, owner)?;
         let root = drive.flow.to_string();

@@ -21,15 +21,17 @@ pub struct LeaseKeeper {
 
 impl LeaseKeeper {
     /// Renews `owner`'s lease on `flow` (held until `expires_ms`) every third of `lease`.
+    /// The runs it guards are cancelled when it is lost, or when `urgent` is.
     pub fn start(
         store: Arc<dyn Store>,
         flow: FlowId,
         owner: String,
         lease: Duration,
         expires_ms: u64,
+        urgent: &CancellationToken,
     ) -> LeaseKeeper {
         let lost = Arc::new(AtomicBool::new(false));
-        let cancel = CancellationToken::new();
+        let cancel = urgent.child_token();
         let (done, stopped) = mpsc::channel::<()>();
         let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
         let every = lease / 3;
@@ -69,7 +71,8 @@ impl LeaseKeeper {
         self.lost.load(Ordering::SeqCst)
     }
 
-    /// Cancelled when the lease is lost: what the driver's agent run listens to.
+    /// Cancelled when the lease is lost or the driver must stop now: what the driver's agent
+    /// run listens to.
     pub fn cancel_token(&self) -> &CancellationToken {
         &self.cancel
     }

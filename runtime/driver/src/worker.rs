@@ -9,13 +9,19 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use stratum_runtime::now_ms;
+use tokio_util::sync::CancellationToken;
 
 use crate::drive::{Ended, Turn};
 use crate::{DriveError, Driver};
 
-/// Asks drivers to stop: `requested` between steps (they hand their flow back).
+/// Asks drivers to stop: [`StopSignal::stop`] between steps (the step under way finishes and
+/// is reported, then the flow is handed back), [`StopSignal::stop_now`] at once (the agent
+/// run under way is ended and the flow handed back; the step runs again elsewhere).
 #[derive(Clone, Default)]
-pub struct StopSignal(Arc<AtomicBool>);
+pub struct StopSignal {
+    requested: Arc<AtomicBool>,
+    now: CancellationToken,
+}
 
 impl StopSignal {
     pub fn new() -> StopSignal {
@@ -23,11 +29,21 @@ impl StopSignal {
     }
 
     pub fn stop(&self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.requested.store(true, Ordering::SeqCst);
+    }
+
+    pub fn stop_now(&self) {
+        self.stop();
+        self.now.cancel();
     }
 
     pub fn requested(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        self.requested.load(Ordering::SeqCst)
+    }
+
+    /// Cancelled by [`StopSignal::stop_now`].
+    pub fn urgent(&self) -> &CancellationToken {
+        &self.now
     }
 
     /// Sleeps up to `duration`, waking early once a stop is requested.

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may unwrap what it set up; JSON indexes to null
 
 use std::path::{Path, PathBuf};
+
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -78,37 +79,6 @@ fn postgres() -> Arc<dyn Store> {
 
 const STORES: [(&str, Open); 2] = [("sqlite", sqlite), ("postgres", postgres)];
 
-/// A fake `claude` at `dir/claude`: it appends its stdin to `dir/prompts`, counts its calls in
-/// `dir/count`, and answers with the `answers` line for that call (the last one after).
-fn fake_claude(dir: &Path, answers: &[&str]) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let d = dir.display();
-    let mut cases = String::new();
-    for (at, answer) in answers.iter().enumerate() {
-        let line = json!({"type": "result", "subtype": "success", "is_error": false,
-            "num_turns": 1, "session_id": "s", "result": answer,
-            "usage": {"input_tokens": 100, "output_tokens": 20}})
-        .to_string();
-        assert!(!line.contains('\''));
-        let pattern = if at + 1 == answers.len() {
-            "*".to_owned()
-        } else {
-            (at + 1).to_string()
-        };
-        cases.push_str(&format!("  {pattern}) printf '%s\\n' '{line}' ;;\n"));
-    }
-    let body = format!(
-        "#!/bin/sh\ncat >> {d}/prompts\necho >> {d}/prompts\necho '----' >> {d}/prompts\n\
-         n=$(cat {d}/count 2>/dev/null || echo 0)\nn=$((n + 1))\necho $n > {d}/count\n\
-         printf '%s\\n' '{{\"type\":\"system\",\"subtype\":\"init\",\"model\":\"claude-sonnet-4-6\"}}'\n\
-         case $n in\n{cases}esac\n"
-    );
-    let path = dir.join("claude");
-    std::fs::write(&path, body).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
-
 fn driver(store: Arc<dyn Store>, root: &Path, claude: PathBuf) -> Driver {
     let runtime = Runtime::new(store, Config::default());
     let mut driver = Driver::new(runtime, root.canonicalize().unwrap());
@@ -152,7 +122,7 @@ fn audit(driver: &Driver, id: &FlowId) -> Value {
 fn an_invalid_result_is_retried_with_its_violations_then_a_gate_waits_for_a_person() {
     for (kind, open) in STORES {
         let dir = tempfile::tempdir().unwrap();
-        let claude = fake_claude(
+        let claude = stratum_test_support::fake_agent::claude(
             dir.path(),
             &[
                 "Counted.\n```json\n{\"n\": -3}\n```",
@@ -241,7 +211,7 @@ fn an_invalid_result_is_retried_with_its_violations_then_a_gate_waits_for_a_pers
 fn an_answer_without_json_is_a_failed_attempt_never_an_empty_result() {
     for (kind, open) in STORES {
         let dir = tempfile::tempdir().unwrap();
-        let claude = fake_claude(dir.path(), &["I could not decide."]);
+        let claude = stratum_test_support::fake_agent::claude(dir.path(), &["I could not decide."]);
         let driver = driver(open(), dir.path(), claude);
         let id = start(&driver, ONE_STEP, json!({}));
         let ended = driver

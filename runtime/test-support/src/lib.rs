@@ -7,6 +7,7 @@
 
 #![allow(dead_code)]
 
+pub mod fake_agent;
 pub mod linear;
 pub mod postgres;
 

@@ -1,0 +1,309 @@
+//! `stratum-mcp run` and `stratum-mcp worker` as real processes, with a fake Claude CLI
+//! (`stratum_test_support::fake_agent`): a flow run to its end; a worker killed with `kill -9`
+//! mid-step, its flow taken over once the lease expires, its agent's process group ended, and
+//! every step in the audit exactly once; three workers on one PostgreSQL driving 30 flows of
+//! 20 steps with no step done twice.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may unwrap what it set up; JSON indexes to null
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use stratum_runtime::ids::FlowId;
+use stratum_runtime::store::{Drive, RunStatus};
+use stratum_runtime::{Config, Runtime, Store};
+use stratum_test_support::fake_agent;
+
+const BIN: &str = env!("CARGO_BIN_EXE_stratum-mcp");
+
+/// Where a process finds the store: `--db PATH` or `--database-url URL`.
+#[derive(Clone)]
+enum At {
+    Sqlite(std::path::PathBuf),
+    Postgres(String),
+}
+
+impl At {
+    fn args(&self) -> Vec<String> {
+        match self {
+            At::Sqlite(path) => vec!["--db".to_owned(), path.display().to_string()],
+            At::Postgres(url) => vec!["--database-url".to_owned(), url.clone()],
+        }
+    }
+
+    fn open(&self) -> Arc<dyn Store> {
+        match self {
+            At::Sqlite(path) => Arc::new(stratum_store_sqlite::SqliteStore::open(path).unwrap()),
+            At::Postgres(url) => {
+                Arc::new(stratum_store_postgres::PostgresStore::connect(url).unwrap())
+            }
+        }
+    }
+}
+
+fn stores(dir: &Path) -> Vec<(&'static str, At)> {
+    vec![
+        ("sqlite", At::Sqlite(dir.join("stratum.db"))),
+        (
+            "postgres",
+            At::Postgres(stratum_test_support::postgres::database_url()),
+        ),
+    ]
+}
+
+/// A spec of one flow of `steps` inline steps, each answering `Part`.
+fn spec(steps: usize) -> String {
+    let mut text = String::from(
+        "version: \"0.2\"\ncontracts:\n  Part:\n    n: {type: integer}\nflows:\n  main:\n    input: {}\n    output: Part\n    steps:\n",
+    );
+    for at in 0..steps {
+        text.push_str(&format!(
+            "      - id: s{at}\n        intent: \"Step {at}\"\n        output_contract: Part\n        ensure: [\"result.n >= 0\"]\n"
+        ));
+        if at > 0 {
+            text.push_str(&format!("        depends_on: [s{}]\n", at - 1));
+        }
+    }
+    text
+}
+
+fn worker(at: &At, dir: &Path, lease_s: u64) -> Child {
+    Command::new(BIN)
+        .args(at.args())
+        .args(["worker", "--lease", &lease_s.to_string(), "--claude"])
+        .arg(dir.join("claude"))
+        .arg("--root")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Starts `count` flows of `spec` and enrolls them for workers.
+fn enroll(store: &Arc<dyn Store>, spec: &str, count: usize) -> Vec<FlowId> {
+    let runtime = Runtime::new(store.clone(), Config::default());
+    let plan = Arc::new(stratum_runtime::compile::plan_from_spec("w.stratum.yaml", spec).unwrap());
+    (0..count)
+        .map(|_| {
+            let answer = runtime
+                .call(&stratum_runtime::Command::Start {
+                    plan: plan.clone(),
+                    flow: None,
+                    inputs: json!({}),
+                })
+                .unwrap()
+                .to_json();
+            let id = FlowId::parse(answer["flow_id"].as_str().unwrap()).unwrap();
+            store
+                .enroll(&Drive::new(id.clone(), stratum_runtime::now_ms()))
+                .unwrap();
+            id
+        })
+        .collect()
+}
+
+fn audit(store: &Arc<dyn Store>, id: &FlowId) -> Value {
+    Runtime::new(store.clone(), Config::default())
+        .call(&stratum_runtime::Command::Audit {
+            flow_id: id.to_string(),
+        })
+        .unwrap()
+        .to_json()
+}
+
+/// Waits until every flow finished; panics past `limit`.
+fn wait_finished(store: &Arc<dyn Store>, flows: &[FlowId], limit: Duration) {
+    let until = Instant::now() + limit;
+    loop {
+        let open: Vec<&FlowId> = flows
+            .iter()
+            .filter(|id| audit(store, id)["status"] == "in_progress")
+            .collect();
+        if open.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < until,
+            "{} flow(s) still running after {limit:?}",
+            open.len()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Each step of the audit's trace exactly once, in order, each at its first attempt unless
+/// `retried` says otherwise.
+fn steps_once(audit: &Value, steps: usize) {
+    let ids: Vec<&str> = audit["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|record| record["step_id"].as_str().unwrap())
+        .collect();
+    let expected: Vec<String> = (0..steps).map(|at| format!("s{at}")).collect();
+    assert_eq!(ids, expected, "{audit}");
+}
+
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // A zombie: ended, not yet reaped by whoever adopted it.
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+fn terminate(child: Child) -> String {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let output = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn run_drives_a_flow_to_its_end_and_prints_the_audit() {
+    let dir = tempfile::tempdir().unwrap();
+    fake_agent::claude(dir.path(), &["```json\n{\"n\": 1}\n```"]);
+    std::fs::write(dir.path().join("flow.stratum.yaml"), spec(3)).unwrap();
+    for (kind, at) in stores(dir.path()) {
+        let output = Command::new(BIN)
+            .args(at.args())
+            .arg("run")
+            .arg(dir.path().join("flow.stratum.yaml"))
+            .arg("--claude")
+            .arg(dir.path().join("claude"))
+            .arg("--root")
+            .arg(dir.path())
+            .arg("--json")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{kind}: {stderr}");
+        let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(answer["status"], "complete", "{kind}: {answer}");
+        steps_once(&answer["audit"], 3);
+        let id = FlowId::parse(answer["flow_id"].as_str().unwrap()).unwrap();
+        let runs = at.open().agent_runs(Some(&id), 10).unwrap();
+        assert_eq!(runs.len(), 3, "{kind}");
+    }
+}
+
+#[test]
+fn a_worker_killed_mid_step_is_taken_over_once_its_lease_expires() {
+    for (kind, at) in stores(tempfile::tempdir().unwrap().keep().as_path()) {
+        let dir = tempfile::tempdir().unwrap();
+        // The second step's first run hangs; every other run answers at once.
+        fake_agent::claude(
+            dir.path(),
+            &[
+                "```json\n{\"n\": 1}\n```",
+                "HANG",
+                "```json\n{\"n\": 2}\n```",
+            ],
+        );
+        let store = at.open();
+        let flows = enroll(&store, &spec(4), 1);
+        let first = worker(&at, dir.path(), 2);
+        let hung = dir.path().join("hung.pid");
+        let until = Instant::now() + Duration::from_secs(60);
+        while !hung.exists() {
+            assert!(Instant::now() < until, "{kind}: the agent never hung");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let agent: u32 = std::fs::read_to_string(&hung)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // kill -9 of the worker: its lease stops being renewed; its agent keeps running.
+        let mut first = first;
+        first.kill().unwrap();
+        first.wait().unwrap();
+        assert!(!gone(agent), "{kind}: the orphaned agent still runs");
+
+        let second = worker(&at, dir.path(), 2);
+        wait_finished(&store, &flows, Duration::from_secs(60));
+        let log = terminate(second);
+        let audit = audit(&store, &flows[0]);
+        assert_eq!(audit["status"], "complete", "{kind}: {audit}\n{log}");
+        steps_once(&audit, 4);
+        // The taker-over ended the dead driver's agent and recorded why.
+        let until = Instant::now() + Duration::from_secs(15);
+        while !gone(agent) {
+            assert!(
+                Instant::now() < until,
+                "{kind}: the orphaned agent {agent} was never ended: {:#?}",
+                store.agent_runs(Some(&flows[0]), 20).unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let runs = store.agent_runs(Some(&flows[0]), 20).unwrap();
+        let abandoned: Vec<_> = runs
+            .iter()
+            .filter(|run| run.status == RunStatus::Abandoned)
+            .collect();
+        assert_eq!(abandoned.len(), 1, "{kind}: {runs:#?}");
+        assert_eq!(abandoned[0].step.as_deref(), Some("s1"));
+        assert!(
+            abandoned[0]
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("ended the process group"),
+            "{kind}: {:?}",
+            abandoned[0].reason
+        );
+        assert_eq!(
+            runs.iter()
+                .filter(|run| run.status == RunStatus::Answered)
+                .count(),
+            4,
+            "{kind}: one answered run per step"
+        );
+    }
+}
+
+#[test]
+fn three_workers_on_one_postgres_drive_thirty_flows_of_twenty_steps_once_each() {
+    let dir = tempfile::tempdir().unwrap();
+    fake_agent::claude(dir.path(), &["```json\n{\"n\": 1}\n```"]);
+    let at = At::Postgres(stratum_test_support::postgres::database_url());
+    let store = at.open();
+    let flows = enroll(&store, &spec(20), 30);
+    let workers: Vec<Child> = (0..3).map(|_| worker(&at, dir.path(), 10)).collect();
+    wait_finished(&store, &flows, Duration::from_secs(600));
+    let logs: Vec<String> = workers.into_iter().map(terminate).collect();
+    for id in &flows {
+        let audit = audit(&store, id);
+        assert_eq!(audit["status"], "complete", "{audit}\n{logs:?}");
+        steps_once(&audit, 20);
+        assert!(
+            audit["trace"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|record| record["attempts"] == 1),
+            "{audit}"
+        );
+    }
+    let runs = store.agent_runs(None, 10_000).unwrap();
+    assert_eq!(runs.len(), 600, "one agent run per step, none twice");
+    assert!(runs.iter().all(|run| run.status == RunStatus::Answered));
+    // Every worker took part.
+    let owners: std::collections::BTreeSet<&str> = runs
+        .iter()
+        .map(|run| {
+            run.owner
+                .rsplit_once('/')
+                .map_or("", |(process, _)| process)
+        })
+        .collect();
+    assert_eq!(owners.len(), 3, "{owners:?}");
+}

@@ -1,0 +1,52 @@
+//! Fake agent CLIs for the unattended tests: shell scripts that read their prompt on stdin
+//! like the real `claude -p --input-format stream-json` and answer in its stream-JSON event
+//! format (reference §4.1). Real processes; nothing of ours is mocked.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+/// Writes `dir/claude`: each call appends its stdin and a `----` line to `dir/prompts`, counts
+/// itself in `dir/count`, and answers with the `answers` entry for that call (the last one
+/// from then on). An answer `HANG` instead records the script's pid in `dir/hung.pid` and
+/// sleeps, once: the next call answers normally.
+pub fn claude(dir: &Path, answers: &[&str]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let d = dir.display();
+    let mut cases = String::new();
+    for (at, answer) in answers.iter().enumerate() {
+        let pattern = if at + 1 == answers.len() {
+            "*".to_owned()
+        } else {
+            (at + 1).to_string()
+        };
+        let action = if *answer == "HANG" {
+            format!("echo $$ > {d}/hung.pid.tmp; mv {d}/hung.pid.tmp {d}/hung.pid; sleep 600")
+        } else {
+            let line = json!({"type": "result", "subtype": "success", "is_error": false,
+                "num_turns": 1, "session_id": "s", "result": answer,
+                "usage": {"input_tokens": 100, "output_tokens": 20}})
+            .to_string();
+            assert!(
+                !line.contains('\''),
+                "answers are single-quoted in the script"
+            );
+            format!("printf '%s\\n' '{line}'")
+        };
+        cases.push_str(&format!("  {pattern}) {action} ;;\n"));
+    }
+    // The count is taken under a lock: workers run several copies at once.
+    let body = format!(
+        "#!/bin/sh\nprompt=$(cat)\n\
+         n=$(flock {d}/count.lock sh -c 'n=$(cat {d}/count 2>/dev/null || echo 0); \
+         n=$((n + 1)); echo $n > {d}/count; echo $n')\n\
+         printf '%s\\n----\\n' \"$prompt\" >> {d}/prompts\n\
+         printf '%s\\n' '{{\"type\":\"system\",\"subtype\":\"init\",\"model\":\"claude-sonnet-4-6\"}}'\n\
+         case $n in\n{cases}esac\n"
+    );
+    let path = dir.join("claude");
+    std::fs::write(&path, body).expect("the fake claude is written");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+        .expect("the fake claude is executable");
+    path
+}
