@@ -21,7 +21,7 @@ fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
     )
 }
 
-const TOOL_NAMES: [&str; 16] = [
+const TOOL_NAMES: [&str; 22] = [
     "stratum_validate",
     "stratum_plan",
     "stratum_step_done",
@@ -38,6 +38,12 @@ const TOOL_NAMES: [&str; 16] = [
     "stratum_compile_speckit",
     "stratum_list_workflows",
     "stratum_draft_pipeline",
+    "stratum_agent_run",
+    "stratum_agent_poll",
+    "stratum_cancel_agent_run",
+    "stratum_flow_run_bg",
+    "stratum_flow_bg_poll",
+    "stratum_flow_cancel_bg",
 ];
 
 #[tokio::test]
@@ -88,7 +94,9 @@ async fn tools_are_titled_annotated_and_typed_on_both_protocols() {
                 "stratum_validate",
                 "stratum_audit",
                 "stratum_compile_speckit",
-                "stratum_list_workflows"
+                "stratum_list_workflows",
+                "stratum_agent_poll",
+                "stratum_flow_bg_poll"
             ]
         );
         server.stop().await;

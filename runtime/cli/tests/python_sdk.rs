@@ -33,13 +33,23 @@ fn python() -> PathBuf {
 /// Runs `tests/python/SCRIPT ARGS` with the SDK's interpreter; panics with its output unless
 /// it exits 0.
 fn run_python(script: &str, args: &[&Path]) -> Output {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+    run_python_with_path(script, args, None)
+}
+
+/// [`run_python`] with `PATH` set to `path` when given (the server inherits it).
+fn run_python_with_path(script: &str, args: &[&Path], path: Option<&std::ffi::OsStr>) -> Output {
+    let script_path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/python")
         .join(script);
-    let output = Command::new(python())
-        .arg(&path)
+    let mut command = Command::new(python());
+    command
+        .arg(&script_path)
         .args(args)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    if let Some(path) = path {
+        command.env("PATH", path);
+    }
+    let output = command
         .output()
         .unwrap_or_else(|error| panic!("{script}: {error}"));
     assert!(
@@ -67,5 +77,29 @@ fn the_python_sdk_drives_flows_over_stdio_with_output_validation_on() {
     assert_eq!(
         String::from_utf8_lossy(&output.stdout),
         "ok sentiment\nok reviewed_work\nok refused_calls\n"
+    );
+}
+
+#[test]
+fn the_python_sdk_runs_agents_and_background_flows_over_stdio() {
+    let home = tempfile::tempdir().expect("state dir");
+    let work = tempfile::tempdir().expect("work dir");
+    let bin = tempfile::tempdir().expect("fake agent dir");
+    stratum_test_support::fake_agent::claude(bin.path(), &["```json\n{\"n\": 1}\n```"]);
+    let mut path = std::ffi::OsString::from(bin.path());
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    let output = run_python_with_path(
+        "agents_over_stdio.py",
+        &[
+            Path::new(env!("CARGO_BIN_EXE_stratum-mcp")),
+            home.path(),
+            work.path(),
+        ],
+        Some(&path),
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "ok agent_run\nok flow_run_bg\nok refused_calls\n"
     );
 }

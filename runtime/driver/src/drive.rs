@@ -303,17 +303,37 @@ impl Driver {
             bytes_seen: 0,
         };
         progress.step_started(step, attempt, connector.agent.name());
-        let (row, _) = run_recorded(
+        let (mut row, _) = run_recorded(
             self.runtime.store(),
             &connector,
             &request,
             row,
             lease.cancel_token(),
         )?;
+        if row.status == RunStatus::Cancelled {
+            let cancelled = self
+                .runtime
+                .store()
+                .drive(&drive.flow)?
+                .is_some_and(|now| now.state == DriveState::Cancelled);
+            row.reason = Some(if cancelled {
+                "the flow's drive was cancelled; the process group was ended".to_owned()
+            } else if lease.lost() {
+                "the driver lost the flow's lease to another driver; the process group was \
+                 ended"
+                    .to_owned()
+            } else {
+                row.status = RunStatus::Interrupted;
+                "the driver was stopped; the process group was ended and the flow handed back: \
+                 the step runs again"
+                    .to_owned()
+            });
+            self.runtime.store().put_run(&row)?;
+        }
         progress.step_ended(step, &row);
         let usage = Some(row.usage.clone());
         Ok(match (&row.status, &row.result) {
-            (RunStatus::Cancelled, _) => None,
+            (RunStatus::Cancelled | RunStatus::Interrupted, _) => None,
             (RunStatus::Answered, Some(result)) => Some(Command::StepDone {
                 flow_id: step.flow_id.clone(),
                 step_id: step.step_id.clone(),

@@ -244,3 +244,57 @@ mod tests {
         );
     }
 }
+
+/// `stratum_agent_run`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentRunArgs {
+    /// What the agent is asked to do.
+    pub prompt: String,
+    /// The agent CLI: `claude` (default), `codex` or `opencode`.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// Data for the task, given to the agent as JSON beside the prompt.
+    #[serde(default)]
+    pub context: Option<Value>,
+    /// A JSON Schema the answer must be an object of; the agent is told to end with one JSON
+    /// object matching it.
+    #[serde(default)]
+    pub schema: Option<Map<String, Value>>,
+    /// The model, passed to the agent's CLI.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Where the agent works: a directory under the server's root (default: the root).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// The run's deadline in seconds (default 1800, at most 86400); past it the agent's
+    /// whole process group is ended.
+    #[serde(default)]
+    pub timeout: Option<u64>,
+    /// Answer at once with the `run_id` and let the run go on; follow it with
+    /// stratum_agent_poll.
+    #[serde(default)]
+    pub background: bool,
+}
+
+/// `stratum_agent_poll`, `stratum_cancel_agent_run`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunIdArgs {
+    /// The `run_id` stratum_agent_run returned (16 hex digits).
+    pub run_id: String,
+}
+
+/// `stratum_flow_run_bg`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlowRunBgArgs {
+    /// The flow's id, as `stratum_plan` returned it.
+    pub flow_id: String,
+    /// The agent of steps that name none: `claude` (default), `codex` or `opencode`.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// The model of steps that name none.
+    #[serde(default)]
+    pub model: Option<String>,
+}

@@ -12,6 +12,7 @@
 //! `stratum-mcp explain` prints.
 
 pub mod args;
+pub mod background;
 pub mod cli;
 pub mod compact;
 pub mod diagnostics;
@@ -53,7 +54,9 @@ pub async fn serve_stdio(server: StratumServer) -> Result<(), Box<dyn std::error
         tokio::io::stdout(),
         limits::MAX_MESSAGE_BYTES,
     );
-    let running = server.serve(transport).await?;
-    running.waiting().await?;
+    let running = server.clone().serve(transport).await?;
+    let waited = running.waiting().await;
+    server.stop_background();
+    waited?;
     Ok(())
 }

@@ -20,6 +20,7 @@ use stratum_compiler::plan::Plan;
 use stratum_compiler::source::SourceMap;
 
 use super::args::{self, ArgumentError};
+use super::background::Background;
 use super::diagnostics;
 use super::outputs::{SpecRejected, ToolError, Validation};
 use super::paths::{self, PathScope};
@@ -58,6 +59,9 @@ struct Shared {
     /// Compiled plans by the SHA-256 of their spec text, bounded by size.
     plans: Mutex<PlanCache>,
     compilations: AtomicU64,
+    /// Agent runs and flows this server runs in the background.
+    background: Arc<Background>,
+    driver: Mutex<Option<stratum_driver::Driver>>,
 }
 
 /// Who sends a call, as its transport knows: on stdio, whoever started the process (all tools,
@@ -92,8 +96,16 @@ impl StratumServer {
                 runtime: Mutex::new(None),
                 plans: Mutex::new(PlanCache::with_budget(bytes)),
                 compilations: AtomicU64::new(0),
+                background: Arc::default(),
+                driver: Mutex::new(None),
             }),
         }
+    }
+
+    /// Ends every agent run and flow driver this server runs in the background (it is
+    /// stopping): their runs are recorded `interrupted`, their flows handed back.
+    pub fn stop_background(&self) {
+        self.shared.background.stop_all();
     }
 
     /// How many specs this server compiled (a spec sent again is taken from the cache).
@@ -295,6 +307,7 @@ impl Shared {
             Err(Refusal::Store(error)) => {
                 Outcome::Refused(ToolError::new("store_unavailable", error.to_string()))
             }
+            Err(Refusal::Tool(error)) => Outcome::Refused(error),
         }
     }
 
@@ -314,7 +327,32 @@ impl Shared {
                 given,
             )
         };
+        let background = &self.background;
         let command = match spec.tool {
+            ToolName::AgentRun => {
+                let args: args::AgentRunArgs = args::parse(name, arguments)?;
+                return Ok(background.agent_run(&self.driver()?, args)?);
+            }
+            ToolName::AgentPoll => {
+                let args: args::RunIdArgs = args::parse(name, arguments)?;
+                return Ok(background.agent_poll(&self.runtime()?, args)?);
+            }
+            ToolName::CancelAgentRun => {
+                let args: args::RunIdArgs = args::parse(name, arguments)?;
+                return Ok(background.cancel_agent_run(&self.driver()?, args)?);
+            }
+            ToolName::FlowRunBg => {
+                let args: args::FlowRunBgArgs = args::parse(name, arguments)?;
+                return Ok(background.flow_run_bg(&self.driver()?, args)?);
+            }
+            ToolName::FlowBgPoll => {
+                let args: args::FlowArgs = args::parse(name, arguments)?;
+                return Ok(background.flow_bg_poll(&self.runtime()?, args)?);
+            }
+            ToolName::FlowCancelBg => {
+                let args: args::FlowArgs = args::parse(name, arguments)?;
+                return Ok(background.flow_cancel_bg(&self.runtime()?, args)?);
+            }
             ToolName::Validate => {
                 let args: args::ValidateArgs = args::parse(name, arguments)?;
                 return Ok(to_value(&validate(&args.spec)));
@@ -448,6 +486,25 @@ impl Shared {
         Ok(response.to_json())
     }
 
+    /// The driver of agent runs and background flows: the runtime, the connectors at their
+    /// defaults (binaries on `PATH`), agents working under the root.
+    fn driver(&self) -> Result<stratum_driver::Driver, StoreError> {
+        let mut slot = self.driver.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(driver) = slot.as_ref() {
+            return Ok(driver.clone());
+        }
+        let root = match &self.config.limits.root {
+            Some(root) => root.clone(),
+            None => std::env::current_dir().map_err(|error| {
+                StoreError::Database(format!("cannot read the current directory: {error}"))
+            })?,
+        };
+        let root = root.canonicalize().unwrap_or(root);
+        let driver = stratum_driver::Driver::new(self.runtime()?, root);
+        *slot = Some(driver.clone());
+        Ok(driver)
+    }
+
     /// The store, opened on first use (so that starting the server touches nothing).
     fn runtime(&self) -> Result<Runtime, StoreError> {
         let mut slot = self.runtime.lock().unwrap_or_else(PoisonError::into_inner);
@@ -507,6 +564,13 @@ impl Shared {
 enum Refusal {
     Argument(ArgumentError),
     Store(StoreError),
+    Tool(ToolError),
+}
+
+impl From<ToolError> for Refusal {
+    fn from(error: ToolError) -> Refusal {
+        Refusal::Tool(error)
+    }
 }
 
 impl From<ArgumentError> for Refusal {

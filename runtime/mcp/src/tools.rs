@@ -9,6 +9,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Value, json};
 
 use super::args;
+use super::background::{Cancelled, FlowPoll, FlowStarted, RunStarted, RunView};
 use super::compact;
 use super::outputs::{SpecRejected, ToolError, Validation};
 use crate::response::{
@@ -35,6 +36,12 @@ pub enum ToolName {
     CompileSpeckit,
     ListWorkflows,
     DraftPipeline,
+    AgentRun,
+    AgentPoll,
+    CancelAgentRun,
+    FlowRunBg,
+    FlowBgPoll,
+    FlowCancelBg,
 }
 
 /// One tool as clients see it.
@@ -342,6 +349,91 @@ draft. The draft's shape is checked first.",
         idempotent: true,
         input: input::<args::DraftPipelineArgs>,
         outputs: any_of![crate::draft::Saved, crate::draft::DraftFailure, ToolError],
+    },
+    ToolSpec {
+        tool: ToolName::AgentRun,
+        name: "stratum_agent_run",
+        title: "Run an agent CLI on a task",
+        description: "Launch an agent CLI (`claude`, `codex` or `opencode`) on `prompt` with \
+optional `context` (JSON) and `schema` (the JSON Schema its answer must be an object of), in \
+`cwd` under the server's root, with a deadline (`timeout`, default 1800 s). The agent sees only \
+an allow-listed environment. Answers the run: `status` (`answered` with `result`, or `no_json`, \
+`agent_error`, `crashed`, `timed_out`, `cancelled` with `reason`), its text tail and usage. With \
+`background: true` answers `bg_started` and a `run_id` at once: follow it with \
+stratum_agent_poll, end it with stratum_cancel_agent_run.",
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        input: input::<args::AgentRunArgs>,
+        outputs: any_of![RunView, RunStarted, ToolError],
+    },
+    ToolSpec {
+        tool: ToolName::AgentPoll,
+        name: "stratum_agent_poll",
+        title: "Look at an agent run",
+        description: "Read an agent run by its `run_id`: `running` (with its last events and \
+pid), or how it ended and its `result`. Read-only.",
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        input: input::<args::RunIdArgs>,
+        outputs: any_of![RunView, ToolError],
+    },
+    ToolSpec {
+        tool: ToolName::CancelAgentRun,
+        name: "stratum_cancel_agent_run",
+        title: "Cancel an agent run",
+        description: "End a running agent run (`run_id`): its whole process group gets \
+SIGTERM, then SIGKILL after a grace period, and the run is recorded `cancelled`. Answers \
+`cancelled`, `already_finished`, `not_running` or `run_not_found`.",
+        read_only: false,
+        destructive: true,
+        idempotent: true,
+        input: input::<args::RunIdArgs>,
+        outputs: any_of![Cancelled, ToolError],
+    },
+    ToolSpec {
+        tool: ToolName::FlowRunBg,
+        name: "stratum_flow_run_bg",
+        title: "Let the server run a flow",
+        description: "Hand a started flow (`flow_id` from stratum_plan) to the server: it runs \
+each function and inline step through the agent CLI the step names (else `agent`, default \
+`claude`), checks each answer exactly as stratum_step_done does, retries with the violations, \
+and waits at gates for a person. While the server drives it, your own stratum_step_done, \
+skip_step and revert on the flow are refused (`flow_leased`); gates are still yours to decide. \
+Follow it with stratum_flow_bg_poll; take it back with stratum_flow_cancel_bg.",
+        read_only: false,
+        destructive: false,
+        idempotent: true,
+        input: input::<args::FlowRunBgArgs>,
+        outputs: any_of![FlowStarted, ToolError],
+    },
+    ToolSpec {
+        tool: ToolName::FlowBgPoll,
+        name: "stratum_flow_bg_poll",
+        title: "Follow a flow the server runs",
+        description: "Where a flow the server drives stands: `running` (with the current \
+step and its agent run), `paused_gate` (a person must decide), `queued`, `stopped` (handed \
+back: `note` says why, e.g. a step kind no agent CLI runs), `cancelled`, or the flow's end \
+(`complete`, `failed`, `killed`, `budget_exhausted`) with its `audit`. Read-only.",
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        input: input::<args::FlowArgs>,
+        outputs: any_of![FlowPoll, ToolError],
+    },
+    ToolSpec {
+        tool: ToolName::FlowCancelBg,
+        name: "stratum_flow_cancel_bg",
+        title: "Take a flow back from the server",
+        description: "Stop the server driving a flow: its agent run is ended and the flow is \
+left where it is, yours to continue with stratum_resume. Answers `cancelled`, `not_running` or \
+`not_found`.",
+        read_only: false,
+        destructive: true,
+        idempotent: true,
+        input: input::<args::FlowArgs>,
+        outputs: any_of![Cancelled, ToolError],
     },
 ];
 

@@ -62,12 +62,25 @@ pub fn binary() -> &'static str {
 impl McpServer {
     /// Starts `stratum-mcp` with its state in `home` and its working directory `cwd`.
     pub async fn start(home: &Path, cwd: &Path, protocol: Protocol) -> McpServer {
+        McpServer::start_with_path(home, cwd, protocol, None).await
+    }
+
+    /// [`McpServer::start`], with `PATH` set to `path` when given (to find fake agent CLIs).
+    pub async fn start_with_path(
+        home: &Path,
+        cwd: &Path,
+        protocol: Protocol,
+        path: Option<&std::ffi::OsStr>,
+    ) -> McpServer {
         let mut command = tokio::process::Command::new(binary());
         command
             .env("STRATUM_HOME", home)
             .env_remove("STRATUM_DB")
             .current_dir(cwd)
             .stderr(Stdio::inherit());
+        if let Some(path) = path {
+            command.env("PATH", path);
+        }
         let transport = TokioChildProcess::new(command).expect("stratum-mcp starts");
         McpServer::connect(transport, protocol, home).await
     }
