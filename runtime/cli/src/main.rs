@@ -391,6 +391,22 @@ enum Query {
     },
     /// Every gate a running flow waits at
     Gates,
+    /// The agent runs the runtime launched, newest first (of one flow, or all)
+    Runs {
+        /// Only this flow's
+        #[arg(long, value_name = "FLOW")]
+        flow: Option<String>,
+        /// At most this many
+        #[arg(long, value_name = "N", default_value_t = 50)]
+        limit: usize,
+    },
+    /// One agent run: its process, how it ended, its result and the tail of its events
+    Run {
+        /// The run's id (16 hex digits)
+        id: String,
+    },
+    /// The flows enrolled for unattended driving: who drives each, or why it stopped
+    Drives,
 }
 
 fn main() -> ExitCode {
@@ -437,6 +453,11 @@ fn main() -> ExitCode {
             Query::Flows => operator::query_flows(&store, json),
             Query::Flow { id } => operator::query_flow(&store, &id, json),
             Query::Gates => operator::query_gates(&store, json),
+            Query::Runs { flow, limit } => {
+                unattended::query_runs(&store, flow.as_deref(), limit, json)
+            }
+            Query::Run { id } => unattended::query_run(&store, &id, json),
+            Query::Drives => unattended::query_drives(&store, json),
         },
         Some(Command::Gate {
             decision,

@@ -395,3 +395,138 @@ fn listen_for_signals(stop: StopSignal) -> Option<std::thread::JoinHandle<()>> {
         });
     }))
 }
+
+/// `stratum-mcp query runs`.
+pub fn query_runs(at: &StoreAt, flow: Option<&str>, limit: usize, json: bool) -> ExitCode {
+    let flow = match flow.map(|text| (text, FlowId::parse(text))) {
+        Some((text, None)) => {
+            eprintln!("stratum-mcp: `{text}` is not a flow id");
+            return ExitCode::from(1);
+        }
+        Some((_, id)) => id,
+        None => None,
+    };
+    let runs = match at
+        .open()
+        .and_then(|store| store.agent_runs(flow.as_ref(), limit))
+    {
+        Ok(runs) => runs,
+        Err(error) => {
+            eprintln!("stratum-mcp: {error}");
+            return ExitCode::from(3);
+        }
+    };
+    if json || !std::io::stdout().is_terminal() {
+        return print::json_with(&serde_json::to_value(&runs).unwrap_or_default(), 0);
+    }
+    let mut text = String::new();
+    if runs.is_empty() {
+        text.push_str("no agent runs\n");
+    }
+    for run in &runs {
+        text.push_str(&format!(
+            "{}  {:<11} {:<8} {} {}{}\n",
+            run.id,
+            run.status.as_str(),
+            run.agent,
+            run.flow
+                .as_ref()
+                .map_or_else(|| "-".to_owned(), ToString::to_string),
+            run.step.as_deref().unwrap_or("-"),
+            run.reason
+                .as_deref()
+                .map(|reason| format!("  ({reason})"))
+                .unwrap_or_default()
+        ));
+    }
+    print::text_with(&text, 0)
+}
+
+/// `stratum-mcp query run ID`.
+pub fn query_run(at: &StoreAt, id: &str, json: bool) -> ExitCode {
+    if !stratum_runtime::store::drives::is_run_id(id) {
+        eprintln!("stratum-mcp: `{id}` is not a run id (16 hex digits)");
+        return ExitCode::from(1);
+    }
+    let run = match at.open().and_then(|store| store.agent_run(id)) {
+        Ok(Some(run)) => run,
+        Ok(None) => {
+            eprintln!("stratum-mcp: no agent run `{id}`");
+            return ExitCode::from(1);
+        }
+        Err(error) => {
+            eprintln!("stratum-mcp: {error}");
+            return ExitCode::from(3);
+        }
+    };
+    if json || !std::io::stdout().is_terminal() {
+        return print::json_with(&serde_json::to_value(&run).unwrap_or_default(), 0);
+    }
+    let mut text = format!(
+        "run {}: {} ({}{})\n",
+        run.id,
+        run.status.as_str(),
+        run.agent,
+        run.model
+            .as_deref()
+            .map(|m| format!(", {m}"))
+            .unwrap_or_default()
+    );
+    if let Some(reason) = &run.reason {
+        text.push_str(&format!("  {reason}\n"));
+    }
+    if let Some(pid) = run.pid {
+        text.push_str(&format!("  pid {pid} on {}\n", run.host));
+    }
+    if let Some(result) = &run.result {
+        text.push_str(&format!("  result: {result}\n"));
+    }
+    text.push_str(&format!(
+        "  {} events, the last {}:\n",
+        run.events_seen,
+        run.events.len()
+    ));
+    for line in run.events.iter().rev().take(20).rev() {
+        text.push_str(&format!("    {line}\n"));
+    }
+    if !run.stderr_tail.is_empty() {
+        text.push_str(&format!("  stderr:\n{}\n", run.stderr_tail));
+    }
+    print::text_with(&text, 0)
+}
+
+/// `stratum-mcp query drives`.
+pub fn query_drives(at: &StoreAt, json: bool) -> ExitCode {
+    let drives = match at.open().and_then(|store| store.drives()) {
+        Ok(drives) => drives,
+        Err(error) => {
+            eprintln!("stratum-mcp: {error}");
+            return ExitCode::from(3);
+        }
+    };
+    if json || !std::io::stdout().is_terminal() {
+        return print::json_with(&serde_json::to_value(&drives).unwrap_or_default(), 0);
+    }
+    let mut text = String::new();
+    if drives.is_empty() {
+        text.push_str("no flow is driven unattended\n");
+    }
+    for drive in &drives {
+        let who = match (&drive.owner, &drive.parked) {
+            (Some(owner), _) => format!("driven by {owner}"),
+            (None, Some(_)) => "waiting at a gate".to_owned(),
+            (None, None) => String::new(),
+        };
+        text.push_str(&format!(
+            "{}  {:<9} {who}{}\n",
+            drive.flow,
+            drive.state.as_str(),
+            drive
+                .note
+                .as_deref()
+                .map(|note| format!(" ({note})"))
+                .unwrap_or_default()
+        ));
+    }
+    print::text_with(&text, 0)
+}

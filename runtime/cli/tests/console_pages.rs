@@ -872,3 +872,69 @@ async fn gates_decided_and_steps_skipped_are_drawn_and_counted_as_what_they_are(
     }
     fixture.agent.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_page_shows_its_drive_and_the_live_tail_of_a_running_agent() {
+    use stratum_runtime::Store;
+    use stratum_runtime::ids::FlowId;
+    use stratum_runtime::store::{AgentRun, Drive, RunStatus};
+    let fixture = Fixture::new().await;
+    let store = stratum_store_sqlite::SqliteStore::open(fixture.state.db()).unwrap();
+    let flow = FlowId::parse(&fixture.running).unwrap();
+    let now = stratum_runtime::now_ms();
+    store.enroll(&Drive::new(flow.clone(), now)).unwrap();
+    store
+        .claim("vm/42/cafe0001", now, 60_000, Some(&flow))
+        .unwrap()
+        .unwrap();
+    let run = AgentRun {
+        id: "00000000000000c1".to_owned(),
+        flow: Some(flow.clone()),
+        step: Some("s1".to_owned()),
+        attempt: Some(1),
+        agent: "claude".to_owned(),
+        model: Some("claude-sonnet-4-6".to_owned()),
+        owner: "vm/42/cafe0001".to_owned(),
+        host: "vm".to_owned(),
+        pid: Some(4242),
+        process_start: Some(7),
+        started_ms: now,
+        deadline_ms: now + 60_000,
+        updated_ms: now,
+        finished_ms: None,
+        status: RunStatus::Running,
+        reason: None,
+        exit_code: None,
+        signal: None,
+        usage: json!({}),
+        result: None,
+        text_tail: String::new(),
+        stderr_tail: String::new(),
+        events: vec![r#"{"type":"assistant","message":{"content":[{"type":"text","text":"<b>reading</b>"}]}}"#.to_owned()],
+        events_seen: 1,
+        bytes_seen: 80,
+    };
+    store.put_run(&run).unwrap();
+
+    let (code, page) = fixture.get(&format!("/flows/{}", fixture.running)).await;
+    assert_eq!(code, StatusCode::OK);
+    let start = page
+        .find("<section id=\"agent-runs\"")
+        .expect("an agent-runs section");
+    let section = &page[start..start + page[start..].find("</section>").unwrap()];
+    assert!(
+        section.contains("Driven unattended by <code>vm/42/cafe0001</code>"),
+        "{section}"
+    );
+    assert!(section.contains("data-running-agent"), "{section}");
+    assert!(section.contains("pid 4242 on vm"), "{section}");
+    assert!(
+        section.contains("&lt;b&gt;reading&lt;/b&gt;"),
+        "the tail is escaped: {section}"
+    );
+    assert!(!section.contains("<b>reading"), "{section}");
+
+    // A flow no agent run touched has no such section.
+    let (_, other) = fixture.get(&format!("/flows/{}", fixture.complete)).await;
+    assert!(!other.contains("id=\"agent-runs\""));
+}

@@ -192,6 +192,27 @@ fn run_drives_a_flow_to_its_end_and_prints_the_audit() {
         let id = FlowId::parse(answer["flow_id"].as_str().unwrap()).unwrap();
         let runs = at.open().agent_runs(Some(&id), 10).unwrap();
         assert_eq!(runs.len(), 3, "{kind}");
+
+        // The operator sees the runs and the drive.
+        let query = |args: &[&str]| -> Value {
+            let output = Command::new(BIN)
+                .args(at.args())
+                .arg("query")
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(output.status.success(), "{kind}: {args:?}");
+            serde_json::from_slice(&output.stdout).unwrap()
+        };
+        let listed = query(&["runs", "--flow", id.as_str()]);
+        assert_eq!(listed.as_array().unwrap().len(), 3, "{kind}: {listed}");
+        assert_eq!(listed[0]["step"], "s2", "newest first: {listed}");
+        let one = query(&["run", listed[2]["id"].as_str().unwrap()]);
+        assert_eq!(one["status"], "answered");
+        assert_eq!(one["result"], json!({"n": 1}));
+        let drives = query(&["drives"]);
+        assert_eq!(drives[0]["state"], "done", "{kind}: {drives}");
+        assert_eq!(drives[0]["note"], "complete");
     }
 }
 

@@ -85,4 +85,9 @@
   source.addEventListener("change", function (event) {
     if (wanted(event.data)) refresh();
   });
+  // An agent run's live tail changes without its flow changing: while the page shows a
+  // running one, it is refreshed every two seconds.
+  setInterval(function () {
+    if (document.querySelector("[data-running-agent]")) refresh();
+  }, 2000);
 })();

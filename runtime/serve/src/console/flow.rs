@@ -139,6 +139,7 @@ fn render(view: &FlowView, identity: &Identity) -> Result<String, crate::store::
     html.push_str(&window_note(&window, flow.steps.len(), &id));
     html.push_str("</section>\n");
     dispatch(&mut html, view, identity);
+    agent_runs(&mut html, view);
     attempts(&mut html, view);
     rounds(&mut html, view);
     iterations(&mut html, view);
@@ -523,6 +524,85 @@ fn budget(html: &mut String, view: &FlowView) {
     );
     body.push_str("</tbody></table>");
     section(html, "budget", "Budget", &body);
+}
+
+/// The flow's unattended drive and the agent runs launched for it; a running one shows its
+/// live tail (the page refreshes it every two seconds while it runs).
+fn agent_runs(html: &mut String, view: &FlowView) {
+    use crate::store::{DriveState, RunStatus};
+    if view.runs.is_empty() && view.drive.is_none() {
+        return;
+    }
+    let mut body = String::new();
+    if let Some(drive) = &view.drive {
+        let state = match (drive.state, &drive.owner, &drive.parked) {
+            (DriveState::Active, Some(owner), _) if drive.expires_ms > crate::now_ms() => {
+                format!(
+                    "Driven unattended by <code>{}</code> (lease until {}).",
+                    escape(owner),
+                    moment(drive.expires_ms)
+                )
+            }
+            (DriveState::Active, _, Some(_)) => {
+                "Driven unattended; waiting at a gate for a person.".to_owned()
+            }
+            (DriveState::Active, _, _) => "Driven unattended; waiting for a worker.".to_owned(),
+            (state, _, _) => format!(
+                "Unattended drive {}{}.",
+                escape(state.as_str()),
+                drive
+                    .note
+                    .as_deref()
+                    .map(|note| format!(": {}", shown_text(note)))
+                    .unwrap_or_default()
+            ),
+        };
+        let _ = write!(body, "<p id=\"drive\">{state}</p>");
+    }
+    if !view.runs.is_empty() {
+        body.push_str("<ul class=\"runs\">");
+        for run in &view.runs {
+            let running = run.status == RunStatus::Running;
+            let _ = write!(
+                body,
+                "<li{live}><code class=\"id\">{id}</code> step {step} · attempt {attempt} · \
+                 {agent}{model} · <strong>{status}</strong> · started {started}{pid}{reason}",
+                live = if running { " data-running-agent" } else { "" },
+                id = escape(&run.id),
+                step = shown_name(run.step.as_deref().unwrap_or("?")),
+                attempt = run.attempt.unwrap_or(0),
+                agent = escape(&run.agent),
+                model = run
+                    .model
+                    .as_deref()
+                    .map(|model| format!(" ({})", escape(model)))
+                    .unwrap_or_default(),
+                status = escape(run.status.as_str()),
+                started = moment(run.started_ms),
+                pid = run
+                    .pid
+                    .map(|pid| format!(" · pid {pid} on {}", escape(&run.host)))
+                    .unwrap_or_default(),
+                reason = run
+                    .reason
+                    .as_deref()
+                    .map(|reason| format!("<br>{}", shown_text(reason)))
+                    .unwrap_or_default(),
+            );
+            if running && !run.events.is_empty() {
+                let skip = run.events.len().saturating_sub(12);
+                let tail: Vec<&str> = run.events.iter().skip(skip).map(String::as_str).collect();
+                let _ = write!(
+                    body,
+                    "<pre class=\"tail\" aria-label=\"live output\">{}</pre>",
+                    escape(&tail.join("\n"))
+                );
+            }
+            body.push_str("</li>");
+        }
+        body.push_str("</ul>");
+    }
+    section(html, "agent-runs", "Agent runs", &body);
 }
 
 fn children(html: &mut String, view: &FlowView) {

@@ -80,9 +80,16 @@ pub struct FlowView {
     pub dispatch: Option<Value>,
     pub children: Vec<Child>,
     pub checkpoints: Vec<Checkpoint>,
+    /// The agent processes the runtime launched for the flow's steps, newest first.
+    pub runs: Vec<crate::store::AgentRun>,
+    /// Its unattended drive, when it was ever enrolled.
+    pub drive: Option<crate::store::Drive>,
     /// How each step stands, by index: worked out once, in one pass over the trace.
     looks: Vec<StepLook>,
 }
+
+/// The most agent runs a flow page lists.
+const MAX_RUNS_SHOWN: usize = 20;
 
 impl FlowView {
     /// The flow of that id (`None`: the store has none), read at `now_ms`.
@@ -150,10 +157,17 @@ impl FlowView {
                 dispatch,
                 children,
                 checkpoints,
+                runs: Vec::new(),
+                drive: None,
                 looks,
             });
             Ok(())
         })?;
+        // Outside the flow's transaction: a run's row changes without its flow (its tail).
+        if let Some(view) = &mut view {
+            view.runs = store.agent_runs(Some(id), MAX_RUNS_SHOWN)?;
+            view.drive = store.drive(id)?;
+        }
         Ok(view)
     }
 
