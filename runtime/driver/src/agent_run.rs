@@ -4,7 +4,7 @@
 //! reported to the flow.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -89,11 +89,10 @@ pub fn run_recorded(
         .saturating_add(u64::try_from(request.deadline.as_millis()).unwrap_or(u64::MAX));
     store.put_run(&run)?;
     let live = Arc::new(Mutex::new(Live::default()));
-    let finished = Arc::new(AtomicBool::new(false));
+    let (finished, wait) = mpsc::channel::<()>();
     let flusher = {
-        let (store, live, finished, mut row) =
-            (store.clone(), live.clone(), finished.clone(), run.clone());
-        std::thread::spawn(move || flush_while_running(&*store, &live, &finished, &mut row))
+        let (store, live, mut row) = (store.clone(), live.clone(), run.clone());
+        std::thread::spawn(move || flush_while_running(&*store, &live, &wait, &mut row))
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -109,7 +108,7 @@ pub fn run_recorded(
             .block_on(connector.run_watched(request, cancel, &mut watcher))
             .map_err(DriveError::from)
     });
-    finished.store(true, Ordering::SeqCst);
+    drop(finished);
     let _ = flusher.join();
     {
         let live = live.lock().unwrap_or_else(PoisonError::into_inner);
@@ -133,19 +132,17 @@ pub fn run_recorded(
     }
 }
 
+/// Writes the live tail every [`FLUSH_EVERY`] while it changes, until `finished` is dropped
+/// (which wakes it at once: a run's end never waits for a tick).
 fn flush_while_running(
     store: &dyn Store,
     live: &Mutex<Live>,
-    finished: &AtomicBool,
+    finished: &mpsc::Receiver<()>,
     row: &mut AgentRun,
 ) {
-    let mut since_flush = Duration::ZERO;
-    let tick = Duration::from_millis(50);
-    while !finished.load(Ordering::SeqCst) {
-        std::thread::sleep(tick);
-        since_flush += tick;
+    while let Err(RecvTimeoutError::Timeout) = finished.recv_timeout(FLUSH_EVERY) {
         let mut state = live.lock().unwrap_or_else(PoisonError::into_inner);
-        if !state.dirty || since_flush < FLUSH_EVERY {
+        if !state.dirty {
             continue;
         }
         row.pid = state.pid;
@@ -156,7 +153,6 @@ fn flush_while_running(
         row.updated_ms = stratum_runtime::now_ms();
         state.dirty = false;
         drop(state);
-        since_flush = Duration::ZERO;
         // A failed write of the live tail loses only the tail: the end is written anyway.
         let _ = store.put_run(row);
     }
