@@ -207,6 +207,11 @@ enum Command {
         /// authoring tools, are confined to (default: the current directory)
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
+        /// Also drive enrolled flows in this process: N worker threads (as `stratum-mcp
+        /// worker --concurrency N`, with the agent CLIs found on PATH); on shutdown their agent
+        /// runs are ended and their flows handed back
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        workers: usize,
         #[command(flatten)]
         writes: Writes,
     },
@@ -481,10 +486,12 @@ fn main() -> ExitCode {
             idle_timeout,
             max_connections,
             root,
+            workers,
             writes: _,
         }) => operator::serve(
             &store,
             root.or(cli.root),
+            workers,
             stratum_serve::ServeOptions {
                 listen,
                 allowed_hosts: allowed_host,

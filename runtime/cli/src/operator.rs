@@ -492,6 +492,7 @@ fn console_url(options: &stratum_serve::ServeOptions) -> Option<String> {
 pub fn serve(
     at: &StoreAt,
     root: Option<std::path::PathBuf>,
+    workers: usize,
     options: stratum_serve::ServeOptions,
 ) -> ExitCode {
     use stratum_serve::{self as http, App, ServeError};
@@ -529,7 +530,18 @@ pub fn serve(
     let console = std::env::var(crate::CONSOLE_URL_ENV)
         .ok()
         .or_else(|| console_url(&options));
-    let config = Config::default().with_root(root).with_console_url(console);
+    let config = Config::default()
+        .with_root(root.clone())
+        .with_console_url(console);
+    let pool = (workers > 0).then(|| {
+        let root = root.canonicalize().unwrap_or(root);
+        let driver = stratum_driver::Driver::new(
+            stratum_runtime::Runtime::new(store.clone(), config.clone()),
+            root,
+        );
+        eprintln!("stratum-mcp serve: {workers} worker(s) drive enrolled flows");
+        stratum_driver::Worker::start(driver, workers)
+    });
     let app = App::new(store, config, options);
     let served = runtime.block_on(http::serve(app, shutdown_signal(), |address| {
         eprintln!(
@@ -545,6 +557,11 @@ pub fn serve(
     }));
     // Calls whose client went away still run on the blocking pool: let them commit.
     runtime.shutdown_timeout(Duration::from_secs(10));
+    if let Some(pool) = pool {
+        // Hand the flows back now rather than wait out agent runs of up to their deadline.
+        pool.stop_signal().stop_now();
+        pool.stop_and_join();
+    }
     match served {
         Ok(()) => {
             eprintln!("stratum-mcp serve: stopped");

@@ -178,7 +178,7 @@ fn run_inner(at: &StoreAt, args: &RunArgs<'_>) -> Result<ExitCode, String> {
         _ => 1,
     };
     let answer = json!({
-        "status": stratum_driver::ended_json(&ended)["status"],
+        "status": field(&stratum_driver::ended_json(&ended), "status"),
         "flow_id": id.to_string(),
         "ended": stratum_driver::ended_json(&ended),
         "audit": audit,
@@ -293,21 +293,25 @@ impl Progress for Display {
 }
 
 fn summary(id: &FlowId, ended: &Ended, audit: &Value) -> String {
-    let status = audit["status"].as_str().unwrap_or("unknown");
+    let status = field(audit, "status").as_str().unwrap_or("unknown");
     let mut text = format!(
         "flow {id}: {status} ({} of {} steps)\n",
-        audit["steps_completed"], audit["total_steps"]
+        field(audit, "steps_completed"),
+        field(audit, "total_steps")
     );
-    if let Some(trace) = audit["trace"].as_array() {
+    if let Some(trace) = field(audit, "trace").as_array() {
         for record in trace {
-            let step = record["step_id"].as_str().unwrap_or("?");
-            match record["type"].as_str() {
+            let step = field(record, "step_id").as_str().unwrap_or("?");
+            match field(record, "type").as_str() {
                 Some("gate") => text.push_str(&format!(
                     "  {step}: gate {} by {}\n",
-                    record["outcome"].as_str().unwrap_or("?"),
-                    record["resolved_by"].as_str().unwrap_or("?")
+                    field(record, "outcome").as_str().unwrap_or("?"),
+                    field(record, "resolved_by").as_str().unwrap_or("?")
                 )),
-                _ => text.push_str(&format!("  {step}: {} attempt(s)\n", record["attempts"])),
+                _ => text.push_str(&format!(
+                    "  {step}: {} attempt(s)\n",
+                    field(record, "attempts")
+                )),
             }
         }
     }
@@ -529,4 +533,9 @@ pub fn query_drives(at: &StoreAt, json: bool) -> ExitCode {
         ));
     }
     print::text_with(&text, 0)
+}
+
+/// `value.key`, or null: answers are read without indexing that could panic.
+fn field<'v>(value: &'v Value, key: &str) -> &'v Value {
+    value.get(key).unwrap_or(&Value::Null)
 }

@@ -328,3 +328,32 @@ fn three_workers_on_one_postgres_drive_thirty_flows_of_twenty_steps_once_each() 
         .collect();
     assert_eq!(owners.len(), 3, "{owners:?}");
 }
+
+#[test]
+fn serve_runs_workers_in_process() {
+    let dir = tempfile::tempdir().unwrap();
+    fake_agent::claude(dir.path(), &["```json\n{\"n\": 3}\n```"]);
+    let at = At::Sqlite(dir.path().join("stratum.db"));
+    let store = at.open();
+    let flows = enroll(&store, &spec(3), 2);
+    let mut path = std::ffi::OsString::from(dir.path());
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    let serve = Command::new(BIN)
+        .args(at.args())
+        .args(["serve", "--listen", "127.0.0.1:0", "--workers", "2", "--root"])
+        .arg(dir.path())
+        .env("PATH", path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_finished(&store, &flows, Duration::from_secs(60));
+    let log = terminate(serve);
+    assert!(log.contains("2 worker(s) drive enrolled flows"), "{log}");
+    for id in &flows {
+        let audit = audit(&store, id);
+        assert_eq!(audit["status"], "complete", "{audit}\n{log}");
+        steps_once(&audit, 3);
+    }
+}

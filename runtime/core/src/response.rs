@@ -66,10 +66,11 @@ impl Response {
 }
 
 /// `execute_step` (and, for a failed attempt, `ensure_failed` / `schema_failed` /
-/// `guardrail_blocked`): what the agent must do now.
+/// `guardrail_blocked`, or `no_result` when an unattended agent gave none): what the agent must
+/// do now.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct StepDispatch {
-    #[schemars(extend("enum" = ["execute_step", "ensure_failed", "schema_failed", "guardrail_blocked"]))]
+    #[schemars(extend("enum" = ["execute_step", "ensure_failed", "schema_failed", "guardrail_blocked", "no_result"]))]
     pub status: String,
     pub flow_id: String,
     pub step_number: u32,
@@ -516,9 +517,14 @@ mod tests {
         }
         assert!(audited.iter().any(|s| s == "in_progress"));
         let mut dispatched = vec!["execute_step"];
-        for failure in [Failure::Schema, Failure::Guardrail, Failure::Ensure] {
+        for failure in [
+            Failure::Schema,
+            Failure::Guardrail,
+            Failure::Ensure,
+            Failure::NoResult,
+        ] {
             match failure {
-                Failure::Schema | Failure::Guardrail | Failure::Ensure => {}
+                Failure::Schema | Failure::Guardrail | Failure::Ensure | Failure::NoResult => {}
             }
             dispatched.push(failure.status());
         }

@@ -726,7 +726,7 @@ fn agent_runs_are_kept_listed_and_pruned(open: &OpenStore<'_>) {
         .enroll(&Drive::new(flow.clone(), EPOCH_MS))
         .expect("enroll");
     let pruned = store.prune(EPOCH_MS + 10).expect("prune");
-    assert_eq!(pruned.flows, [flow.clone()]);
+    assert_eq!(pruned.flows, std::slice::from_ref(&flow));
     assert_eq!(store.agent_run("00000000000000a1").expect("read"), None);
     assert_eq!(store.drive(&flow).expect("drive"), None);
     assert!(store.agent_run("00000000000000a2").expect("read").is_some());

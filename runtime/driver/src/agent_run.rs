@@ -217,23 +217,19 @@ fn describe_exit(run: &Run) -> String {
 /// Usage as the runtime's budget reads it: tokens and model, and dollars when the CLI
 /// reported its cost.
 pub fn usage_json(usage: &Usage) -> Value {
-    let mut value = json!({
-        "input_tokens": usage.input_tokens.unwrap_or(0),
-        "output_tokens": usage.output_tokens.unwrap_or(0),
-    });
+    let input = usage.input_tokens.unwrap_or(0);
+    let output = usage.output_tokens.unwrap_or(0);
+    let mut value = serde_json::Map::new();
+    value.insert("input_tokens".to_owned(), json!(input));
+    value.insert("output_tokens".to_owned(), json!(output));
     if let Some(model) = &usage.model {
-        value["model"] = json!(model);
+        value.insert("model".to_owned(), json!(model));
     }
     if let Some(cost) = usage.cost_usd {
-        value["tokens"] = json!(
-            usage
-                .input_tokens
-                .unwrap_or(0)
-                .saturating_add(usage.output_tokens.unwrap_or(0))
-        );
-        value["dollars"] = json!(cost);
+        value.insert("tokens".to_owned(), json!(input.saturating_add(output)));
+        value.insert("dollars".to_owned(), json!(cost));
     }
-    value
+    Value::Object(value)
 }
 
 /// What a failed run tells the next attempt: its status and reason, as one violation.

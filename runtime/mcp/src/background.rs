@@ -358,19 +358,20 @@ impl Background {
             ));
         };
         let audit = audit(&driver.runtime, &id)?;
-        if audit["status"] == "error" {
+        if field(&audit, "status") == "error" {
             return Err(ToolError::new(
                 "flow_not_found",
                 format!("no flow `{}`", args.flow_id),
             ));
         }
-        let total_steps = u32::try_from(audit["total_steps"].as_u64().unwrap_or(0)).unwrap_or(0);
-        if audit["status"] != "in_progress" {
+        let total_steps =
+            u32::try_from(field(&audit, "total_steps").as_u64().unwrap_or(0)).unwrap_or(0);
+        if field(&audit, "status") != "in_progress" {
             return Ok(to_value(&FlowStarted {
                 status: "finished",
                 flow_id: id.to_string(),
                 total_steps,
-                message: format!("the flow already ended: {}", audit["status"]),
+                message: format!("the flow already ended: {}", field(&audit, "status")),
             }));
         }
         if let Some(agent) = &args.agent
@@ -427,7 +428,7 @@ impl Background {
             ));
         };
         let audit = audit(runtime, &id)?;
-        if audit["status"] == "error" {
+        if field(&audit, "status") == "error" {
             return Err(ToolError::new(
                 "flow_not_found",
                 format!("no flow `{}`", args.flow_id),
@@ -446,7 +447,10 @@ impl Background {
                 }
             })
             .map(RunView::of);
-        let flow_status = audit["status"].as_str().unwrap_or("unknown").to_owned();
+        let flow_status = field(&audit, "status")
+            .as_str()
+            .unwrap_or("unknown")
+            .to_owned();
         let finished = flow_status != "in_progress";
         let status = match &drive {
             _ if finished => flow_status.clone(),
@@ -460,7 +464,8 @@ impl Background {
                 other => other.as_str().to_owned(),
             },
         };
-        let number = |key: &str| u32::try_from(audit[key].as_u64().unwrap_or(0)).unwrap_or(0);
+        let number =
+            |key: &str| u32::try_from(field(&audit, key).as_u64().unwrap_or(0)).unwrap_or(0);
         Ok(to_value(&FlowPoll {
             status,
             flow_id: id.to_string(),
@@ -643,4 +648,9 @@ fn store_error(error: StoreError) -> ToolError {
 
 fn to_value(value: &impl Serialize) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// `value.key`, or null: answers are read without indexing that could panic.
+fn field<'v>(value: &'v Value, key: &str) -> &'v Value {
+    value.get(key).unwrap_or(&Value::Null)
 }

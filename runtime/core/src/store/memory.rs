@@ -26,8 +26,11 @@ pub struct MemoryStore {
     sessions: Mutex<HashMap<String, Session>>,
     /// Agent runs by id, with the order they were first written (outside `data` for the same
     /// reason as sessions: their event logs would be copied by every command).
-    runs: Mutex<(BTreeMap<String, AgentRun>, Vec<String>)>,
+    runs: Mutex<Runs>,
 }
+
+/// Agent runs by id, and their ids in the order they were first written.
+type Runs = (BTreeMap<String, AgentRun>, Vec<String>);
 
 #[derive(Default, Clone)]
 struct Data {
@@ -62,10 +65,7 @@ impl MemoryStore {
             .map_err(|_| StoreError::Database("the memory store's lock is poisoned".to_owned()))
     }
 
-    fn lock_runs(
-        &self,
-    ) -> Result<std::sync::MutexGuard<'_, (BTreeMap<String, AgentRun>, Vec<String>)>, StoreError>
-    {
+    fn lock_runs(&self) -> Result<std::sync::MutexGuard<'_, Runs>, StoreError> {
         self.runs
             .lock()
             .map_err(|_| StoreError::Database("the memory store's run lock is poisoned".to_owned()))
