@@ -208,11 +208,12 @@ fn a_version_2_sqlite_database_gains_the_sessions_table_and_keeps_its_tokens() {
         .unwrap()
         .add_token(&token("alice", &"a".repeat(64)))
         .unwrap();
-    // As the program of schema version 2 left it: no sessions table, no checkpoint positions.
+    // As the program of schema version 2 left it: no sessions table, no checkpoint positions,
+    // no drives or agent runs.
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
         "DROP TABLE sessions; ALTER TABLE checkpoints DROP COLUMN position; \
-         PRAGMA user_version = 2;",
+         DROP TABLE drives; DROP TABLE agent_runs; PRAGMA user_version = 2;",
     )
     .unwrap();
     drop(conn);
@@ -225,7 +226,7 @@ fn a_version_2_sqlite_database_gains_the_sessions_table_and_keeps_its_tokens() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     assert_eq!(version, stratum_store_sqlite::SCHEMA_VERSION);
 }
 
@@ -240,6 +241,7 @@ fn a_version_2_postgres_schema_gains_the_sessions_table() {
         client.batch_execute(
             "DROP TABLE stratum_sessions; \
              ALTER TABLE stratum_checkpoints DROP COLUMN position; \
+             DROP TABLE stratum_drives; DROP TABLE stratum_agent_runs; \
              UPDATE stratum_schema SET version = 2",
         )
     })
@@ -255,7 +257,7 @@ fn a_version_2_postgres_schema_gains_the_sessions_table() {
             .map(|row| row.get::<_, i64>(0))
     })
     .unwrap();
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     assert_eq!(version, stratum_store_postgres::SCHEMA_VERSION);
 }
 

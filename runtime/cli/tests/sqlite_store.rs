@@ -99,10 +99,13 @@ fn a_version_3_database_keeps_its_checkpoints_in_commit_order() {
     s.commit(&flow, "zeta");
     s.commit(&flow, "alpha");
     drop(s);
-    // As the previous program left it: no position column, schema version 3.
+    // As the program of schema version 3 left it: no position column, no drives or runs.
     let conn = rusqlite::Connection::open(&path).expect("the database opens");
-    conn.execute_batch("ALTER TABLE checkpoints DROP COLUMN position; PRAGMA user_version = 3;")
-        .expect("the schema is taken back to version 3");
+    conn.execute_batch(
+        "ALTER TABLE checkpoints DROP COLUMN position; DROP TABLE drives; \
+         DROP TABLE agent_runs; PRAGMA user_version = 3;",
+    )
+    .expect("the schema is taken back to version 3");
     drop(conn);
     let mut again = Scenario::with(REVIEWED_WORK, open(&path), Config::default());
     let listed = again.revert(&flow, "omega");
@@ -210,14 +213,14 @@ fn a_database_from_a_newer_program_is_refused_and_left_alone() {
             error,
             StoreError::NewerSchema {
                 found: 99,
-                supported: 4
+                supported: 5
             }
         ),
         "{error:?}"
     );
     assert_eq!(
         error.to_string(),
-        "the state database has schema version 99, newer than this program's 4; upgrade \
+        "the state database has schema version 99, newer than this program's 5; upgrade \
          stratum-mcp, or use another state database"
     );
     let conn = rusqlite::Connection::open(&path).expect("sqlite opens");
@@ -264,7 +267,7 @@ fn reopening_an_up_to_date_database_migrates_nothing() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("user_version");
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     let journal: String = conn
         .query_row("PRAGMA journal_mode", [], |row| row.get(0))
         .expect("journal_mode");

@@ -341,7 +341,14 @@ fn serve_runs_workers_in_process() {
     path.push(std::env::var_os("PATH").unwrap_or_default());
     let serve = Command::new(BIN)
         .args(at.args())
-        .args(["serve", "--listen", "127.0.0.1:0", "--workers", "2", "--root"])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "2",
+            "--root",
+        ])
         .arg(dir.path())
         .env("PATH", path)
         .stdout(Stdio::null())

@@ -237,3 +237,138 @@ fn an_answer_without_json_is_a_failed_attempt_never_an_empty_result() {
         );
     }
 }
+
+/// A flow with a sub-flow between two steps.
+const NESTED: &str = r#"version: "0.2"
+contracts:
+  Part:
+    n: {type: integer}
+flows:
+  inner:
+    input: {}
+    output: Part
+    steps:
+      - id: deep
+        intent: "Inner work"
+        output_contract: Part
+  outer:
+    input: {}
+    output: Part
+    steps:
+      - id: prep
+        intent: "Prepare"
+        output_contract: Part
+      - id: sub
+        flow: inner
+        depends_on: [prep]
+      - id: last
+        intent: "Finish"
+        output_contract: Part
+        depends_on: [sub]
+"#;
+
+/// Three steps under a budget of 250 tokens; each fake run reports 120.
+const BUDGETED: &str = r#"version: "0.2"
+contracts:
+  Part:
+    n: {type: integer}
+flows:
+  main:
+    input: {}
+    output: Part
+    budget: {max_tokens: 250}
+    steps:
+      - id: a
+        intent: "One"
+        output_contract: Part
+      - id: b
+        intent: "Two"
+        output_contract: Part
+        depends_on: [a]
+      - id: c
+        intent: "Three"
+        output_contract: Part
+        depends_on: [b]
+"#;
+
+fn start_flow(driver: &Driver, spec: &str, flow: &str) -> FlowId {
+    let plan = Arc::new(stratum_runtime::compile::plan_from_spec("t.stratum.yaml", spec).unwrap());
+    let answer = driver
+        .runtime
+        .call(&Command::Start {
+            plan,
+            flow: Some(flow.to_owned()),
+            inputs: json!({}),
+        })
+        .unwrap()
+        .to_json();
+    let id = FlowId::parse(answer["flow_id"].as_str().unwrap()).unwrap();
+    driver
+        .runtime
+        .store()
+        .enroll(&Drive::new(id.clone(), stratum_runtime::now_ms()))
+        .unwrap();
+    id
+}
+
+#[test]
+fn a_sub_flow_is_driven_and_reported_to_its_parent() {
+    for (kind, open) in STORES {
+        let dir = tempfile::tempdir().unwrap();
+        let claude =
+            stratum_test_support::fake_agent::claude(dir.path(), &["```json\n{\"n\": 2}\n```"]);
+        let driver = driver(open(), dir.path(), claude);
+        let id = start_flow(&driver, NESTED, "outer");
+        let ended = driver
+            .drive(&id, Turn::Whole, &StopSignal::new(), &mut ())
+            .unwrap();
+        assert_eq!(
+            ended,
+            Ended::Finished {
+                status: "complete".to_owned()
+            },
+            "{kind}"
+        );
+        let audit = audit(&driver, &id);
+        let steps: Vec<&str> = audit["trace"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|record| record["step_id"].as_str())
+            .collect();
+        assert_eq!(steps, ["prep", "sub", "last"], "{kind}: {audit}");
+        // Three agent runs: the parent's two steps and the child's one, each under its flow.
+        let store = driver.runtime.store();
+        assert_eq!(store.agent_runs(Some(&id), 10).unwrap().len(), 2, "{kind}");
+        assert_eq!(store.agent_runs(None, 10).unwrap().len(), 3, "{kind}");
+    }
+}
+
+#[test]
+fn agent_usage_is_debited_and_a_spent_budget_ends_the_drive() {
+    for (kind, open) in STORES {
+        let dir = tempfile::tempdir().unwrap();
+        let claude =
+            stratum_test_support::fake_agent::claude(dir.path(), &["```json\n{\"n\": 2}\n```"]);
+        let driver = driver(open(), dir.path(), claude);
+        let id = start_flow(&driver, BUDGETED, "main");
+        let ended = driver
+            .drive(&id, Turn::Whole, &StopSignal::new(), &mut ())
+            .unwrap();
+        assert_eq!(
+            ended,
+            Ended::Finished {
+                status: "budget_exhausted".to_owned()
+            },
+            "{kind}"
+        );
+        let audit = audit(&driver, &id);
+        let runs = driver.runtime.store().agent_runs(Some(&id), 10).unwrap();
+        assert_eq!(
+            audit["budget_state"]["consumed"]["tokens"],
+            json!(120 * runs.len()),
+            "{kind}: every run's tokens debited: {audit}"
+        );
+        assert!(runs.len() <= 3, "{kind}");
+    }
+}
