@@ -61,7 +61,7 @@ impl EventLog {
     }
 
     /// The kept lines, oldest first.
-    pub fn lines(&self) -> impl Iterator<Item = &str> {
+    pub fn lines(&self) -> impl DoubleEndedIterator<Item = &str> {
         self.lines.iter().map(String::as_str)
     }
 

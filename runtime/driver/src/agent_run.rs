@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use stratum_agents::{Connector, Outcome, Request, Run, Usage, Watch, process_start};
 use stratum_runtime::Store;
-use stratum_runtime::store::drives::TEXT_TAIL_CHARS;
+use stratum_runtime::store::drives::{TEXT_TAIL_CHARS, stored_events};
 use stratum_runtime::store::{AgentRun, RunStatus};
 use tokio_util::sync::CancellationToken;
 
@@ -147,7 +147,7 @@ fn flush_while_running(
         }
         row.pid = state.pid;
         row.process_start = state.start;
-        row.events = state.lines.iter().cloned().collect();
+        row.events = stored_events(state.lines.iter().map(String::as_str));
         row.events_seen = state.seen;
         row.bytes_seen = state.bytes;
         row.updated_ms = stratum_runtime::now_ms();
@@ -201,7 +201,7 @@ fn settle(row: &mut AgentRun, run: &Run) {
         .skip(chars.saturating_sub(TEXT_TAIL_CHARS))
         .collect();
     row.stderr_tail = run.stderr.text();
-    row.events = run.log.lines().map(str::to_owned).collect();
+    row.events = stored_events(run.log.lines());
     row.events_seen = run.log.lines_seen;
     row.bytes_seen = run.log.bytes_seen;
 }

@@ -56,6 +56,16 @@ pub trait Progress {
 /// Reports nothing.
 impl Progress for () {}
 
+/// How running one step's agent ended, for the drive.
+enum StepEnd {
+    /// Report this to the flow (a result, or a failed attempt).
+    Report(Command),
+    /// The run was cancelled: nothing is reported.
+    Cancelled,
+    /// No connector can run the step: the flow goes back to an agent.
+    HandOff(String),
+}
+
 /// What the driver does next, read from the runtime's last answer.
 enum Next {
     Run(Box<StepDispatch>),
@@ -168,12 +178,19 @@ impl Driver {
             match next_of(&response) {
                 Next::Run(step) => {
                     let command = match self.run_step(drive, &step, owner, &lease, progress)? {
-                        Some(command) => command,
-                        // Cancelled: the lease was lost, or the driver was asked to stop.
-                        None if lease.lost() => return Ok(Ended::LostLease),
-                        None => {
+                        StepEnd::Report(command) => command,
+                        // The lease was lost, or the driver was asked to stop.
+                        StepEnd::Cancelled if lease.lost() => return Ok(Ended::LostLease),
+                        StepEnd::Cancelled => {
                             end(Release::Requeue)?;
                             return Ok(Ended::Yielded);
+                        }
+                        StepEnd::HandOff(note) => {
+                            end(Release::End {
+                                state: DriveState::Stopped,
+                                note: note.clone(),
+                            })?;
+                            return Ok(Ended::HandedOff { note });
                         }
                     };
                     response = self.call(&command, owner)?;
@@ -234,8 +251,7 @@ impl Driver {
         Ok(self.runtime.call_as_driver(command, owner)?)
     }
 
-    /// Runs one step's agent; the command that reports it, or `None` when the run was
-    /// cancelled (its result, if any, is not reported).
+    /// Runs one step's agent: the command that reports it, or why there is none.
     fn run_step(
         &self,
         drive: &Drive,
@@ -243,7 +259,7 @@ impl Driver {
         owner: &str,
         lease: &LeaseKeeper,
         progress: &mut dyn Progress,
-    ) -> Result<Option<Command>, DriveError> {
+    ) -> Result<StepEnd, DriveError> {
         let (header, plan) = self.flow_and_plan(&step.flow_id)?;
         let named = step
             .agent
@@ -253,16 +269,11 @@ impl Driver {
         let attempt = self.attempt_of(&header)?;
         let Some(connector) = agent_named(&named).and_then(|agent| self.connectors.get(&agent))
         else {
-            let command = Command::StepFailed {
-                flow_id: step.flow_id.clone(),
-                step_id: step.step_id.clone(),
-                violations: vec![format!(
-                    "no_result: the step names the agent `{named}`, which this runtime cannot \
-                     launch; name claude, codex or opencode"
-                )],
-                usage: None,
-            };
-            return Ok(Some(command));
+            return Ok(StepEnd::HandOff(format!(
+                "handoff:agent: step `{}` names the agent `{named}`, which this runtime cannot \
+                 launch (claude, codex or opencode); an agent must carry it out",
+                step.step_id
+            )));
         };
         let mut connector = connector.clone();
         if let Some(model) = step.model.clone().flatten().or_else(|| drive.model.clone()) {
@@ -333,14 +344,14 @@ impl Driver {
         progress.step_ended(step, &row);
         let usage = Some(row.usage.clone());
         Ok(match (&row.status, &row.result) {
-            (RunStatus::Cancelled | RunStatus::Interrupted, _) => None,
-            (RunStatus::Answered, Some(result)) => Some(Command::StepDone {
+            (RunStatus::Cancelled | RunStatus::Interrupted, _) => StepEnd::Cancelled,
+            (RunStatus::Answered, Some(result)) => StepEnd::Report(Command::StepDone {
                 flow_id: step.flow_id.clone(),
                 step_id: step.step_id.clone(),
                 result: result.clone(),
                 usage,
             }),
-            _ => Some(Command::StepFailed {
+            _ => StepEnd::Report(Command::StepFailed {
                 flow_id: step.flow_id.clone(),
                 step_id: step.step_id.clone(),
                 violations: vec![violation(&row)],

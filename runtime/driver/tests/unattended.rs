@@ -372,3 +372,37 @@ fn agent_usage_is_debited_and_a_spent_budget_ends_the_drive() {
         assert!(runs.len() <= 3, "{kind}");
     }
 }
+
+#[test]
+fn a_step_naming_an_agent_no_connector_runs_is_handed_back_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let claude =
+        stratum_test_support::fake_agent::claude(dir.path(), &["```json\n{\"n\": 2}\n```"]);
+    let driver = driver(sqlite(), dir.path(), claude);
+    let spec = ONE_STEP.replace(
+        "        intent: \"Answer\"\n",
+        "        intent: \"Answer\"\n        agent: gemini\n",
+    );
+    let id = start(&driver, &spec, json!({}));
+    let ended = driver
+        .drive(&id, Turn::Whole, &StopSignal::new(), &mut ())
+        .unwrap();
+    let Ended::HandedOff { note } = ended else {
+        panic!("{ended:?}");
+    };
+    assert!(note.contains("`gemini`"), "{note}");
+    // No attempt was spent: the flow waits at its step for an agent.
+    let audit = audit(&driver, &id);
+    assert_eq!(audit["status"], "in_progress", "{audit}");
+    assert_eq!(audit["trace"], json!([]), "{audit}");
+    let drive = driver.runtime.store().drive(&id).unwrap().unwrap();
+    assert_eq!(drive.state, DriveState::Stopped);
+    assert!(
+        driver
+            .runtime
+            .store()
+            .agent_runs(Some(&id), 5)
+            .unwrap()
+            .is_empty()
+    );
+}

@@ -657,10 +657,11 @@ fn connector(agent: &str) -> &str {
         .map_or(agent, |(connector, _)| connector)
 }
 
-/// The agent connectors the runtime dispatches to.
-const CONNECTORS: [&str; 2] = ["claude", "codex"];
+/// The agent connectors the runtime dispatches to (the reference's two, and OpenCode, which
+/// `stratum-mcp run` and the workers launch too).
+const CONNECTORS: [&str; 3] = ["claude", "codex", "opencode"];
 
-/// W0022 `unknown-agent`: an `agent` that is not `claude` or `codex` (with an optional
+/// W0022 `unknown-agent`: an `agent` that is not `claude`, `codex` or `opencode` (with an optional
 /// `:profile`) nor a `$`-reference. Why: the agent that runs the step is picked by its
 /// connector; any other name reaches no agent (the reference passes it on as text). Fix: the
 /// closest connector.
@@ -705,8 +706,8 @@ pub(super) fn unknown_agent(agent: &Field<String>, diagnostics: &mut Vec<Diagnos
                 )
             }
             None => diagnostic.help(
-                "the connectors are `claude` and `codex`, each with an optional profile \
-             (`claude:reviewer`); a `$`-reference chooses one at run time",
+                "the connectors are `claude`, `codex` and `opencode`, each with an optional \
+                 profile (`claude:reviewer`); a `$`-reference chooses one at run time",
             ),
         };
     diagnostics.push(diagnostic);

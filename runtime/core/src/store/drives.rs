@@ -199,7 +199,7 @@ pub struct AgentRun {
     pub text_tail: String,
     /// The end of its standard error.
     pub stderr_tail: String,
-    /// The last lines of its event stream (bounded by the connector's log cap), and how many
+    /// The last lines of its event stream (at most [`STORED_EVENT_BYTES`]), and how many
     /// lines and bytes it printed in all.
     pub events: Vec<String>,
     pub events_seen: u64,
@@ -208,6 +208,25 @@ pub struct AgentRun {
 
 /// The most characters of an agent's final text a run keeps.
 pub const TEXT_TAIL_CHARS: usize = 20_000;
+
+/// The most bytes of event lines a stored run keeps (its last ones): a run's row is read by
+/// every console page and poll that shows it, so it stays small whatever the agent printed.
+pub const STORED_EVENT_BYTES: usize = 32 * 1024;
+
+/// The last lines of `lines` that fit in [`STORED_EVENT_BYTES`], oldest first.
+pub fn stored_events<'l>(lines: impl DoubleEndedIterator<Item = &'l str>) -> Vec<String> {
+    let mut kept = Vec::new();
+    let mut bytes = 0;
+    for line in lines.rev() {
+        bytes += line.len();
+        if bytes > STORED_EVENT_BYTES {
+            break;
+        }
+        kept.push(line.to_owned());
+    }
+    kept.reverse();
+    kept
+}
 
 /// How an agent run stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -311,6 +330,14 @@ mod tests {
         assert!(drive.claimable(50, Some(4)));
         drive.state = DriveState::Done;
         assert!(!drive.claimable(50, Some(5)));
+    }
+
+    #[test]
+    fn stored_events_keep_the_last_lines_within_the_cap() {
+        let long = "x".repeat(STORED_EVENT_BYTES / 2 + 1);
+        let lines = ["first", long.as_str(), long.as_str(), "last"];
+        assert_eq!(stored_events(lines.into_iter()), [long.as_str(), "last"]);
+        assert!(stored_events(std::iter::empty()).is_empty());
     }
 
     #[test]
