@@ -364,3 +364,75 @@ fn serve_runs_workers_in_process() {
         steps_once(&audit, 3);
     }
 }
+
+#[test]
+fn watch_tells_each_agent_run_as_it_starts_and_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    fake_agent::claude(dir.path(), &["```json\n{\"n\": 1}\n```"]);
+    let at = At::Sqlite(dir.path().join("stratum.db"));
+    let store = at.open();
+    let flows = enroll(&store, &spec(2), 1);
+    let watch = Command::new(BIN)
+        .args(at.args())
+        .args(["watch", "--json", "--interval", "50"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let worker = worker(&at, dir.path(), 10);
+    wait_finished(&store, &flows, Duration::from_secs(60));
+    std::thread::sleep(Duration::from_millis(300));
+    terminate(worker);
+    let _ = Command::new("kill")
+        .args(["-TERM", &watch.id().to_string()])
+        .status();
+    let output = watch.wait_with_output().unwrap();
+    let lines: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let agents: Vec<(String, String)> = lines
+        .iter()
+        .filter(|line| line["kind"].as_str().unwrap().starts_with("agent"))
+        .map(|line| {
+            (
+                line["kind"].as_str().unwrap().to_owned(),
+                line["step_id"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("agent_started", "s0"),
+        ("agent_ended", "s0"),
+        ("agent_started", "s1"),
+        ("agent_ended", "s1"),
+    ]
+    .iter()
+    .map(|(kind, step)| ((*kind).to_owned(), (*step).to_owned()))
+    .collect();
+    assert_eq!(agents, expected, "{lines:#?}");
+    let ended = lines
+        .iter()
+        .find(|line| line["kind"] == "agent_ended")
+        .unwrap();
+    assert!(
+        ended["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("answered run "),
+        "{ended}"
+    );
+    // In the order things happened: a step's agent ends before the step is done.
+    let kinds: Vec<&str> = lines
+        .iter()
+        .filter(|line| line["step_id"] == "s0")
+        .map(|line| line["kind"].as_str().unwrap())
+        .collect();
+    let ended_at = kinds
+        .iter()
+        .position(|kind| *kind == "agent_ended")
+        .unwrap();
+    let done_at = kinds.iter().position(|kind| *kind == "done").unwrap();
+    assert!(ended_at < done_at, "{kinds:?}");
+}

@@ -47,6 +47,10 @@ pub enum Kind {
     GateWaiting,
     GateResolved,
     Finished,
+    /// The runtime launched an agent for a step (unattended).
+    AgentStarted,
+    /// That agent run ended (answered, or why not).
+    AgentEnded,
 }
 
 impl Kind {
@@ -61,6 +65,8 @@ impl Kind {
             Kind::GateWaiting => "gate waiting",
             Kind::GateResolved => "gate resolved",
             Kind::Finished => "finished",
+            Kind::AgentStarted => "agent started",
+            Kind::AgentEnded => "agent ended",
         }
     }
 }
@@ -105,9 +111,16 @@ pub struct Watcher {
     plans: Plans,
     first: bool,
     /// Every flow's version at the last poll: a poll that finds them all unchanged reads
-    /// nothing else.
+    /// nothing else of the flows.
     versions: HashMap<FlowId, u64>,
+    /// The watched flows' names, by id, as of the last poll that read the headers.
+    names: HashMap<FlowId, String>,
+    /// The agent runs seen, by id, and whether each had ended.
+    runs: HashMap<String, bool>,
 }
+
+/// How many of the newest agent runs each poll looks at.
+const RUNS_PER_POLL: usize = 20;
 
 impl Watcher {
     /// Watches every flow, or `only` that flow and its sub-flows.
@@ -118,18 +131,109 @@ impl Watcher {
             plans: Plans::default(),
             first: true,
             versions: HashMap::new(),
+            names: HashMap::new(),
+            runs: HashMap::new(),
         }
     }
 
     /// What happened since the last poll. The first poll tells where each running flow
     /// stands (and, for a single watched flow, whether it has finished).
     pub fn poll(&mut self, store: &dyn Store, now_ms: u64) -> Result<Vec<Happening>, StoreError> {
+        let first = self.first;
+        let mut happenings = self.poll_flows(store, now_ms)?;
+        self.poll_runs(store, first, &mut happenings)?;
+        // In the order they happened (stable: a flow's own lines keep theirs). Within one
+        // millisecond an agent ends before its step is done, and starts after it is dispatched.
+        happenings.sort_by_key(|happening| {
+            let rank = match happening.kind {
+                Kind::AgentEnded => 0,
+                Kind::AgentStarted => 2,
+                _ => 1,
+            };
+            (happening.at_ms, rank)
+        });
+        Ok(happenings)
+    }
+
+    /// The agent runs of the watched flows that started or ended since the last poll (the
+    /// first poll tells those still running).
+    fn poll_runs(
+        &mut self,
+        store: &dyn Store,
+        first: bool,
+        happenings: &mut Vec<Happening>,
+    ) -> Result<(), StoreError> {
+        let runs = store.agent_runs(None, RUNS_PER_POLL)?;
+        // Oldest first, as they happened.
+        for run in runs.iter().rev() {
+            let Some(flow) = &run.flow else { continue };
+            let Some(name) = self.names.get(flow) else {
+                continue;
+            };
+            let ended = run.status.is_finished();
+            let before = self.runs.insert(run.id.clone(), ended);
+            let mut say = |kind, at_ms, detail: String| {
+                happenings.push(Happening {
+                    at_ms,
+                    flow_id: flow.to_string(),
+                    flow_name: name.clone(),
+                    kind,
+                    step_id: run.step.clone(),
+                    detail,
+                });
+            };
+            let started = || {
+                format!(
+                    "{} run {} attempt {}{}",
+                    run.agent,
+                    run.id,
+                    run.attempt.unwrap_or(1),
+                    run.pid
+                        .map(|pid| format!(" (pid {pid})"))
+                        .unwrap_or_default()
+                )
+            };
+            let end = || {
+                let mut detail = format!("{} run {}", run.status.as_str(), run.id);
+                if let Some(reason) = &run.reason {
+                    detail.push_str(": ");
+                    detail.push_str(reason);
+                }
+                detail
+            };
+            match before {
+                None if first && ended => {}
+                None if ended => {
+                    say(Kind::AgentStarted, run.started_ms, started());
+                    say(
+                        Kind::AgentEnded,
+                        run.finished_ms.unwrap_or(run.updated_ms),
+                        end(),
+                    );
+                }
+                None => say(Kind::AgentStarted, run.started_ms, started()),
+                Some(false) if ended => say(
+                    Kind::AgentEnded,
+                    run.finished_ms.unwrap_or(run.updated_ms),
+                    end(),
+                ),
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn poll_flows(&mut self, store: &dyn Store, now_ms: u64) -> Result<Vec<Happening>, StoreError> {
         let versions: HashMap<FlowId, u64> = store.flow_versions()?.into_iter().collect();
         if !self.first && versions == self.versions {
             return Ok(Vec::new());
         }
         self.versions = versions;
         let headers = self.watched(store.list_flows()?);
+        self.names = headers
+            .iter()
+            .map(|header| (header.id.clone(), header.flow_name.clone()))
+            .collect();
         let mut happenings = Vec::new();
         let first = std::mem::replace(&mut self.first, false);
         // Oldest first, so that a parent's lines come before its children's.
