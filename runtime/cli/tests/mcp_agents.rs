@@ -246,3 +246,120 @@ async fn a_flow_the_server_drives_fences_the_agent_out_until_taken_back() {
     assert_eq!(done["steps_completed"], 2);
     server.stop().await;
 }
+
+/// One JSON-RPC line out, the one line that answers it back.
+fn ask(
+    stdin: &mut std::process::ChildStdin,
+    lines: &std::sync::mpsc::Receiver<String>,
+    message: Value,
+) -> Value {
+    use std::io::Write;
+    writeln!(stdin, "{message}").unwrap();
+    stdin.flush().unwrap();
+    let line = lines
+        .recv_timeout(Duration::from_secs(20))
+        .unwrap_or_else(|_| panic!("no answer to {message}"));
+    serde_json::from_str(&line).unwrap()
+}
+
+#[test]
+fn a_server_whose_client_leaves_ends_its_background_work_and_records_it_interrupted() {
+    use std::io::{BufRead, Write};
+    use stratum_runtime::Store;
+    use stratum_runtime::store::{DriveState, RunStatus};
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    fake_agent::claude(bin.path(), &["HANG", "```json\n{\"n\": 1}\n```"]);
+    let mut child = std::process::Command::new(mcp::binary())
+        .env("STRATUM_HOME", home.path())
+        .env_remove("STRATUM_DB")
+        .env("PATH", path_with(bin.path()))
+        .current_dir(work.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let (sender, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let call = |id: u64, name: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": name, "arguments": arguments}})
+    };
+    ask(
+        &mut stdin,
+        &lines,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}),
+    );
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    let planned = ask(
+        &mut stdin,
+        &lines,
+        call(1, "stratum_plan", json!({"spec": SPEC})),
+    );
+    let flow = planned["result"]["structuredContent"]["flow_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let started = ask(
+        &mut stdin,
+        &lines,
+        call(2, "stratum_flow_run_bg", json!({"flow_id": flow})),
+    );
+    assert_eq!(
+        started["result"]["structuredContent"]["status"], "bg_started",
+        "{started}"
+    );
+    let hung = bin.path().join("hung.pid");
+    let until = Instant::now() + Duration::from_secs(30);
+    while !hung.exists() {
+        assert!(Instant::now() < until, "the agent never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let agent: u64 = std::fs::read_to_string(&hung)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+
+    // The client leaves: the server ends the agent, records why, hands the flow back, exits.
+    drop(stdin);
+    let until = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < until, "the server did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+    assert!(gone(agent), "the agent {agent} was ended");
+    let store = stratum_store_sqlite::SqliteStore::open(home.path().join("stratum.db")).unwrap();
+    let id = stratum_runtime::ids::FlowId::parse(&flow).unwrap();
+    let runs = store.agent_runs(Some(&id), 5).unwrap();
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    assert_eq!(runs[0].status, RunStatus::Interrupted, "{runs:#?}");
+    let drive = store.drive(&id).unwrap().unwrap();
+    assert_eq!(
+        drive.state,
+        DriveState::Active,
+        "still enrolled: a worker takes it over"
+    );
+    assert_eq!(drive.owner, None, "handed back, not left to its lease");
+}

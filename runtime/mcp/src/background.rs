@@ -31,6 +31,10 @@ use crate::outputs::ToolError;
 use crate::store::StoreError;
 use crate::{Runtime, now_ms};
 
+/// How long a stopping server waits, beyond the agents' grace period, for its background
+/// work to record how it ended.
+const SETTLE: Duration = Duration::from_secs(5);
+
 /// The longest deadline an agent run may ask for: a day.
 const MAX_TIMEOUT_S: u64 = 86_400;
 
@@ -246,10 +250,6 @@ impl Background {
         let key = run_id.clone();
         let work = move || {
             let outcome = run_recorded(&store, &connector, &request, row, &cancel);
-            this.runs
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&key);
             if let Ok((run, _)) = &outcome
                 && run.status == RunStatus::Cancelled
                 && this.stopping.load(Ordering::SeqCst)
@@ -259,6 +259,11 @@ impl Background {
                 run.reason = Some("the server stopped; the process group was ended".to_owned());
                 let _ = store.put_run(&run);
             }
+            // Last: `stop_all` waits for the registry to empty.
+            this.runs
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&key);
             outcome
         };
         if args.background {
@@ -532,7 +537,8 @@ impl Background {
     }
 
     /// Ends every background agent run and flow driver of this server now (the server is
-    /// stopping): their runs are recorded `interrupted` and their flows handed back.
+    /// stopping), and waits (up to the agents' grace period and a little more) until each has
+    /// recorded its run `interrupted` and handed its flow back.
     pub fn stop_all(&self) {
         self.stopping.store(true, Ordering::SeqCst);
         for token in self
@@ -550,6 +556,23 @@ impl Background {
             .values()
         {
             stop.stop_now();
+        }
+        let until = std::time::Instant::now() + stratum_agents::DEFAULT_GRACE + SETTLE;
+        while std::time::Instant::now() < until {
+            let runs = self
+                .runs
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .len();
+            let flows = self
+                .flows
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .len();
+            if runs == 0 && flows == 0 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 }

@@ -56,7 +56,9 @@ pub async fn serve_stdio(server: StratumServer) -> Result<(), Box<dyn std::error
     );
     let running = server.clone().serve(transport).await?;
     let waited = running.waiting().await;
-    server.stop_background();
+    // Off the async workers: it waits for agent processes to end.
+    let stopping = server.clone();
+    let _ = tokio::task::spawn_blocking(move || stopping.stop_background()).await;
     waited?;
     Ok(())
 }
