@@ -877,7 +877,7 @@ async fn gates_decided_and_steps_skipped_are_drawn_and_counted_as_what_they_are(
 async fn a_flow_page_shows_its_drive_and_the_live_tail_of_a_running_agent() {
     use stratum_runtime::Store;
     use stratum_runtime::ids::FlowId;
-    use stratum_runtime::store::{AgentRun, Drive, RunStatus};
+    use stratum_runtime::store::{AgentRun, Drive};
     let fixture = Fixture::new().await;
     let store = stratum_store_sqlite::SqliteStore::open(fixture.state.db()).unwrap();
     let flow = FlowId::parse(&fixture.running).unwrap();
@@ -887,33 +887,25 @@ async fn a_flow_page_shows_its_drive_and_the_live_tail_of_a_running_agent() {
         .claim("vm/42/cafe0001", now, 60_000, Some(&flow))
         .unwrap()
         .unwrap();
-    let run = AgentRun {
-        id: "00000000000000c1".to_owned(),
-        flow: Some(flow.clone()),
-        step: Some("s1".to_owned()),
-        attempt: Some(1),
-        agent: "claude".to_owned(),
-        model: Some("claude-sonnet-4-6".to_owned()),
-        owner: "vm/42/cafe0001".to_owned(),
-        host: "vm".to_owned(),
-        pid: Some(4242),
-        process_start: Some(7),
-        started_ms: now,
-        deadline_ms: now + 60_000,
-        updated_ms: now,
-        finished_ms: None,
-        status: RunStatus::Running,
-        reason: None,
-        exit_code: None,
-        signal: None,
-        usage: json!({}),
-        result: None,
-        text_tail: String::new(),
-        stderr_tail: String::new(),
-        events: vec![r#"{"type":"assistant","message":{"content":[{"type":"text","text":"<b>reading</b>"}]}}"#.to_owned()],
-        events_seen: 1,
-        bytes_seen: 80,
-    };
+    let mut run = AgentRun::starting(
+        "00000000000000c1".to_owned(),
+        "claude",
+        "vm/42/cafe0001",
+        "vm",
+        now,
+    );
+    run.flow = Some(flow.clone());
+    run.step = Some("s1".to_owned());
+    run.attempt = Some(1);
+    run.model = Some("claude-sonnet-4-6".to_owned());
+    run.pid = Some(4242);
+    run.process_start = Some(7);
+    run.deadline_ms = now + 60_000;
+    run.events = vec![
+        r#"{"type":"assistant","message":{"content":[{"type":"text","text":"<b>reading</b>"}]}}"#
+            .to_owned(),
+    ];
+    run.events_seen = 1;
     store.put_run(&run).unwrap();
 
     let (code, page) = fixture.get(&format!("/flows/{}", fixture.running)).await;

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use mcp::{McpServer, Protocol, error_type, status};
 use serde_json::{Value, json};
 use stratum_test_support::fake_agent;
+use stratum_test_support::unattended::process_gone as gone;
 
 const SPEC: &str = r#"version: "0.2"
 contracts:
@@ -38,16 +39,6 @@ fn path_with(dir: &Path) -> OsString {
     path.push(":");
     path.push(std::env::var_os("PATH").unwrap_or_default());
     path
-}
-
-fn gone(pid: u64) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
 }
 
 async fn poll_until(

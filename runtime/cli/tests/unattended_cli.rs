@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use stratum_runtime::ids::FlowId;
-use stratum_runtime::store::{Drive, RunStatus};
+use stratum_runtime::store::RunStatus;
 use stratum_runtime::{Config, Runtime, Store};
 use stratum_test_support::fake_agent;
 
@@ -54,21 +54,7 @@ fn stores(dir: &Path) -> Vec<(&'static str, At)> {
     ]
 }
 
-/// A spec of one flow of `steps` inline steps, each answering `Part`.
-fn spec(steps: usize) -> String {
-    let mut text = String::from(
-        "version: \"0.2\"\ncontracts:\n  Part:\n    n: {type: integer}\nflows:\n  main:\n    input: {}\n    output: Part\n    steps:\n",
-    );
-    for at in 0..steps {
-        text.push_str(&format!(
-            "      - id: s{at}\n        intent: \"Step {at}\"\n        output_contract: Part\n        ensure: [\"result.n >= 0\"]\n"
-        ));
-        if at > 0 {
-            text.push_str(&format!("        depends_on: [s{}]\n", at - 1));
-        }
-    }
-    text
-}
+use stratum_test_support::unattended::{chain_spec as spec, process_gone};
 
 fn worker(at: &At, dir: &Path, lease_s: u64) -> Child {
     Command::new(BIN)
@@ -86,24 +72,7 @@ fn worker(at: &At, dir: &Path, lease_s: u64) -> Child {
 /// Starts `count` flows of `spec` and enrolls them for workers.
 fn enroll(store: &Arc<dyn Store>, spec: &str, count: usize) -> Vec<FlowId> {
     let runtime = Runtime::new(store.clone(), Config::default());
-    let plan = Arc::new(stratum_runtime::compile::plan_from_spec("w.stratum.yaml", spec).unwrap());
-    (0..count)
-        .map(|_| {
-            let answer = runtime
-                .call(&stratum_runtime::Command::Start {
-                    plan: plan.clone(),
-                    flow: None,
-                    inputs: json!({}),
-                })
-                .unwrap()
-                .to_json();
-            let id = FlowId::parse(answer["flow_id"].as_str().unwrap()).unwrap();
-            store
-                .enroll(&Drive::new(id.clone(), stratum_runtime::now_ms()))
-                .unwrap();
-            id
-        })
-        .collect()
+    stratum_test_support::unattended::start_enrolled(&runtime, spec, None, &json!({}), count)
 }
 
 fn audit(store: &Arc<dyn Store>, id: &FlowId) -> Value {
@@ -149,14 +118,7 @@ fn steps_once(audit: &Value, steps: usize) {
 }
 
 fn gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        // A zombie: ended, not yet reaped by whoever adopted it.
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
+    process_gone(u64::from(pid))
 }
 
 fn terminate(child: Child) -> String {

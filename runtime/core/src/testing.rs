@@ -659,33 +659,18 @@ fn a_parked_drive_wakes_when_its_flow_moves(open: &OpenStore<'_>) {
 }
 
 fn agent_run(id: &str, flow: Option<&FlowId>, started_ms: u64) -> AgentRun {
-    AgentRun {
-        id: id.to_owned(),
-        flow: flow.cloned(),
-        step: flow.map(|_| "s0".to_owned()),
-        attempt: flow.map(|_| 1),
-        agent: "claude".to_owned(),
-        model: Some("claude-sonnet-4-6".to_owned()),
-        owner: "w1".to_owned(),
-        host: "here".to_owned(),
-        pid: Some(4242),
-        process_start: Some(99),
-        started_ms,
-        deadline_ms: started_ms + 60_000,
-        updated_ms: started_ms,
-        finished_ms: None,
-        status: RunStatus::Running,
-        reason: None,
-        exit_code: None,
-        signal: None,
-        usage: json!({}),
-        result: None,
-        text_tail: String::new(),
-        stderr_tail: String::new(),
-        events: vec!["{\"type\":\"system\"}".to_owned()],
-        events_seen: 1,
-        bytes_seen: 17,
-    }
+    let mut run = AgentRun::starting(id.to_owned(), "claude", "w1", "here", started_ms);
+    run.flow = flow.cloned();
+    run.step = flow.map(|_| "s0".to_owned());
+    run.attempt = flow.map(|_| 1);
+    run.model = Some("claude-sonnet-4-6".to_owned());
+    run.pid = Some(4242);
+    run.process_start = Some(99);
+    run.deadline_ms = started_ms + 60_000;
+    run.events = vec!["{\"type\":\"system\"}".to_owned()];
+    run.events_seen = 1;
+    run.bytes_seen = 17;
+    run
 }
 
 fn agent_runs_are_kept_listed_and_pruned(open: &OpenStore<'_>) {

@@ -21,20 +21,8 @@ use serde_json::json;
 use stratum_agents::{Agent, Connector};
 use stratum_driver::{Driver, Ended, StopSignal, Turn, Worker};
 use stratum_runtime::ids::FlowId;
-use stratum_runtime::store::Drive;
-use stratum_runtime::{Command, Config, Runtime, Store};
-
-fn spec(steps: usize) -> String {
-    let mut text = String::from(
-        "version: \"0.2\"\ncontracts:\n  Part:\n    n: {type: integer}\nflows:\n  main:\n    input: {}\n    output: Part\n    steps:\n",
-    );
-    for at in 0..steps {
-        text.push_str(&format!(
-            "      - id: s{at}\n        intent: \"Step {at}\"\n        output_contract: Part\n        ensure: [\"result.n >= 0\"]\n"
-        ));
-    }
-    text
-}
+use stratum_runtime::{Config, Runtime, Store};
+use stratum_test_support::unattended::{chain_spec, start_enrolled};
 
 /// A fake `claude` that answers at once.
 fn instant_claude(dir: &Path) -> PathBuf {
@@ -61,28 +49,7 @@ fn driver(store: Arc<dyn Store>, root: &Path, claude: PathBuf) -> Driver {
 }
 
 fn enroll(driver: &Driver, steps: usize, count: usize) -> Vec<FlowId> {
-    let plan =
-        Arc::new(stratum_runtime::compile::plan_from_spec("b.stratum.yaml", &spec(steps)).unwrap());
-    (0..count)
-        .map(|_| {
-            let answer = driver
-                .runtime
-                .call(&Command::Start {
-                    plan: plan.clone(),
-                    flow: None,
-                    inputs: json!({}),
-                })
-                .unwrap()
-                .to_json();
-            let id = FlowId::parse(answer["flow_id"].as_str().unwrap()).unwrap();
-            driver
-                .runtime
-                .store()
-                .enroll(&Drive::new(id.clone(), stratum_runtime::now_ms()))
-                .unwrap();
-            id
-        })
-        .collect()
+    start_enrolled(&driver.runtime, &chain_spec(steps), None, &json!({}), count)
 }
 
 fn overhead(dir: &Path) {

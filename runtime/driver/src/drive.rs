@@ -285,34 +285,17 @@ impl Driver {
             .ok_or_else(|| DriveError::Runtime(format!("flow {} has no plan", header.id)))?;
         let mut request = Request::new(prompt(step, &plan, flow), &self.root, &self.root);
         request.deadline = self.step_deadline;
-        let now = now_ms();
-        let row = AgentRun {
-            id: mint_run_id(fresh_seed()),
-            flow: FlowId::parse(&step.flow_id),
-            step: Some(step.step_id.clone()),
-            attempt: Some(attempt),
-            agent: connector.agent.name().to_owned(),
-            model: connector.model.clone(),
-            owner: owner.to_owned(),
-            host: self.host.clone(),
-            pid: None,
-            process_start: None,
-            started_ms: now,
-            deadline_ms: now,
-            updated_ms: now,
-            finished_ms: None,
-            status: RunStatus::Running,
-            reason: None,
-            exit_code: None,
-            signal: None,
-            usage: json!({}),
-            result: None,
-            text_tail: String::new(),
-            stderr_tail: String::new(),
-            events: Vec::new(),
-            events_seen: 0,
-            bytes_seen: 0,
-        };
+        let mut row = AgentRun::starting(
+            mint_run_id(fresh_seed()),
+            connector.agent.name(),
+            owner,
+            &self.host,
+            now_ms(),
+        );
+        row.flow = FlowId::parse(&step.flow_id);
+        row.step = Some(step.step_id.clone());
+        row.attempt = Some(attempt);
+        row.model = connector.model.clone();
         progress.step_started(step, attempt, connector.agent.name());
         let (mut row, _) = run_recorded(
             self.runtime.store(),

@@ -13,8 +13,9 @@ use serde_json::{Value, json};
 use stratum_agents::{Agent, Connector};
 use stratum_driver::{Driver, Ended, StopSignal, Turn};
 use stratum_runtime::ids::FlowId;
-use stratum_runtime::store::{Drive, DriveState, RunStatus};
+use stratum_runtime::store::{DriveState, RunStatus};
 use stratum_runtime::{Command, Config, Runtime, Store};
+use stratum_test_support::unattended::start_enrolled;
 
 /// A flow of two inline steps and a gate between them.
 const SPEC: &str = r#"version: "0.2"
@@ -89,23 +90,7 @@ fn driver(store: Arc<dyn Store>, root: &Path, claude: PathBuf) -> Driver {
 }
 
 fn start(driver: &Driver, spec: &str, inputs: Value) -> FlowId {
-    let plan = Arc::new(stratum_runtime::compile::plan_from_spec("t.stratum.yaml", spec).unwrap());
-    let answer = driver
-        .runtime
-        .call(&Command::Start {
-            plan,
-            flow: None,
-            inputs,
-        })
-        .unwrap()
-        .to_json();
-    let id = FlowId::parse(answer["flow_id"].as_str().unwrap()).unwrap();
-    driver
-        .runtime
-        .store()
-        .enroll(&Drive::new(id.clone(), stratum_runtime::now_ms()))
-        .unwrap();
-    id
+    start_enrolled(&driver.runtime, spec, None, &inputs, 1).remove(0)
 }
 
 fn audit(driver: &Driver, id: &FlowId) -> Value {
@@ -292,23 +277,7 @@ flows:
 "#;
 
 fn start_flow(driver: &Driver, spec: &str, flow: &str) -> FlowId {
-    let plan = Arc::new(stratum_runtime::compile::plan_from_spec("t.stratum.yaml", spec).unwrap());
-    let answer = driver
-        .runtime
-        .call(&Command::Start {
-            plan,
-            flow: Some(flow.to_owned()),
-            inputs: json!({}),
-        })
-        .unwrap()
-        .to_json();
-    let id = FlowId::parse(answer["flow_id"].as_str().unwrap()).unwrap();
-    driver
-        .runtime
-        .store()
-        .enroll(&Drive::new(id.clone(), stratum_runtime::now_ms()))
-        .unwrap();
-    id
+    start_enrolled(&driver.runtime, spec, Some(flow), &json!({}), 1).remove(0)
 }
 
 #[test]

@@ -211,34 +211,14 @@ impl Background {
         };
         let mut request = Request::new(prompt, cwd, &driver.root);
         request.deadline = Duration::from_secs(timeout);
-        let now = now_ms();
-        let row = AgentRun {
-            id: mint_run_id(stratum_runtime::fresh_seed()),
-            flow: None,
-            step: None,
-            attempt: None,
-            agent: agent.name().to_owned(),
-            model: connector.model.clone(),
-            owner: driver.new_owner(),
-            host: driver.host.clone(),
-            pid: None,
-            process_start: None,
-            started_ms: now,
-            deadline_ms: now,
-            updated_ms: now,
-            finished_ms: None,
-            status: RunStatus::Running,
-            reason: None,
-            exit_code: None,
-            signal: None,
-            usage: json!({}),
-            result: None,
-            text_tail: String::new(),
-            stderr_tail: String::new(),
-            events: Vec::new(),
-            events_seen: 0,
-            bytes_seen: 0,
-        };
+        let mut row = AgentRun::starting(
+            mint_run_id(stratum_runtime::fresh_seed()),
+            agent.name(),
+            &driver.new_owner(),
+            &driver.host,
+            now_ms(),
+        );
+        row.model = connector.model.clone();
         let run_id = row.id.clone();
         let cancel = CancellationToken::new();
         self.runs

@@ -10,6 +10,7 @@
 pub mod fake_agent;
 pub mod linear;
 pub mod postgres;
+pub mod unattended;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -21,6 +21,33 @@ use crate::store::StoreError;
 
 use super::work::Work;
 
+/// The step a report (`step_done`, `StepFailed`) is for: the flow's current step, when it is
+/// running, is not a gate, and is the step named; else the answer that refuses the report.
+fn reported_step<'r>(
+    work: &mut Work<'_>,
+    run: &'r Run<'_>,
+    step_id: &str,
+) -> Result<Result<(crate::state::FlowHeader, u32, &'r Step), Response>, StoreError> {
+    let (header, index, step) = match running_step(work, run)? {
+        Ok(current) => current,
+        Err(finished) => return Ok(Err(finished)),
+    };
+    if let Action::Gate { .. } = step.action {
+        return Ok(Err(gate_needs_resolve(
+            run,
+            step,
+            format!(
+                "Step '{}' is a gate step. Use stratum_gate_resolve to resolve it.",
+                step.id
+            ),
+        )));
+    }
+    if step.id != step_id {
+        return Ok(Err(wrong_step(run, &step.id, step_id)));
+    }
+    Ok(Ok((header, index, step)))
+}
+
 pub(crate) fn step_done(
     work: &mut Work<'_>,
     run: &Run<'_>,
@@ -28,23 +55,10 @@ pub(crate) fn step_done(
     result: &Value,
     usage: Option<&Value>,
 ) -> Result<Response, StoreError> {
-    let (header, index, step) = match running_step(work, run)? {
+    let (header, index, step) = match reported_step(work, run, step_id)? {
         Ok(current) => current,
-        Err(finished) => return Ok(finished),
+        Err(refused) => return Ok(refused),
     };
-    if let Action::Gate { .. } = step.action {
-        return Ok(gate_needs_resolve(
-            run,
-            step,
-            format!(
-                "Step '{}' is a gate step. Use stratum_gate_resolve to resolve it.",
-                step.id
-            ),
-        ));
-    }
-    if step.id != step_id {
-        return Ok(wrong_step(run, &step.id, step_id));
-    }
     let mut result = result.clone();
     let mut child_problem = None;
     if let Action::Flow { .. } = step.action {
@@ -100,23 +114,10 @@ pub(crate) fn step_failed(
     violations: &[String],
     usage: Option<&Value>,
 ) -> Result<Response, StoreError> {
-    let (_header, index, step) = match running_step(work, run)? {
+    let (_header, index, _step) = match reported_step(work, run, step_id)? {
         Ok(current) => current,
-        Err(finished) => return Ok(finished),
+        Err(refused) => return Ok(refused),
     };
-    if let Action::Gate { .. } = step.action {
-        return Ok(gate_needs_resolve(
-            run,
-            step,
-            format!(
-                "Step '{}' is a gate step. Use stratum_gate_resolve to resolve it.",
-                step.id
-            ),
-        ));
-    }
-    if step.id != step_id {
-        return Ok(wrong_step(run, &step.id, step_id));
-    }
     let attempts = work.update_step(&run.id, index, |state| {
         state.attempts += 1;
         state.attempts

@@ -206,6 +206,40 @@ pub struct AgentRun {
     pub bytes_seen: u64,
 }
 
+impl AgentRun {
+    /// A run about to start: `running`, with no process, result or output yet, and its
+    /// deadline `deadline_ms` (set it once known).
+    pub fn starting(id: String, agent: &str, owner: &str, host: &str, now_ms: u64) -> AgentRun {
+        AgentRun {
+            id,
+            flow: None,
+            step: None,
+            attempt: None,
+            agent: agent.to_owned(),
+            model: None,
+            owner: owner.to_owned(),
+            host: host.to_owned(),
+            pid: None,
+            process_start: None,
+            started_ms: now_ms,
+            deadline_ms: now_ms,
+            updated_ms: now_ms,
+            finished_ms: None,
+            status: RunStatus::Running,
+            reason: None,
+            exit_code: None,
+            signal: None,
+            usage: Value::Object(serde_json::Map::new()),
+            result: None,
+            text_tail: String::new(),
+            stderr_tail: String::new(),
+            events: Vec::new(),
+            events_seen: 0,
+            bytes_seen: 0,
+        }
+    }
+}
+
 /// The most characters of an agent's final text a run keeps.
 pub const TEXT_TAIL_CHARS: usize = 20_000;
 
