@@ -94,15 +94,23 @@ fn next_of(response: &Response) -> Next {
             }
             Next::Run(step.clone())
         }
-        Response::Flow(flow) => next_of(&flow.child_step),
+        // A sub-flow already finished (a driver stopped before reporting it): report it.
+        Response::Flow(flow) => match next_of(&flow.child_step) {
+            Next::Finished(_) => Next::ChildDone {
+                parent: flow.parent_flow_id.clone(),
+                step: flow.parent_step_id.clone(),
+            },
+            other => other,
+        },
         Response::Gate(gate) => Next::Park {
             flow: gate.flow_id.clone(),
             step: gate.step_id.clone(),
             timeout_s: gate.timeout,
         },
+        // A sub-flow's end, however it ended, is its parent step's to judge.
         Response::Finished(finished) => {
             match (&finished.parent_flow_id, &finished.parent_step_id) {
-                (Some(parent), Some(step)) if finished.status == "complete" => Next::ChildDone {
+                (Some(parent), Some(step)) => Next::ChildDone {
                     parent: parent.clone(),
                     step: step.clone(),
                 },
@@ -194,7 +202,9 @@ impl Driver {
                         }
                     };
                     response = self.call(&command, owner)?;
-                    if turn == Turn::OneStep && !matches!(next_of(&response), Next::Finished(_)) {
+                    // A worker's turn is one agent run: what follows without one (a gate to
+                    // park at, a sub-flow to report, the end) is settled in this turn.
+                    if turn == Turn::OneStep && matches!(next_of(&response), Next::Run(_)) {
                         end(Release::Requeue)?;
                         return Ok(Ended::Yielded);
                     }
@@ -219,14 +229,36 @@ impl Driver {
                     end(Release::Park(parked))?;
                     return Ok(Ended::Parked { flow, step });
                 }
-                Next::Finished(status) => {
+                Next::Finished(status) if self.flow_and_plan(&root)?.0.status.is_finished() => {
                     end(Release::End {
                         state: DriveState::Done,
                         note: status.clone(),
                     })?;
                     return Ok(Ended::Finished { status });
                 }
+                Next::Finished(status) => {
+                    let note = format!("a flow of the tree ended `{status}` but not the flow");
+                    end(Release::End {
+                        state: DriveState::Stopped,
+                        note: note.clone(),
+                    })?;
+                    return Ok(Ended::HandedOff { note });
+                }
                 Next::HandOff(note) => {
+                    // A sub-flow that ended badly (`retries_exhausted`) is its parent step's to
+                    // judge, as a finished one is.
+                    if let Some((parent, step)) = self.ended_child(&response)? {
+                        response = self.call(
+                            &Command::StepDone {
+                                flow_id: parent,
+                                step_id: step,
+                                result: json!({}),
+                                usage: None,
+                            },
+                            owner,
+                        )?;
+                        continue;
+                    }
                     // An error that ended the flow (`retries_exhausted`) finishes the drive.
                     let (header, _) = self.flow_and_plan(&root)?;
                     if header.status.is_finished() {
@@ -245,6 +277,28 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// The parent flow and step of the sub-flow an error answer names, when that sub-flow
+    /// has ended.
+    fn ended_child(&self, response: &Response) -> Result<Option<(String, String)>, DriveError> {
+        let Response::Error(error) = response else {
+            return Ok(None);
+        };
+        let Some(flow) = &error.flow_id else {
+            return Ok(None);
+        };
+        let (header, _) = self.flow_and_plan(flow)?;
+        let Some(link) = header.parent.filter(|_| header.status.is_finished()) else {
+            return Ok(None);
+        };
+        let (parent, plan) = self.flow_and_plan(link.flow.as_str())?;
+        let step = plan
+            .flows
+            .get(parent.flow as usize)
+            .and_then(|flow| flow.steps.get(link.step as usize))
+            .map(|step| step.id.clone());
+        Ok(step.map(|step| (link.flow.to_string(), step)))
     }
 
     fn call(&self, command: &Command, owner: &str) -> Result<Response, DriveError> {

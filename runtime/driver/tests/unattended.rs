@@ -375,3 +375,28 @@ fn a_step_naming_an_agent_no_connector_runs_is_handed_back_untouched() {
             .is_empty()
     );
 }
+
+#[test]
+fn a_sub_flow_that_fails_is_reported_to_its_parent_which_fails_in_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    // The parent's first step answers; every later run (the child's) gives no JSON.
+    let claude = stratum_test_support::fake_agent::claude(
+        dir.path(),
+        &["```json\n{\"n\": 2}\n```", "no json at all"],
+    );
+    let driver = driver(sqlite(), dir.path(), claude);
+    let id = start_flow(&driver, NESTED, "outer");
+    let ended = driver
+        .drive(&id, Turn::Whole, &StopSignal::new(), &mut ())
+        .unwrap();
+    assert_eq!(
+        ended,
+        Ended::Finished {
+            status: "failed".to_owned()
+        }
+    );
+    let audit = audit(&driver, &id);
+    assert_eq!(audit["status"], "failed", "{audit}");
+    let drive = driver.runtime.store().drive(&id).unwrap().unwrap();
+    assert_eq!(drive.state, DriveState::Done);
+}
