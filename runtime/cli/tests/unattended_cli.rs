@@ -398,3 +398,46 @@ fn watch_tells_each_agent_run_as_it_starts_and_ends() {
     let done_at = kinds.iter().position(|kind| *kind == "done").unwrap();
     assert!(ended_at < done_at, "{kinds:?}");
 }
+
+#[test]
+fn sigterm_lets_a_worker_finish_its_step_then_hand_the_flow_back() {
+    let dir = tempfile::tempdir().unwrap();
+    fake_agent::claude(
+        dir.path(),
+        &["SLOW:```json\n{\"n\": 1}\n```", "```json\n{\"n\": 2}\n```"],
+    );
+    let at = At::Sqlite(dir.path().join("stratum.db"));
+    let store = at.open();
+    let flows = enroll(&store, &spec(2), 1);
+    let first = worker(&at, dir.path(), 30);
+    let slow = dir.path().join("slow.pid");
+    let until = Instant::now() + Duration::from_secs(10);
+    while !slow.exists() {
+        if Instant::now() > until {
+            let log = terminate(first);
+            panic!(
+                "the agent never started: {log}\n{:#?}",
+                store.agent_runs(None, 5).unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SIGTERM mid-step: the step under way finishes and is reported, then the worker exits.
+    let started = Instant::now();
+    let log = terminate(first);
+    assert!(started.elapsed() < Duration::from_secs(20), "{log}");
+    assert!(log.contains("stopping after the step under way"), "{log}");
+    let midway = audit(&store, &flows[0]);
+    assert_eq!(midway["status"], "in_progress", "{midway}");
+    steps_once(&midway, 1);
+    let drive = store.drive(&flows[0]).unwrap().unwrap();
+    assert_eq!(
+        drive.owner, None,
+        "handed back at once, not left to its lease"
+    );
+    // Another worker goes on from there.
+    let second = worker(&at, dir.path(), 30);
+    wait_finished(&store, &flows, Duration::from_secs(60));
+    terminate(second);
+    steps_once(&audit(&store, &flows[0]), 2);
+}

@@ -9,7 +9,8 @@ use serde_json::json;
 /// Writes `dir/claude`: each call appends its stdin and a `----` line to `dir/prompts`, counts
 /// itself in `dir/count`, and answers with the `answers` entry for that call (the last one
 /// from then on). An answer `HANG` instead records the script's pid in `dir/hung.pid` and
-/// sleeps, once: the next call answers normally.
+/// sleeps, once: the next call answers normally. An answer starting `SLOW:` records the pid in
+/// `dir/slow.pid`, waits two seconds, then answers with the rest.
 pub fn claude(dir: &Path, answers: &[&str]) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let d = dir.display();
@@ -20,11 +21,9 @@ pub fn claude(dir: &Path, answers: &[&str]) -> PathBuf {
         } else {
             (at + 1).to_string()
         };
-        let action = if *answer == "HANG" {
-            format!("echo $$ > {d}/hung.pid.tmp; mv {d}/hung.pid.tmp {d}/hung.pid; sleep 600")
-        } else {
+        let result = |text: &str| {
             let line = json!({"type": "result", "subtype": "success", "is_error": false,
-                "num_turns": 1, "session_id": "s", "result": answer,
+                "num_turns": 1, "session_id": "s", "result": text,
                 "usage": {"input_tokens": 100, "output_tokens": 20}})
             .to_string();
             assert!(
@@ -32,6 +31,16 @@ pub fn claude(dir: &Path, answers: &[&str]) -> PathBuf {
                 "answers are single-quoted in the script"
             );
             format!("printf '%s\\n' '{line}'")
+        };
+        let action = if *answer == "HANG" {
+            format!("echo $$ > {d}/hung.pid.tmp; mv {d}/hung.pid.tmp {d}/hung.pid; sleep 600")
+        } else if let Some(rest) = answer.strip_prefix("SLOW:") {
+            format!(
+                "echo $$ > {d}/slow.pid.tmp; mv {d}/slow.pid.tmp {d}/slow.pid; sleep 2; {}",
+                result(rest)
+            )
+        } else {
+            result(answer)
         };
         cases.push_str(&format!("  {pattern}) {action} ;;\n"));
     }
