@@ -421,17 +421,16 @@ impl Background {
         }
         let store = runtime.store();
         let drive = store.drive(&id).map_err(store_error)?;
-        let runs = store.agent_runs(None, 50).map_err(store_error)?;
         let header = current_step(runtime, &id)?;
-        let running = runs
-            .iter()
-            .find(|run| {
-                run.status == RunStatus::Running && run.flow.is_some() && {
-                    let flow = run.flow.as_ref().map(ToString::to_string);
-                    header.1.contains(&flow.unwrap_or_default())
-                }
-            })
-            .map(RunView::of);
+        // The tree's newest runs, a few per flow: a running one is among them.
+        let mut running = None;
+        for flow in header.1.iter().filter_map(|flow| FlowId::parse(flow)) {
+            let runs = store.agent_runs(Some(&flow), 3).map_err(store_error)?;
+            if let Some(run) = runs.iter().find(|run| run.status == RunStatus::Running) {
+                running = Some(RunView::of(run));
+                break;
+            }
+        }
         let flow_status = field(&audit, "status")
             .as_str()
             .unwrap_or("unknown")
