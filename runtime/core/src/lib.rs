@@ -59,7 +59,7 @@ pub fn execute(
             flow,
             owner,
             expires_ms,
-        }) => Ok(leased(command, &flow, &owner, expires_ms)),
+        }) => Ok(leased(command, &flow, &owner, expires_ms, ctx.now_ms)),
         outcome => {
             outcome?;
             response
@@ -69,14 +69,15 @@ pub fn execute(
 }
 
 /// `flow_leased`: the refusal of a change to a flow an unattended driver holds.
-fn leased(command: &Command, root: &FlowId, owner: &str, expires_ms: u64) -> Response {
+fn leased(command: &Command, root: &FlowId, owner: &str, expires_ms: u64, now_ms: u64) -> Response {
+    let seconds = expires_ms.saturating_sub(now_ms).div_ceil(1000);
     let mut error = response::ErrorResponse::new(
         "flow_leased",
         format!(
-            "flow {root} is being driven unattended by `{owner}` (its lease runs to \
-             {expires_ms} ms since the epoch): that driver reports its steps, so this call \
-             changed nothing. Follow it with stratum_flow_bg_poll, decide its gates as usual, \
-             or take the flow back with stratum_flow_cancel_bg."
+            "flow {root} is being driven unattended by `{owner}` (its lease runs {seconds} s \
+             more unless renewed): that driver reports its steps, so this call changed \
+             nothing. Follow it with stratum_flow_bg_poll, decide its gates as usual, or take \
+             the flow back with stratum_flow_cancel_bg."
         ),
     );
     error.flow_id = command.flow_id().map(str::to_owned);
