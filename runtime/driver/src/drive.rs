@@ -140,8 +140,28 @@ impl Driver {
         }
     }
 
-    /// Drives a flow `owner` has just claimed.
+    /// Drives a flow `owner` has just claimed. A drive that cannot go on (the store
+    /// unreachable, an agent that cannot start) hands the flow back at once if it can, rather
+    /// than leave it to its lease.
     pub fn drive_claimed(
+        &self,
+        drive: &Drive,
+        owner: &str,
+        turn: Turn,
+        stop: &StopSignal,
+        progress: &mut dyn Progress,
+    ) -> Result<Ended, DriveError> {
+        let driven = self.drive_held(drive, owner, turn, stop, progress);
+        if driven.is_err() {
+            let _ = self
+                .runtime
+                .store()
+                .release(&drive.flow, owner, &Release::Requeue, now_ms());
+        }
+        driven
+    }
+
+    fn drive_held(
         &self,
         drive: &Drive,
         owner: &str,

@@ -400,3 +400,54 @@ fn a_sub_flow_that_fails_is_reported_to_its_parent_which_fails_in_turn() {
     let drive = driver.runtime.store().drive(&id).unwrap().unwrap();
     assert_eq!(drive.state, DriveState::Done);
 }
+
+#[test]
+fn a_step_naming_codex_runs_codex_and_its_retry_carries_the_violations() {
+    for (kind, open) in STORES {
+        let dir = tempfile::tempdir().unwrap();
+        let claude = stratum_test_support::fake_agent::claude(dir.path(), &["unused"]);
+        let codex = stratum_test_support::fake_agent::codex(
+            dir.path(),
+            &[
+                "Here.\n```json\n{\"n\": -1}\n```",
+                "Fixed.\n```json\n{\"n\": 5}\n```",
+            ],
+        );
+        let mut driver = driver(open(), dir.path(), claude);
+        let mut connector = Connector::new(Agent::Codex);
+        connector.binary = codex;
+        driver.connectors.insert(Agent::Codex, connector);
+        let spec = ONE_STEP.replace(
+            "        intent: \"Answer\"\n",
+            "        intent: \"Answer\"\n        agent: codex\n        ensure: [\"result.n >= 0\"]\n",
+        );
+        let id = start(&driver, &spec, json!({}));
+        let ended = driver
+            .drive(&id, Turn::Whole, &StopSignal::new(), &mut ())
+            .unwrap();
+        assert_eq!(
+            ended,
+            Ended::Finished {
+                status: "complete".to_owned()
+            },
+            "{kind}"
+        );
+        let prompts = std::fs::read_to_string(dir.path().join("prompts")).unwrap();
+        assert!(
+            prompts
+                .split("----")
+                .nth(1)
+                .unwrap()
+                .contains("result.n >= 0"),
+            "{kind}: {prompts}"
+        );
+        let runs = driver.runtime.store().agent_runs(Some(&id), 5).unwrap();
+        assert_eq!(runs.len(), 2, "{kind}");
+        assert!(
+            runs.iter().all(|run| run.agent == "codex"),
+            "{kind}: {runs:#?}"
+        );
+        assert_eq!(runs[0].result, Some(json!({"n": 5})), "{kind}");
+        assert_eq!(runs[0].usage["output_tokens"], 20, "{kind}");
+    }
+}

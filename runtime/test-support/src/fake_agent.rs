@@ -1,10 +1,49 @@
 //! Fake agent CLIs for the unattended tests: shell scripts that read their prompt on stdin
-//! like the real `claude -p --input-format stream-json` and answer in its stream-JSON event
-//! format (reference §4.1). Real processes; nothing of ours is mocked.
+//! like the real `claude -p --input-format stream-json` and `codex exec --json -`, and answer
+//! in their event formats (reference §4.1, §4.2). Real processes; nothing of ours is mocked.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
+
+/// The fake CLIs' event formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Claude Code's stream-JSON: an `init`, then a `result` event with the final text.
+    Claude,
+    /// Codex's JSONL: `thread.started`, the answer as an `agent_message` item, then
+    /// `turn.completed` with usage.
+    Codex,
+}
+
+impl Format {
+    /// The stdout lines of a run that answers `text`.
+    fn lines(self, text: &str) -> Vec<String> {
+        let events = match self {
+            Format::Claude => vec![
+                json!({"type": "system", "subtype": "init", "model": "claude-sonnet-4-6"}),
+                json!({"type": "result", "subtype": "success", "is_error": false,
+                    "num_turns": 1, "session_id": "s", "result": text,
+                    "usage": {"input_tokens": 100, "output_tokens": 20}}),
+            ],
+            Format::Codex => vec![
+                json!({"type": "thread.started", "thread_id": "t1"}),
+                json!({"type": "item.completed", "item": {"id": "i1", "type": "agent_message",
+                    "text": text}}),
+                json!({"type": "turn.completed", "usage": {"input_tokens": 100,
+                    "cached_input_tokens": 0, "output_tokens": 20}}),
+            ],
+        };
+        events.iter().map(ToString::to_string).collect()
+    }
+
+    fn binary(self) -> &'static str {
+        match self {
+            Format::Claude => "claude",
+            Format::Codex => "codex",
+        }
+    }
+}
 
 /// Writes `dir/claude`: each call appends its stdin and a `----` line to `dir/prompts`, counts
 /// itself in `dir/count`, and answers with the `answers` entry for that call (the last one
@@ -12,6 +51,15 @@ use serde_json::json;
 /// sleeps, once: the next call answers normally. An answer starting `SLOW:` records the pid in
 /// `dir/slow.pid`, waits two seconds, then answers with the rest.
 pub fn claude(dir: &Path, answers: &[&str]) -> PathBuf {
+    fake(dir, Format::Claude, answers)
+}
+
+/// [`claude`], as `dir/codex` speaking Codex's events.
+pub fn codex(dir: &Path, answers: &[&str]) -> PathBuf {
+    fake(dir, Format::Codex, answers)
+}
+
+fn fake(dir: &Path, format: Format, answers: &[&str]) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let d = dir.display();
     let mut cases = String::new();
@@ -22,15 +70,16 @@ pub fn claude(dir: &Path, answers: &[&str]) -> PathBuf {
             (at + 1).to_string()
         };
         let result = |text: &str| {
-            let line = json!({"type": "result", "subtype": "success", "is_error": false,
-                "num_turns": 1, "session_id": "s", "result": text,
-                "usage": {"input_tokens": 100, "output_tokens": 20}})
-            .to_string();
+            let lines = format.lines(text);
             assert!(
-                !line.contains('\''),
+                lines.iter().all(|line| !line.contains('\'')),
                 "answers are single-quoted in the script"
             );
-            format!("printf '%s\\n' '{line}'")
+            lines
+                .iter()
+                .map(|line| format!("printf '%s\\n' '{line}'"))
+                .collect::<Vec<_>>()
+                .join("; ")
         };
         let action = if *answer == "HANG" {
             format!("echo $$ > {d}/hung.pid.tmp; mv {d}/hung.pid.tmp {d}/hung.pid; sleep 600")
@@ -50,12 +99,11 @@ pub fn claude(dir: &Path, answers: &[&str]) -> PathBuf {
          n=$(flock {d}/count.lock sh -c 'n=$(cat {d}/count 2>/dev/null || echo 0); \
          n=$((n + 1)); echo $n > {d}/count; echo $n')\n\
          printf '%s\\n----\\n' \"$prompt\" >> {d}/prompts\n\
-         printf '%s\\n' '{{\"type\":\"system\",\"subtype\":\"init\",\"model\":\"claude-sonnet-4-6\"}}'\n\
          case $n in\n{cases}esac\n"
     );
-    let path = dir.join("claude");
-    std::fs::write(&path, body).expect("the fake claude is written");
+    let path = dir.join(format.binary());
+    std::fs::write(&path, body).expect("the fake agent is written");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
-        .expect("the fake claude is executable");
+        .expect("the fake agent is executable");
     path
 }
