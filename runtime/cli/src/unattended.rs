@@ -15,6 +15,8 @@ use stratum_runtime::response::StepDispatch;
 use stratum_runtime::store::{AgentRun, Drive, Enrolled};
 use stratum_runtime::{Command, Config, Runtime, Store};
 
+use stratum_grammar::print::visible;
+
 use crate::operator::StoreAt;
 use crate::print;
 
@@ -206,6 +208,7 @@ fn drive_to_end(
         match &ended {
             Ended::Parked { flow, step } if !stop.requested() => {
                 if !told {
+                    let step = visible(step);
                     progress.note(&format!(
                         "waiting at gate `{step}` for a person: stratum-mcp gate approve {flow} \
                          {step} --note \"…\" (or revise, kill), or the console"
@@ -269,7 +272,7 @@ impl Progress for Display {
                 "[{}/{}] {} · attempt {attempt} · {agent} · {:.0}s elapsed",
                 step.step_number,
                 step.total_steps,
-                step.step_id,
+                visible(&step.step_id),
                 self.started.elapsed().as_secs_f64()
             );
         }
@@ -280,7 +283,7 @@ impl Progress for Display {
             let reason = run
                 .reason
                 .as_deref()
-                .map(|r| format!(": {r}"))
+                .map(|r| format!(": {}", visible(r)))
                 .unwrap_or_default();
             eprintln!(
                 "      {} in {:.1}s (run {}){reason}",
@@ -301,12 +304,12 @@ fn summary(id: &FlowId, ended: &Ended, audit: &Value) -> String {
     );
     if let Some(trace) = field(audit, "trace").as_array() {
         for record in trace {
-            let step = field(record, "step_id").as_str().unwrap_or("?");
+            let step = visible(field(record, "step_id").as_str().unwrap_or("?"));
             match field(record, "type").as_str() {
                 Some("gate") => text.push_str(&format!(
                     "  {step}: gate {} by {}\n",
-                    field(record, "outcome").as_str().unwrap_or("?"),
-                    field(record, "resolved_by").as_str().unwrap_or("?")
+                    visible(field(record, "outcome").as_str().unwrap_or("?")),
+                    visible(field(record, "resolved_by").as_str().unwrap_or("?"))
                 )),
                 _ => text.push_str(&format!(
                     "  {step}: {} attempt(s)\n",
@@ -317,7 +320,8 @@ fn summary(id: &FlowId, ended: &Ended, audit: &Value) -> String {
     }
     match ended {
         Ended::HandedOff { note } => text.push_str(&format!(
-            "stopped: {note}; the flow is an agent's to continue (stratum_resume)\n"
+            "stopped: {}; the flow is an agent's to continue (stratum_resume)\n",
+            visible(note)
         )),
         Ended::Yielded => text
             .push_str("interrupted: the flow stays enrolled; `stratum-mcp worker` continues it\n"),
@@ -432,14 +436,14 @@ pub fn query_runs(at: &StoreAt, flow: Option<&str>, limit: usize, json: bool) ->
             "{}  {:<11} {:<8} {} {}{}\n",
             run.id,
             run.status.as_str(),
-            run.agent,
+            visible(&run.agent),
             run.flow
                 .as_ref()
                 .map_or_else(|| "-".to_owned(), ToString::to_string),
-            run.step.as_deref().unwrap_or("-"),
+            visible(run.step.as_deref().unwrap_or("-")),
             run.reason
                 .as_deref()
-                .map(|reason| format!("  ({reason})"))
+                .map(|reason| format!("  ({})", visible(reason)))
                 .unwrap_or_default()
         ));
     }
@@ -470,20 +474,20 @@ pub fn query_run(at: &StoreAt, id: &str, json: bool) -> ExitCode {
         "run {}: {} ({}{})\n",
         run.id,
         run.status.as_str(),
-        run.agent,
+        visible(&run.agent),
         run.model
             .as_deref()
-            .map(|m| format!(", {m}"))
+            .map(|m| format!(", {}", visible(m)))
             .unwrap_or_default()
     );
     if let Some(reason) = &run.reason {
-        text.push_str(&format!("  {reason}\n"));
+        text.push_str(&format!("  {}\n", visible(reason)));
     }
     if let Some(pid) = run.pid {
-        text.push_str(&format!("  pid {pid} on {}\n", run.host));
+        text.push_str(&format!("  pid {pid} on {}\n", visible(&run.host)));
     }
     if let Some(result) = &run.result {
-        text.push_str(&format!("  result: {result}\n"));
+        text.push_str(&format!("  result: {}\n", visible(&result.to_string())));
     }
     text.push_str(&format!(
         "  {} events, the last {}:\n",
@@ -491,10 +495,13 @@ pub fn query_run(at: &StoreAt, id: &str, json: bool) -> ExitCode {
         run.events.len()
     ));
     for line in run.events.iter().rev().take(20).rev() {
-        text.push_str(&format!("    {line}\n"));
+        text.push_str(&format!("    {}\n", visible(line)));
     }
     if !run.stderr_tail.is_empty() {
-        text.push_str(&format!("  stderr:\n{}\n", run.stderr_tail));
+        text.push_str("  stderr:\n");
+        for line in run.stderr_tail.lines() {
+            text.push_str(&format!("    {}\n", visible(line)));
+        }
     }
     print::text_with(&text, 0)
 }
@@ -517,7 +524,7 @@ pub fn query_drives(at: &StoreAt, json: bool) -> ExitCode {
     }
     for drive in &drives {
         let who = match (&drive.owner, &drive.parked) {
-            (Some(owner), _) => format!("driven by {owner}"),
+            (Some(owner), _) => format!("driven by {}", visible(owner)),
             (None, Some(_)) => "waiting at a gate".to_owned(),
             (None, None) => String::new(),
         };
@@ -528,7 +535,7 @@ pub fn query_drives(at: &StoreAt, json: bool) -> ExitCode {
             drive
                 .note
                 .as_deref()
-                .map(|note| format!(" ({note})"))
+                .map(|note| format!(" ({})", visible(note)))
                 .unwrap_or_default()
         ));
     }

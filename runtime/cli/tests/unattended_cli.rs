@@ -6,6 +6,8 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may unwrap what it set up; JSON indexes to null
 
+mod terminal;
+
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -440,4 +442,34 @@ fn sigterm_lets_a_worker_finish_its_step_then_hand_the_flow_back() {
     wait_finished(&store, &flows, Duration::from_secs(60));
     terminate(second);
     steps_once(&audit(&store, &flows[0]), 2);
+}
+
+#[test]
+fn what_agents_wrote_reaches_a_terminal_as_text_never_as_control_sequences() {
+    use stratum_runtime::store::AgentRun;
+    let home = tempfile::tempdir().unwrap();
+    let store = stratum_store_sqlite::SqliteStore::open(home.path().join("stratum.db")).unwrap();
+    let mut run = AgentRun::starting(
+        "00000000000000e1".to_owned(),
+        "claude",
+        "vm/1/0000beef",
+        "vm",
+        stratum_runtime::now_ms(),
+    );
+    run.status = RunStatus::AgentError;
+    run.reason = Some("boom \u{1b}]0;PWNED\u{7}\u{1b}[2K\rfake".to_owned());
+    run.stderr_tail = "warn \u{1b}[8mhidden\u{202e}desrever\nnext line".to_owned();
+    run.events = vec!["{\"type\":\"x\u{1b}[31m\"}".to_owned()];
+    run.step = Some("st\u{1b}[1mep".to_owned());
+    run.finished_ms = Some(run.started_ms);
+    store.put_run(&run).unwrap();
+    for args in [
+        &["query", "run", "00000000000000e1"][..],
+        &["query", "runs"][..],
+    ] {
+        let (code, shown) = terminal::cli_on_terminal(home.path(), args);
+        assert_eq!(code, 0, "{args:?}: {shown}");
+        terminal::assert_inert(&format!("{args:?}"), &shown);
+        assert!(shown.contains("boom"), "{args:?}: {shown}");
+    }
 }
