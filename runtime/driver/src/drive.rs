@@ -20,6 +20,9 @@ use crate::step::{agent_named, prompt};
 use crate::worker::StopSignal;
 use crate::{DriveError, Driver};
 
+/// How many of each flow's newest runs a claim looks at for one a dead driver left running.
+const RECONCILE_RUNS: usize = 3;
+
 /// How long a driver holds a flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Turn {
@@ -190,6 +193,20 @@ impl Driver {
             store.release(&drive.flow, owner, &release, now_ms())?;
             Ok(())
         };
+        let finish = |status: String| -> Result<Ended, DriveError> {
+            end(Release::End {
+                state: DriveState::Done,
+                note: status.clone(),
+            })?;
+            Ok(Ended::Finished { status })
+        };
+        let hand_off = |note: String| -> Result<Ended, DriveError> {
+            end(Release::End {
+                state: DriveState::Stopped,
+                note: note.clone(),
+            })?;
+            Ok(Ended::HandedOff { note })
+        };
         loop {
             if lease.lost() {
                 return Ok(Ended::LostLease);
@@ -213,13 +230,7 @@ impl Driver {
                             end(Release::Requeue)?;
                             return Ok(Ended::Yielded);
                         }
-                        StepEnd::HandOff(note) => {
-                            end(Release::End {
-                                state: DriveState::Stopped,
-                                note: note.clone(),
-                            })?;
-                            return Ok(Ended::HandedOff { note });
-                        }
+                        StepEnd::HandOff(note) => return hand_off(note),
                     };
                     response = self.call(&command, owner)?;
                     // A worker's turn is one agent run: what follows without one (a gate to
@@ -230,15 +241,7 @@ impl Driver {
                     }
                 }
                 Next::ChildDone { parent, step } => {
-                    response = self.call(
-                        &Command::StepDone {
-                            flow_id: parent,
-                            step_id: step,
-                            result: json!({}),
-                            usage: None,
-                        },
-                        owner,
-                    )?;
+                    response = self.report_child(parent, step, owner)?;
                 }
                 Next::Park {
                     flow,
@@ -250,50 +253,26 @@ impl Driver {
                     return Ok(Ended::Parked { flow, step });
                 }
                 Next::Finished(status) if self.flow_and_plan(&root)?.0.status.is_finished() => {
-                    end(Release::End {
-                        state: DriveState::Done,
-                        note: status.clone(),
-                    })?;
-                    return Ok(Ended::Finished { status });
+                    return finish(status);
                 }
                 Next::Finished(status) => {
-                    let note = format!("a flow of the tree ended `{status}` but not the flow");
-                    end(Release::End {
-                        state: DriveState::Stopped,
-                        note: note.clone(),
-                    })?;
-                    return Ok(Ended::HandedOff { note });
+                    return hand_off(format!(
+                        "a flow of the tree ended `{status}` but not the flow"
+                    ));
                 }
                 Next::HandOff(note) => {
                     // A sub-flow that ended badly (`retries_exhausted`) is its parent step's to
                     // judge, as a finished one is.
                     if let Some((parent, step)) = self.ended_child(&response)? {
-                        response = self.call(
-                            &Command::StepDone {
-                                flow_id: parent,
-                                step_id: step,
-                                result: json!({}),
-                                usage: None,
-                            },
-                            owner,
-                        )?;
+                        response = self.report_child(parent, step, owner)?;
                         continue;
                     }
                     // An error that ended the flow (`retries_exhausted`) finishes the drive.
                     let (header, _) = self.flow_and_plan(&root)?;
                     if header.status.is_finished() {
-                        let status = header.status.as_str().to_owned();
-                        end(Release::End {
-                            state: DriveState::Done,
-                            note: status.clone(),
-                        })?;
-                        return Ok(Ended::Finished { status });
+                        return finish(header.status.as_str().to_owned());
                     }
-                    end(Release::End {
-                        state: DriveState::Stopped,
-                        note: note.clone(),
-                    })?;
-                    return Ok(Ended::HandedOff { note });
+                    return hand_off(note);
                 }
             }
         }
@@ -319,6 +298,25 @@ impl Driver {
             .and_then(|flow| flow.steps.get(link.step as usize))
             .map(|step| step.id.clone());
         Ok(step.map(|step| (link.flow.to_string(), step)))
+    }
+
+    /// Reports a sub-flow's end to its parent's flow step, which takes the child's output (or
+    /// its failure) as the step's result.
+    fn report_child(
+        &self,
+        parent: String,
+        step: String,
+        owner: &str,
+    ) -> Result<Response, DriveError> {
+        self.call(
+            &Command::StepDone {
+                flow_id: parent,
+                step_id: step,
+                result: json!({}),
+                usage: None,
+            },
+            owner,
+        )
     }
 
     fn call(&self, command: &Command, owner: &str) -> Result<Response, DriveError> {
@@ -482,7 +480,9 @@ impl Driver {
             Ok(())
         })?;
         for flow in &flows {
-            for mut run in store.agent_runs(Some(flow), 100)? {
+            // A flow runs one agent at a time, each run newer than the last: one left running
+            // is among its newest. Reading a few keeps a claim's cost flat in the flow's runs.
+            for mut run in store.agent_runs(Some(flow), RECONCILE_RUNS)? {
                 if run.status != RunStatus::Running || run.owner == owner {
                     continue;
                 }

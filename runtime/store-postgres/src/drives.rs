@@ -100,19 +100,31 @@ pub(crate) async fn put_drive(
     Ok(())
 }
 
-/// The drive of `flow`; `lock` is the row lock to take (`""`, `FOR SHARE`, `FOR UPDATE`).
-pub(crate) async fn get_drive(
-    client: &impl GenericClient,
+/// The drive of `flow`, read in `tx` with the row lock `lock` (`FOR SHARE`, `FOR UPDATE`):
+/// the query's error (a lost race, for the caller to map), else the drive or why its row
+/// cannot be read.
+async fn locked_drive(
+    tx: &Transaction<'_>,
     flow: &FlowId,
     lock: &str,
-) -> Result<Option<Drive>, tokio_postgres::Error> {
-    let row = client
+) -> Result<Result<Option<Drive>, StoreError>, tokio_postgres::Error> {
+    let row = tx
         .query_opt(
             &format!("SELECT {DRIVE_COLUMNS} FROM stratum_drives WHERE flow = $1 {lock}"),
             &[&flow.as_str()],
         )
         .await?;
-    Ok(row.map(|row| drive_of(&row)).transpose().ok().flatten())
+    Ok(row.as_ref().map(drive_of).transpose())
+}
+
+/// [`locked_drive`] under `FOR UPDATE`, its errors as the store's.
+async fn drive_for_update(
+    tx: &Transaction<'_>,
+    flow: &FlowId,
+) -> Result<Option<Drive>, StoreError> {
+    locked_drive(tx, flow, "FOR UPDATE")
+        .await
+        .map_err(failed("read a drive"))?
 }
 
 pub(crate) async fn read_drive(
@@ -146,7 +158,11 @@ pub(crate) async fn check_fence(
     tx: &Transaction<'_>,
     fence: &Fence,
 ) -> Result<Result<(), StoreError>, tokio_postgres::Error> {
-    Ok(match get_drive(tx, &fence.root, "FOR SHARE").await? {
+    let drive = match locked_drive(tx, &fence.root, "FOR SHARE").await? {
+        Ok(drive) => drive,
+        Err(corrupt) => return Ok(Err(corrupt)),
+    };
+    Ok(match drive {
         Some(drive) if drive.fences_out(fence.driver.as_deref(), fence.now_ms) => {
             Err(StoreError::Leased {
                 flow: fence.root.clone(),
@@ -159,9 +175,7 @@ pub(crate) async fn check_fence(
 }
 
 pub(crate) async fn enroll(tx: &Transaction<'_>, drive: &Drive) -> Result<Enrolled, StoreError> {
-    let kept = get_drive(tx, &drive.flow, "FOR UPDATE")
-        .await
-        .map_err(failed("read a drive"))?;
+    let kept = drive_for_update(tx, &drive.flow).await?;
     if let Some(kept) = kept
         && kept.state == DriveState::Active
     {
@@ -236,9 +250,7 @@ pub(crate) async fn release(
     release: &Release,
     now_ms: u64,
 ) -> Result<bool, StoreError> {
-    let drive = get_drive(tx, flow, "FOR UPDATE")
-        .await
-        .map_err(failed("read a drive"))?;
+    let drive = drive_for_update(tx, flow).await?;
     match drive {
         Some(drive) if drive.owner.as_deref() == Some(owner) => {
             put_drive(tx, &released(drive, release, now_ms)).await?;
@@ -253,9 +265,7 @@ pub(crate) async fn cancel(
     flow: &FlowId,
     note: &str,
 ) -> Result<Option<Drive>, StoreError> {
-    let before = get_drive(tx, flow, "FOR UPDATE")
-        .await
-        .map_err(failed("read a drive"))?;
+    let before = drive_for_update(tx, flow).await?;
     let Some(before) = before else {
         return Ok(None);
     };
