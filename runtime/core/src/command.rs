@@ -83,6 +83,70 @@ pub enum Command {
     Audit {
         flow_id: String,
     },
+    /// `stratum_parallel_done`: the agent ran a fan-out step's tasks (consumer dispatch) and
+    /// reports them, `[{task_id, status, result}]`, with how it merged them.
+    ParallelDone {
+        flow_id: String,
+        step_id: String,
+        task_results: Value,
+        merge_status: Value,
+    },
+    /// The server takes a fan-out step's tasks of the current attempt to run them itself
+    /// (`stratum_parallel_start`, the unattended driver). `base`: the commit task worktrees
+    /// start from. Idempotent per attempt.
+    ParallelStart {
+        flow_id: String,
+        step_id: String,
+        base: Option<String>,
+    },
+    /// What became of one task the server runs, for attempt `attempt` of the step.
+    TaskUpdate {
+        flow_id: String,
+        step_id: String,
+        attempt: u32,
+        task_id: String,
+        report: TaskReport,
+    },
+    /// Every task is settled: evaluate the step (`stratum_parallel_advance`, or the server's
+    /// executor once it merged). `merge_status` is the consumer's, for a deferred advance.
+    ParallelAdvance {
+        flow_id: String,
+        step_id: String,
+        merge_status: Option<Value>,
+    },
+    /// `stratum_parallel_poll`: where a fan-out step's tasks stand. Reads only.
+    ParallelPoll {
+        flow_id: String,
+        step_id: String,
+    },
+}
+
+/// One event in the life of a task the server runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TaskReport {
+    /// Its agent was launched (`run_id`: the agent run's row).
+    Running { run_id: Option<String> },
+    /// Its agent answered: the result is checked against the task contract.
+    Finished {
+        result: Value,
+        diff: Option<String>,
+        usage: Option<Value>,
+    },
+    /// It produced nothing usable, ran out of time, or failed its pre-merge check (`bounce`).
+    Failed {
+        violations: Vec<String>,
+        bounce: Option<Value>,
+        diff: Option<String>,
+        usage: Option<Value>,
+    },
+    /// Ended, or never started, because the step could no longer use it.
+    Cancelled { reason: String },
+    /// Its patch is about to be applied to the flow's working tree.
+    Merging,
+    /// Its patch is in the flow's working tree.
+    Merged,
+    /// Its patch conflicts with what was merged before it.
+    Conflict { files: Vec<String>, message: String },
 }
 
 impl Command {
@@ -101,13 +165,18 @@ impl Command {
             | Command::IterationReport { flow_id, .. }
             | Command::IterationAbort { flow_id, .. }
             | Command::Resume { flow_id }
-            | Command::Audit { flow_id } => Some(flow_id),
+            | Command::Audit { flow_id }
+            | Command::ParallelDone { flow_id, .. }
+            | Command::ParallelStart { flow_id, .. }
+            | Command::TaskUpdate { flow_id, .. }
+            | Command::ParallelAdvance { flow_id, .. }
+            | Command::ParallelPoll { flow_id, .. } => Some(flow_id),
         }
     }
 
     /// Whether the command only reads.
     pub fn is_read_only(&self) -> bool {
-        matches!(self, Command::Audit { .. })
+        matches!(self, Command::Audit { .. } | Command::ParallelPoll { .. })
     }
 
     /// Whether the command is refused on a flow another driver holds the lease of. A gate
@@ -119,6 +188,7 @@ impl Command {
                 | Command::GateResolve { .. }
                 | Command::CheckTimeouts { .. }
                 | Command::Audit { .. }
+                | Command::ParallelPoll { .. }
         )
     }
 }

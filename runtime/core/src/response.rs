@@ -31,6 +31,10 @@ pub enum Response {
     /// `stratum_resume` of a flow that has finished.
     Status(StatusOnly),
     Audit(Box<Audit>),
+    /// A fan-out step's tasks for the agent to run.
+    Parallel(Box<ParallelDispatch>),
+    /// Where a fan-out step's tasks stand (start, poll, a task's report).
+    FanOut(Box<FanOutReport>),
 }
 
 impl Response {
@@ -49,6 +53,8 @@ impl Response {
             Response::NoTimeout(_) => "no_timeout",
             Response::Status(status) => &status.status,
             Response::Audit(audit) => &audit.status,
+            Response::Parallel(dispatch) => &dispatch.status,
+            Response::FanOut(report) => &report.status,
         }
     }
 
@@ -103,6 +109,106 @@ pub struct StepDispatch {
     pub skip_if_error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_iterations: Option<u32>,
+}
+
+/// `parallel_dispatch` (and, after a failed attempt, `ensure_failed`): a fan-out step's tasks
+/// for the agent to run and report with `stratum_parallel_done`. The reference's envelope,
+/// with what it leaves to the client done by the server: every task carries its `prompt`,
+/// rendered from the compiled template, and only the tasks this attempt runs are listed
+/// (`kept` names the ones accepted before).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct ParallelDispatch {
+    #[schemars(extend("enum" = ["parallel_dispatch", "ensure_failed", "schema_failed", "guardrail_blocked", "no_result"]))]
+    pub status: String,
+    pub flow_id: String,
+    pub step_number: u32,
+    pub total_steps: u32,
+    pub step_id: String,
+    /// `parallel_dispatch`.
+    pub step_mode: &'static str,
+    /// The source's elements this attempt runs, each with `prompt` (and, on a retry, the
+    /// `violations` of its previous attempt) added.
+    pub tasks: Vec<Value>,
+    pub agent: Option<String>,
+    pub max_concurrent: u32,
+    pub isolation: &'static str,
+    /// `all`, `any` or a number.
+    pub require: Value,
+    pub merge: &'static str,
+    pub intent_template: String,
+    pub ensure: Vec<String>,
+    pub retries_remaining: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pre_merge_verify: Option<Vec<String>>,
+    /// The step's attempt, from 1: what `stratum_parallel_done` reports on.
+    pub attempt: u32,
+    /// Tasks accepted in an earlier attempt, which count towards `require` without running.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<String>,
+    /// `server` when the server runs the tasks (`stratum_parallel_poll` follows them).
+    pub dispatch: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub violations: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bounced_tasks: Option<Vec<Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routed_from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reverted_to: Option<String>,
+}
+
+/// A fan-out step's tasks as the store holds them: `started` (the server took them),
+/// `task_recorded` (one task's report was written) or `parallel_status` (a poll).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct FanOutReport {
+    #[schemars(extend("enum" = ["started", "task_recorded", "parallel_status"]))]
+    pub status: String,
+    pub flow_id: String,
+    pub step_id: String,
+    pub attempt: u32,
+    /// `consumer`, `server`, or null before either took the tasks.
+    pub dispatch: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    pub task_count: usize,
+    /// How many tasks are in each state.
+    pub summary: BTreeMap<String, usize>,
+    pub tasks: Vec<TaskView>,
+    /// Whether the tasks settled so far meet `require`.
+    pub require_satisfied: bool,
+    /// Whether `require` can still be met by the tasks not yet settled.
+    pub require_possible: bool,
+    /// Every task is settled: the step can be evaluated.
+    pub can_advance: bool,
+}
+
+/// One task of a fan-out step.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct TaskView {
+    pub task_id: String,
+    pub state: &'static str,
+    /// The step attempt that dispatched it.
+    pub attempt: u32,
+    pub prompt: String,
+    pub depends_on: Vec<String>,
+    pub agent: Option<String>,
+    pub task_timeout: u64,
+    pub element: Value,
+    pub result: Option<Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate_bounce: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// `unmerged`, `merging`, `merged` or `conflict`.
+    pub merge: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_ms: Option<u64>,
 }
 
 /// `await_gate`: a gate waits for `stratum_gate_resolve`.

@@ -130,12 +130,154 @@ pub struct StepState {
     /// The child execution a flow step runs.
     pub child: Option<FlowId>,
     pub iteration: Option<IterationState>,
+    /// The tasks of a parallel or pipeline step (see [`FanOutState`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fan_out: Option<FanOutState>,
 }
 
 impl StepState {
     pub fn is_empty(&self) -> bool {
         *self == StepState::default()
     }
+}
+
+/// The tasks of a parallel (or pipeline) step. It lives in the step's own row, so a second
+/// fan-out step, or the same step entered again by routing, starts from nothing; within the
+/// step every task carries the attempt that dispatched it, so a result for an earlier
+/// attempt is told from one for this attempt: task state is keyed by (flow, step, attempt,
+/// task).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FanOutState {
+    /// The step's attempt the tasks are dispatched for, from 1.
+    pub attempt: u32,
+    /// Who runs the tasks: `None` until the agent receives the envelope (consumer) or the
+    /// server starts them.
+    pub mode: Option<FanOutMode>,
+    /// The commit every task's worktree starts from (server dispatch with worktrees).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// Every task the step expects, in dependency order: the ones accepted in an earlier
+    /// attempt and kept, and the ones dispatched in this one.
+    pub tasks: Vec<TaskState>,
+    /// The consumer's `merge_status` of the last report, or the server's merge outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge_status: Option<Value>,
+    /// What the previous attempt bounced (conflicts, failed pre-merge checks), for the
+    /// envelope of this one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bounced: Vec<Value>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FanOutMode {
+    /// The agent runs the tasks and reports them with `stratum_parallel_done`.
+    Consumer,
+    /// The server runs them through its connectors.
+    Server,
+}
+
+impl FanOutState {
+    pub fn task(&self, id: &str) -> Option<&TaskState> {
+        self.tasks.iter().find(|task| task.id == id)
+    }
+
+    /// The tasks dispatched in the current attempt.
+    pub fn dispatched(&self) -> impl Iterator<Item = &TaskState> {
+        self.tasks
+            .iter()
+            .filter(move |task| task.attempt == self.attempt)
+    }
+}
+
+/// One task of a fan-out step.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskState {
+    pub id: String,
+    /// The element of `source` it was made from (a pipeline: the item), as it was.
+    pub element: Value,
+    /// What the agent is told: the step's template rendered for this task, with the
+    /// violations of its previous attempt. Empty when it could not be rendered (the task is
+    /// then failed with `template_field_missing`).
+    pub prompt: String,
+    pub depends_on: Vec<String>,
+    /// The connector that runs it (server dispatch), as the spec names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Seconds it may run (server dispatch).
+    pub timeout_s: u64,
+    /// The step attempt that dispatched it last.
+    pub attempt: u32,
+    pub status: TaskStatus,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "kept_null"
+    )]
+    pub result: Option<Value>,
+    /// Why it failed, in this attempt (fed to its next prompt).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<String>,
+    /// A pre-merge check or merge that refused its changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounce: Option<Value>,
+    /// Its changes (`git diff --binary` against the base), when captured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// Whether its changes are in the flow's working tree (server `sequential_apply`).
+    #[serde(default)]
+    pub merge: MergeState,
+    /// The agent run carrying it out (server dispatch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_ms: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    #[default]
+    Pending,
+    Running,
+    Complete,
+    Failed,
+    /// Not run, or ended, because the step could no longer use it.
+    Cancelled,
+    /// A pipeline stage its `when` or an earlier `exit_when` left out.
+    Skipped,
+}
+
+impl TaskStatus {
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, TaskStatus::Pending | TaskStatus::Running)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Pending => "pending",
+            TaskStatus::Running => "running",
+            TaskStatus::Complete => "complete",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+            TaskStatus::Skipped => "skipped",
+        }
+    }
+}
+
+/// Where a task's changes stand in the server's sequential merge. `Merging` is written before
+/// its patch is applied, so a driver that dies in between finds out on restart whether the
+/// patch is already in the tree (applied exactly once).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MergeState {
+    #[default]
+    Unmerged,
+    Merging,
+    Merged,
+    Conflict,
 }
 
 /// An iteration loop's state on one step.

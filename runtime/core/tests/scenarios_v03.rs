@@ -1,20 +1,25 @@
-//! Version 0.3 specs before the runtime that executes them: a flow that can reach a decompose,
-//! parallel_dispatch or pipeline step is refused when it starts, with an `error_type` that
-//! names the step and its kind, and nothing is stored; a flow of the same spec that reaches
-//! none of them runs as usual.
+//! Version 0.3 at run time, on every store at once: a decompose step's task graph is checked
+//! before its ensures; a parallel_dispatch step hands out its tasks with their prompts
+//! rendered, counts `require` over the tasks it expects (never over what was reported),
+//! checks each task's result against the task contract, and on a retry runs again only what
+//! failed, keyed by (flow, step, attempt, task). The server's side (start, task events,
+//! advance, poll) is driven here by hand; the executor that runs agents is
+//! `stratum-driver`'s, tested with real processes there. Pipelines are still refused when a
+//! flow that reaches one starts.
 #![allow(clippy::indexing_slicing)] // tests may index the JSON answers they assert on
 
 use stratum_test_support as support;
 
-use serde_json::json;
-use support::Scenario;
+use serde_json::{Value, json};
+use stratum_runtime::TaskReport;
+use support::{Scenario, error_type, status};
 
 const SPEC: &str = r#"version: "0.3"
 contracts:
   TaskGraph:
     tasks: {type: array}
-  Summary:
-    text: {type: string}
+  Change:
+    summary: {type: string}
 flows:
   implement:
     input: {feature: {type: string}}
@@ -25,40 +30,391 @@ flows:
         intent: "Split the feature into tasks"
         inputs: {feature: "$.input.feature"}
         output_contract: TaskGraph
+        ensure: ["no_file_conflicts(result.tasks)"]
       - id: build
         type: parallel_dispatch
         source: "$.steps.plan.output.tasks"
-        intent_template: "Do {description}"
-  outer:
-    input: {feature: {type: string}}
+        intent_template: "Do {description} (task {id})"
+        output_contract: Change
+        retries: 3
+      - id: review
+        type: parallel_dispatch
+        source: "$.steps.plan.output.tasks"
+        intent_template: "Review task {id}"
+        require: any
+  quorum:
+    input: {modules: {type: array}}
     steps:
-      - id: run
-        flow: implement
-        inputs: {feature: "$.input.feature"}
-  summarise:
-    input: {feature: {type: string}}
+      - id: port
+        type: parallel_dispatch
+        source: "$.input.modules"
+        intent_template: "Port {path}"
+        require: 2
+        retries: 1
+        on_fail: by_hand
+      - id: by_hand
+        intent: "Port the failed modules"
+        inputs: {failed: "$.steps.port.output.failed"}
+  triage:
+    input: {issues: {type: array}}
     steps:
-      - id: summary
-        intent: "Summarise the feature"
-        inputs: {feature: "$.input.feature"}
-        output_contract: Summary
+      - id: triage
+        type: pipeline
+        source: "$.input.issues"
+        isolation: none
+        stages:
+          - {intent_template: "Reproduce {item}"}
 "#;
 
+fn graph() -> Value {
+    json!({"tasks": [
+        {"id": "a", "description": "the parser", "depends_on": [], "files_owned": ["parse.rs"]},
+        {"id": "b", "description": "the printer", "depends_on": ["a"], "files_owned": ["print.rs"]}
+    ]})
+}
+
+fn ok(task: &str) -> Value {
+    json!({"task_id": task, "status": "complete", "result": {"summary": format!("did {task}")}})
+}
+
+fn ids(envelope: &Value) -> Vec<String> {
+    envelope["tasks"]
+        .as_array()
+        .map(|tasks| {
+            tasks
+                .iter()
+                .filter_map(|task| task["id"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The flow at `build`, its envelope answered.
+fn at_build(s: &mut Scenario) -> (String, Value) {
+    let planned = s.start(Some("implement"), json!({"feature": "search"}));
+    assert_eq!(planned["step_mode"], "decompose", "{planned}");
+    let flow = s.flow(1);
+    let envelope = s.done(&flow, "plan", graph());
+    assert_eq!(status(&envelope), "parallel_dispatch", "{envelope}");
+    (flow, envelope)
+}
+
 #[test]
-fn a_flow_that_reaches_a_v03_step_is_refused_when_it_starts() {
+fn a_decompose_result_must_be_a_safe_acyclic_task_graph() {
     let mut s = Scenario::new(SPEC);
-    for flow in ["implement", "outer"] {
-        let refused = s.start(Some(flow), json!({"feature": "search"}));
-        assert_eq!(refused["status"], "error", "{refused}");
-        assert_eq!(refused["error_type"], "unsupported_step_kind", "{refused}");
-        let message = refused["message"].as_str().unwrap_or_default();
-        assert!(
-            message.contains("step 'plan' of flow 'implement' is a decompose step"),
-            "{message}"
-        );
-    }
-    let started = s.start(Some("summarise"), json!({"feature": "search"}));
-    assert_eq!(started["status"], "execute_step", "{started}");
-    assert_eq!(started["step_id"], "summary", "{started}");
+    s.start(Some("implement"), json!({"feature": "search"}));
+    let flow = s.flow(1);
+    let unsafe_id = s.done(&flow, "plan", json!({"tasks": [{"id": "../../x"}]}));
+    assert_eq!(status(&unsafe_id), "schema_failed", "{unsafe_id}");
+    let text = unsafe_id["violations"].to_string();
+    assert!(
+        text.contains("'../../x', which is not a safe task id"),
+        "{text}"
+    );
+    // Two attempts (a decompose step's default): the flow fails rather than fanning out.
+    let cycle = s.done(
+        &flow,
+        "plan",
+        json!({"tasks": [{"id": "a", "depends_on": ["b"]}, {"id": "b", "depends_on": ["a"]}]}),
+    );
+    assert_eq!(error_type(&cycle), "retries_exhausted", "{cycle}");
+    assert_eq!(
+        cycle["violations"],
+        json!(["dependency cycle: a -> b -> a"]),
+        "{cycle}"
+    );
+    s.start(Some("implement"), json!({"feature": "search"}));
+    let twice = s.done(
+        &s.flow(2),
+        "plan",
+        json!({"tasks": [{"id": "a"}, {"id": "a"}]}),
+    );
+    assert_eq!(
+        twice["violations"],
+        json!(["result.tasks has the task id 'a' twice"]),
+        "{twice}"
+    );
     insta::assert_snapshot!(s.transcript());
+}
+
+#[test]
+fn the_envelope_carries_every_task_with_its_prompt_rendered() {
+    let mut s = Scenario::new(SPEC);
+    let (_, envelope) = at_build(&mut s);
+    assert_eq!(ids(&envelope), ["a", "b"]);
+    assert_eq!(envelope["tasks"][0]["prompt"], "Do the parser (task a)");
+    assert_eq!(envelope["tasks"][1]["depends_on"], json!(["a"]));
+    assert_eq!(envelope["intent_template"], "Do {description} (task {id})");
+    assert_eq!(envelope["require"], "all");
+    assert_eq!(envelope["attempt"], 1);
+    assert_eq!(envelope["dispatch"], "consumer");
+    insta::assert_snapshot!(s.transcript());
+}
+
+#[test]
+fn an_empty_or_partial_report_never_satisfies_all_and_the_retry_runs_only_the_rest() {
+    let mut s = Scenario::new(SPEC);
+    let (flow, _) = at_build(&mut s);
+    let empty = s.parallel_done(&flow, "build", json!([]), json!("clean"));
+    assert_eq!(status(&empty), "ensure_failed", "{empty}");
+    let text = empty["violations"].to_string();
+    assert!(
+        text.contains("require='all' not satisfied: 0 of 2"),
+        "{text}"
+    );
+    assert!(text.contains("task 'a' was not reported"), "{text}");
+    assert_eq!(
+        ids(&empty),
+        ["a", "b"],
+        "nothing was accepted, both run again"
+    );
+    assert_eq!(empty["attempt"], 2);
+
+    let partial = s.parallel_done(&flow, "build", json!([ok("a")]), json!("clean"));
+    assert_eq!(status(&partial), "ensure_failed", "{partial}");
+    assert_eq!(ids(&partial), ["b"], "a was accepted and is kept");
+    assert_eq!(partial["kept"], json!(["a"]));
+    let prompt = partial["tasks"][0]["prompt"].as_str().unwrap_or_default();
+    assert!(
+        prompt.starts_with("Do the printer (task b)")
+            && prompt.contains("task 'b' was not reported"),
+        "the retry's prompt carries its violations: {prompt}"
+    );
+
+    // Reporting a kept task again is refused, and changes nothing.
+    let again = s.parallel_done(&flow, "build", json!([ok("a"), ok("b")]), json!("clean"));
+    assert_eq!(error_type(&again), "unknown_task", "{again}");
+
+    // The next fan-out step has the same task ids and starts from nothing: attempt 1.
+    let review = s.parallel_done(&flow, "build", json!([ok("b")]), json!("clean"));
+    assert_eq!(review["step_id"], "review", "{review}");
+    assert_eq!(ids(&review), ["a", "b"]);
+    assert_eq!(review["attempt"], 1);
+    assert!(review.get("kept").is_none(), "{review}");
+
+    // `any`: one complete task is enough; the flow ends with both steps' aggregates.
+    let done = s.parallel_done(
+        &flow,
+        "review",
+        json!([{"task_id": "a", "status": "complete", "result": "fine"}, {"task_id": "b", "status": "failed"}]),
+        json!("clean"),
+    );
+    assert_eq!(status(&done), "complete", "{done}");
+    let audit = s.audit(&flow);
+    assert_eq!(audit["status"], "complete", "{audit}");
+    insta::assert_snapshot!(s.transcript());
+}
+
+#[test]
+fn reports_that_name_the_wrong_tasks_are_refused_and_change_nothing() {
+    let mut s = Scenario::new(SPEC);
+    let (flow, _) = at_build(&mut s);
+    let unknown = s.parallel_done(&flow, "build", json!([ok("zz")]), json!("clean"));
+    assert_eq!(error_type(&unknown), "unknown_task", "{unknown}");
+    let twice = s.parallel_done(&flow, "build", json!([ok("a"), ok("a")]), json!("clean"));
+    assert_eq!(error_type(&twice), "duplicate_task", "{twice}");
+    let merge = s.parallel_done(&flow, "build", json!([ok("a")]), json!("merged-ish"));
+    assert_eq!(error_type(&merge), "invalid_merge_status", "{merge}");
+    let whole = s.done(&flow, "build", json!({"outcome": "complete"}));
+    assert_eq!(error_type(&whole), "wrong_step_type", "{whole}");
+    let wrong = s.parallel_done(&flow, "review", json!([]), json!("clean"));
+    assert_eq!(error_type(&wrong), "wrong_step", "{wrong}");
+    // Nothing above spent an attempt.
+    let resumed = s.resume(&flow);
+    assert_eq!(resumed["attempt"], 1, "{resumed}");
+    assert_eq!(resumed["retries_remaining"], 3, "{resumed}");
+}
+
+#[test]
+fn a_task_result_that_breaks_the_task_contract_fails_that_task() {
+    let mut s = Scenario::new(SPEC);
+    let (flow, _) = at_build(&mut s);
+    let refused = s.parallel_done(
+        &flow,
+        "build",
+        json!([ok("a"), {"task_id": "b", "status": "complete", "result": {"summary": 7}}]),
+        json!("clean"),
+    );
+    assert_eq!(status(&refused), "ensure_failed", "{refused}");
+    assert_eq!(ids(&refused), ["b"]);
+    let text = refused["violations"].to_string();
+    assert!(text.contains("contract 'Change' violation"), "{text}");
+}
+
+#[test]
+fn a_merge_conflict_bounces_its_task_to_the_retry() {
+    let mut s = Scenario::new(SPEC);
+    let (flow, _) = at_build(&mut s);
+    let bounced = s.parallel_done(
+        &flow,
+        "build",
+        json!([ok("a"), ok("b")]),
+        json!({"status": "conflict", "bounced_tasks": [
+            {"task_id": "b", "reason": "merge_conflict", "files": ["print.rs"]}
+        ]}),
+    );
+    assert_eq!(status(&bounced), "ensure_failed", "{bounced}");
+    assert_eq!(ids(&bounced), ["b"]);
+    assert_eq!(bounced["bounced_tasks"][0]["task_id"], "b", "{bounced}");
+    let text = bounced["violations"].to_string();
+    assert!(
+        text.contains("task 'b' merge conflict on print.rs"),
+        "{text}"
+    );
+    let next = s.parallel_done(&flow, "build", json!([ok("b")]), json!("clean"));
+    assert_eq!(next["step_id"], "review", "{next}");
+    insta::assert_snapshot!(s.transcript());
+}
+
+#[test]
+fn a_quorum_counts_complete_tasks_and_a_failed_one_routes_to_on_fail_with_the_aggregate() {
+    let mut s = Scenario::new(SPEC);
+    let modules = json!({"modules": [{"id": "m1", "path": "a.py"}, {"id": "m2", "path": "b.py"}, {"id": "m3", "path": "c.py"}]});
+    let envelope = s.start(Some("quorum"), modules.clone());
+    assert_eq!(envelope["require"], 2, "{envelope}");
+    let flow = s.flow(1);
+    let fail = |task: &str| json!({"task_id": task, "status": "failed", "result": null});
+    let one = s.parallel_done(
+        &flow,
+        "port",
+        json!([ok("m1"), fail("m2"), fail("m3")]),
+        json!("clean"),
+    );
+    // retries: 1, so the first shortfall routes to by_hand with the failing aggregate.
+    assert_eq!(one["step_id"], "by_hand", "{one}");
+    assert_eq!(one["routed_from"], "port", "{one}");
+    let failed = &one["inputs"]["failed"];
+    assert_eq!(failed.as_array().map(Vec::len), Some(2), "{one}");
+
+    s.start(Some("quorum"), modules);
+    let second = s.flow(2);
+    let two = s.parallel_done(
+        &second,
+        "port",
+        json!([ok("m1"), ok("m2"), fail("m3")]),
+        json!("clean"),
+    );
+    assert_eq!(two["step_id"], "by_hand", "{two}");
+    assert!(
+        two.get("routed_from").is_none(),
+        "met by two of three: {two}"
+    );
+}
+
+#[test]
+fn a_source_with_an_unsafe_task_id_fails_the_attempt_before_anything_runs() {
+    let mut s = Scenario::new(SPEC);
+    let refused = s.start(
+        Some("quorum"),
+        json!({"modules": [{"id": "../../x", "path": "a.py"}]}),
+    );
+    // The attempt fails (retries: 1), so on_fail takes over; no task was handed out.
+    assert_eq!(refused["step_id"], "by_hand", "{refused}");
+    let text = refused["violations"].to_string();
+    assert!(text.contains("not a safe task id"), "{text}");
+}
+
+#[test]
+fn the_server_runs_the_tasks_one_event_at_a_time() {
+    let mut s = Scenario::new(SPEC);
+    let (flow, _) = at_build(&mut s);
+    let started = s.parallel_start(&flow, "build", Some("0123abcd"));
+    assert_eq!(status(&started), "started", "{started}");
+    assert_eq!(started["task_count"], 2);
+    assert_eq!(started["base"], "0123abcd");
+    let again = s.parallel_start(&flow, "build", Some("ffff"));
+    assert_eq!(
+        again["base"], "0123abcd",
+        "start is idempotent per attempt: {again}"
+    );
+    let consumer = s.parallel_done(&flow, "build", json!([ok("a"), ok("b")]), json!("clean"));
+    assert_eq!(error_type(&consumer), "server_dispatched", "{consumer}");
+
+    s.task(
+        &flow,
+        "build",
+        1,
+        "a",
+        TaskReport::Running {
+            run_id: Some("r1".into()),
+        },
+    );
+    let early = s.parallel_advance(&flow, "build", None);
+    assert_eq!(error_type(&early), "tasks_not_terminal", "{early}");
+    let stale = s.task(&flow, "build", 2, "a", TaskReport::Merged);
+    assert_eq!(error_type(&stale), "stale_attempt", "{stale}");
+    s.task(
+        &flow,
+        "build",
+        1,
+        "a",
+        TaskReport::Finished {
+            result: json!({"summary": "parser"}),
+            diff: Some("diff --git a/parse.rs b/parse.rs\n".into()),
+            usage: None,
+        },
+    );
+    let twice = s.task(
+        &flow,
+        "build",
+        1,
+        "a",
+        TaskReport::Finished {
+            result: json!({"summary": "again"}),
+            diff: None,
+            usage: None,
+        },
+    );
+    assert_eq!(error_type(&twice), "task_already_settled", "{twice}");
+    s.task(&flow, "build", 1, "a", TaskReport::Merging);
+    s.task(&flow, "build", 1, "a", TaskReport::Merged);
+    s.task(
+        &flow,
+        "build",
+        1,
+        "b",
+        TaskReport::Failed {
+            violations: vec!["the agent ran out of time (900 s)".into()],
+            bounce: None,
+            diff: None,
+            usage: None,
+        },
+    );
+    let poll = s.parallel_poll(&flow, "build");
+    assert_eq!(poll["can_advance"], true, "{poll}");
+    assert_eq!(poll["summary"]["complete"], 1, "{poll}");
+    let retry = s.parallel_advance(&flow, "build", None);
+    assert_eq!(status(&retry), "ensure_failed", "{retry}");
+    assert_eq!(ids(&retry), ["b"], "{retry}");
+    assert_eq!(
+        retry["dispatch"], "consumer",
+        "a new attempt is taken afresh: {retry}"
+    );
+    s.parallel_start(&flow, "build", Some("0123abcd"));
+    s.task(
+        &flow,
+        "build",
+        2,
+        "b",
+        TaskReport::Finished {
+            result: json!({"summary": "printer"}),
+            diff: None,
+            usage: None,
+        },
+    );
+    let next = s.parallel_advance(&flow, "build", None);
+    assert_eq!(next["step_id"], "review", "{next}");
+    insta::assert_snapshot!(s.transcript());
+}
+
+#[test]
+fn a_flow_that_reaches_a_pipeline_is_refused_when_it_starts() {
+    let mut s = Scenario::new(SPEC);
+    let refused = s.start(Some("triage"), json!({"issues": ["x"]}));
+    assert_eq!(error_type(&refused), "unsupported_step_kind", "{refused}");
+    let message = refused["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("step 'triage' of flow 'triage' is a pipeline step"),
+        "{message}"
+    );
 }

@@ -204,6 +204,86 @@ impl Scenario {
         )
     }
 
+    /// `stratum_parallel_done`.
+    pub fn parallel_done(
+        &mut self,
+        flow: &str,
+        step: &str,
+        task_results: Value,
+        merge_status: Value,
+    ) -> Value {
+        self.run(
+            &format!("parallel_done {flow} {step} {task_results} merge={merge_status}"),
+            Command::ParallelDone {
+                flow_id: flow.to_owned(),
+                step_id: step.to_owned(),
+                task_results,
+                merge_status,
+            },
+        )
+    }
+
+    /// `stratum_parallel_start`.
+    pub fn parallel_start(&mut self, flow: &str, step: &str, base: Option<&str>) -> Value {
+        self.run(
+            &format!("parallel_start {flow} {step} base={base:?}"),
+            Command::ParallelStart {
+                flow_id: flow.to_owned(),
+                step_id: step.to_owned(),
+                base: base.map(str::to_owned),
+            },
+        )
+    }
+
+    /// One server task event.
+    pub fn task(
+        &mut self,
+        flow: &str,
+        step: &str,
+        attempt: u32,
+        task: &str,
+        report: stratum_runtime::TaskReport,
+    ) -> Value {
+        self.run(
+            &format!("task {flow} {step} attempt={attempt} {task} {report:?}"),
+            Command::TaskUpdate {
+                flow_id: flow.to_owned(),
+                step_id: step.to_owned(),
+                attempt,
+                task_id: task.to_owned(),
+                report,
+            },
+        )
+    }
+
+    /// `stratum_parallel_advance`.
+    pub fn parallel_advance(
+        &mut self,
+        flow: &str,
+        step: &str,
+        merge_status: Option<Value>,
+    ) -> Value {
+        self.run(
+            &format!("parallel_advance {flow} {step} merge={merge_status:?}"),
+            Command::ParallelAdvance {
+                flow_id: flow.to_owned(),
+                step_id: step.to_owned(),
+                merge_status,
+            },
+        )
+    }
+
+    /// `stratum_parallel_poll`.
+    pub fn parallel_poll(&mut self, flow: &str, step: &str) -> Value {
+        self.run(
+            &format!("parallel_poll {flow} {step}"),
+            Command::ParallelPoll {
+                flow_id: flow.to_owned(),
+                step_id: step.to_owned(),
+            },
+        )
+    }
+
     pub fn skip(&mut self, flow: &str, step: &str, reason: &str) -> Value {
         self.run(
             &format!("skip_step {flow} {step} {reason:?}"),

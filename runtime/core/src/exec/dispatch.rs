@@ -12,7 +12,7 @@ use serde_json::Value;
 use stratum_compiler::plan::{Action, FunctionMode, Policy, Step, Target};
 
 use super::results::AfterFailure;
-use super::{Run, budget, cache, current, finish, inputs, validate};
+use super::{Run, budget, cache, current, fan_out, finish, inputs, validate};
 use crate::ids::FlowId;
 use crate::response::{
     ErrorResponse, FlowDispatch, GateDispatch, PolicyRecord, Record, Response, SkipRecord,
@@ -104,7 +104,11 @@ pub(crate) fn advance(
         }
         let agent = matches!(
             step.action,
-            Action::Function { .. } | Action::Inline { .. } | Action::Judge { .. }
+            Action::Function { .. }
+                | Action::Inline { .. }
+                | Action::Judge { .. }
+                | Action::Decompose { .. }
+                | Action::Parallel { .. }
         );
         if let Some(exhausted) = budget::exhausted_before_dispatch(work, run, agent)? {
             return Ok(exhausted);
@@ -137,19 +141,29 @@ pub(crate) fn advance(
             Action::Flow { flow } => return dispatch_child(work, run, index, *flow, note),
             // `start` refuses a flow that can reach one of these; a flow stored by a runtime
             // that ran them ends here rather than being dispatched as something else.
-            Action::Decompose { .. } | Action::Parallel { .. } | Action::Pipeline { .. } => {
+            Action::Parallel { .. } => match fan_out::dispatch(work, run, index, note)? {
+                AfterFailure::Answer(response) => return Ok(response),
+                AfterFailure::Walk(next) => {
+                    note = next;
+                    continue;
+                }
+            },
+            Action::Pipeline { .. } => {
                 return fail_flow(
                     work,
                     run,
                     "unsupported_step_kind",
                     format!(
-                        "step '{}' is a version 0.3 step, which this runtime does not run; the flow has ended",
+                        "step '{}' is a pipeline step, which this runtime does not run yet; the flow has ended",
                         step.id
                     ),
                     Some(step.id.clone()),
                 );
             }
-            Action::Function { .. } | Action::Inline { .. } | Action::Judge { .. } => {
+            Action::Function { .. }
+            | Action::Inline { .. }
+            | Action::Judge { .. }
+            | Action::Decompose { .. } => {
                 if step.cache
                     && let Some(done) = cache::serve_from_cache(work, run, index, step)?
                 {
@@ -191,7 +205,11 @@ pub(crate) fn resume(work: &mut Work<'_>, run: &Run<'_>) -> Result<Response, Sto
 
 /// Records that the current step was dispatched, unless it already was (a resume keeps the
 /// first dispatch time, so gate timeouts and durations survive restarts).
-fn mark_dispatched(work: &mut Work<'_>, run: &Run<'_>, agent: bool) -> Result<(), StoreError> {
+pub(crate) fn mark_dispatched(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    agent: bool,
+) -> Result<(), StoreError> {
     // Only a first dispatch writes: a resume of a dispatched step leaves the flow untouched.
     if work.get(&run.id)?.dispatched_ms.is_some() {
         return Ok(());
@@ -519,6 +537,18 @@ pub(crate) fn step_dispatch(
             intent.clone(),
             agent.clone(),
             None,
+        ),
+        Action::Decompose {
+            intent,
+            agent,
+            model,
+        } => (
+            "decompose",
+            None,
+            None,
+            Some(intent.clone()),
+            agent.clone(),
+            Some(model.clone()),
         ),
         Action::Inline {
             intent,

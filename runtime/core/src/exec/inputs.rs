@@ -42,17 +42,27 @@ pub(crate) fn resolve_inputs(
 ) -> Result<BTreeMap<String, Value>, StoreError> {
     let mut inputs = BTreeMap::new();
     for input in &step.inputs {
-        let value = match &input.value {
-            Binding::Input { path } => walk(&header.inputs, path_of(run, *path)),
-            Binding::Step { step, path } => {
-                let output = work.output(&run.id, *step)?.unwrap_or(Value::Null);
-                walk(&output, path_of(run, *path))
-            }
-            Binding::Const(value) => value.clone(),
-        };
+        let value = resolve_binding(work, run, header, &input.value)?;
         inputs.insert(input.name.clone(), value);
     }
     Ok(inputs)
+}
+
+/// One binding's value: `$.input…`, `$.steps.<id>.output…` or a constant.
+pub(crate) fn resolve_binding(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    header: &FlowHeader,
+    binding: &Binding,
+) -> Result<Value, StoreError> {
+    Ok(match binding {
+        Binding::Input { path } => walk(&header.inputs, path_of(run, *path)),
+        Binding::Step { step, path } => {
+            let output = work.output(&run.id, *step)?.unwrap_or(Value::Null);
+            walk(&output, path_of(run, *path))
+        }
+        Binding::Const(value) => value.clone(),
+    })
 }
 
 fn path_of<'p>(run: &'p Run<'_>, path: u32) -> &'p [String] {

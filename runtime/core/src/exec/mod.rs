@@ -12,6 +12,7 @@ pub(crate) mod budget;
 pub(crate) mod cache;
 pub(crate) mod checkpoints;
 pub(crate) mod dispatch;
+pub(crate) mod fan_out;
 pub(crate) mod finish;
 pub(crate) mod gates;
 pub(crate) mod inputs;
@@ -131,6 +132,28 @@ pub fn run(work: &mut Work<'_>, command: &Command, ctx: &Context) -> Result<Resp
         } => iterations::abort(work, &run, step_id, reason),
         Command::Resume { .. } => dispatch::resume(work, &run),
         Command::Audit { .. } => finish::audit(work, &run),
+        Command::ParallelDone {
+            step_id,
+            task_results,
+            merge_status,
+            ..
+        } => fan_out::parallel_done(work, &run, step_id, task_results, merge_status),
+        Command::ParallelStart { step_id, base, .. } => {
+            fan_out::parallel_start(work, &run, step_id, base.as_deref())
+        }
+        Command::TaskUpdate {
+            step_id,
+            attempt,
+            task_id,
+            report,
+            ..
+        } => fan_out::task_update(work, &run, step_id, *attempt, task_id, report),
+        Command::ParallelAdvance {
+            step_id,
+            merge_status,
+            ..
+        } => fan_out::parallel_advance(work, &run, step_id, merge_status.as_ref()),
+        Command::ParallelPoll { step_id, .. } => fan_out::poll(work, &run, step_id),
     }
 }
 
@@ -160,6 +183,11 @@ fn too_deep(command: &Command) -> Option<Response> {
         Command::StepDone { result, .. } | Command::IterationReport { result, .. } => {
             ("result nests", result)
         }
+        Command::ParallelDone { task_results, .. } => ("task results nest", task_results),
+        Command::TaskUpdate {
+            report: crate::command::TaskReport::Finished { result, .. },
+            ..
+        } => ("result nests", result),
         _ => return None,
     };
     let mut pending = vec![(value, 1usize)];

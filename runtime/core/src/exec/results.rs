@@ -45,6 +45,21 @@ fn reported_step<'r>(
     if step.id != step_id {
         return Ok(Err(wrong_step(run, &step.id, step_id)));
     }
+    // A fan-out step's output is built by the runtime from its tasks: a result sent whole
+    // would complete it with anything (the reference's bug).
+    if let Action::Parallel { .. } | Action::Pipeline { .. } = step.action {
+        let mut error = ErrorResponse::new(
+            "wrong_step_type",
+            format!(
+                "Step '{}' is a {} step: report its tasks with stratum_parallel_done (or let the server run them with stratum_parallel_start)",
+                step.id,
+                dispatch::record_identity(step).2
+            ),
+        )
+        .flow(run.id.as_str());
+        error.step_id = Some(step.id.clone());
+        return Ok(Err(error.into_response()));
+    }
     Ok(Ok((header, index, step)))
 }
 
@@ -80,7 +95,22 @@ pub(crate) fn step_done(
             failure: Some(validate::Failure::Schema),
             violations: vec![problem],
         },
-        None => validate::check_step_result(work, run, &header, step, &result)?,
+        None => match &step.action {
+            // A task graph that is not one (unsafe or repeated ids, unknown or circular
+            // dependencies) is refused before the step's own checks read it.
+            Action::Decompose { .. } => {
+                let structure = super::fan_out::task_graph_violations(&result);
+                if structure.is_empty() {
+                    validate::check_step_result(work, run, &header, step, &result)?
+                } else {
+                    validate::Verdict {
+                        failure: Some(validate::Failure::Schema),
+                        violations: structure,
+                    }
+                }
+            }
+            _ => validate::check_step_result(work, run, &header, step, &result)?,
+        },
     };
     if let Some(usage) = usage {
         budget::debit(work, run, usage)?;
@@ -93,6 +123,19 @@ pub(crate) fn step_done(
     if let Some(merged) = iterations::merge_accumulated(work, run, index, &result)? {
         result = merged;
     }
+    succeed(work, run, index, step, attempts, result)
+}
+
+/// A result that passed every check: it becomes the step's output, and the flow moves on by
+/// the step's `next`.
+pub(crate) fn succeed(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    index: u32,
+    step: &Step,
+    attempts: u32,
+    result: Value,
+) -> Result<Response, StoreError> {
     accept(work, run, index, step, attempts, result)?;
     if let Some(exhausted) = budget::exhausted_after(work, run)? {
         return Ok(exhausted);

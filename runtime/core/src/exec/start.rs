@@ -108,11 +108,10 @@ pub(crate) fn start(
     dispatch::advance(work, &run, Note::default())
 }
 
-/// The first version 0.3 fan-out step (decompose, parallel_dispatch, pipeline) that a run of
-/// flow `index` could reach, directly or through the flows its flow steps run, as the refusal
-/// that names it: the compiler checks and lowers these steps, the runtime that executes them
-/// comes with the agent connectors. Refusing at the start, rather than when the step is
-/// reached, never leaves a flow stuck halfway.
+/// The first pipeline step that a run of flow `index` could reach, directly or through the
+/// flows its flow steps run, as the refusal that names it: the compiler checks and lowers
+/// pipelines, the runtime does not run them yet. Refusing at the start, rather than when the
+/// step is reached, never leaves a flow stuck halfway.
 fn unsupported_step(plan: &Plan, index: usize) -> Option<ErrorResponse> {
     let mut pending = vec![index];
     let mut seen = vec![false; plan.flows.len()];
@@ -126,8 +125,6 @@ fn unsupported_step(plan: &Plan, index: usize) -> Option<ErrorResponse> {
         }
         for step in &flow.steps {
             let kind = match &step.action {
-                Action::Decompose { .. } => "decompose",
-                Action::Parallel { .. } => "parallel_dispatch",
                 Action::Pipeline { .. } => "pipeline",
                 Action::Flow { flow } => {
                     pending.push(*flow as usize);
@@ -140,7 +137,7 @@ fn unsupported_step(plan: &Plan, index: usize) -> Option<ErrorResponse> {
                 format!(
                     "step '{}' of flow '{}' is a {kind} step (spec version 0.3), which this \
                      runtime checks but does not run yet; run the flow with a runtime that \
-                     supports version 0.3 steps, or split the work into inline steps",
+                     supports version 0.3 steps, or use a parallel_dispatch step, or inline steps",
                     step.id, flow.name
                 ),
             ));
