@@ -11,7 +11,9 @@
 //! - `workdir`: the working directory, canonicalised and refused outside its root;
 //! - `process`: spawn in a process group, a deadline, cancellation, the group ended;
 //! - `output`: stdout and stderr kept within fixed bounds however much the agent prints;
-//! - `result`: the run's outcome, the JSON object of the final text, usage.
+//! - `result`: the run's outcome, the JSON object of the final text, usage;
+//! - `command`: [`run_command`], any bounded command (git, a check) for synchronous callers,
+//!   through the same `process` code, its stdout kept as raw bytes.
 //!
 //! Invariants: a child sees only the allow-listed environment; every run has a deadline and
 //! ends with its whole process group gone; memory per run is bounded by [`Limits`]; a run with
@@ -19,6 +21,7 @@
 
 mod claude;
 mod codex;
+mod command;
 mod connector;
 mod env;
 mod opencode;
@@ -28,6 +31,7 @@ mod prompt;
 mod result;
 mod workdir;
 
+pub use command::{CommandOutput, CommandSpec, run_command};
 pub use connector::{
     Agent, Connector, DEFAULT_DEADLINE, DETECT_DEADLINE, Detection, DetectionStatus, Request,
 };
@@ -67,4 +71,6 @@ pub enum Error {
     },
     #[error("cannot encode the prompt: {0}; the inputs and schema must be JSON")]
     Prompt(#[from] serde_json::Error),
+    #[error("cannot start the event loop that runs a command: {0}")]
+    Runtime(std::io::Error),
 }

@@ -132,11 +132,21 @@ impl Tail {
 
     /// The kept bytes as text (invalid UTF-8 replaced).
     pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.to_bytes()).into_owned()
+    }
+
+    /// The kept bytes, exactly as read.
+    pub fn to_bytes(&self) -> Vec<u8> {
         let (front, back) = self.bytes.as_slices();
         let mut bytes = Vec::with_capacity(self.bytes.len());
         bytes.extend_from_slice(front);
         bytes.extend_from_slice(back);
-        String::from_utf8_lossy(&bytes).into_owned()
+        bytes
+    }
+
+    /// Whether any byte read is no longer kept.
+    pub fn truncated(&self) -> bool {
+        self.bytes_dropped > 0
     }
 }
 

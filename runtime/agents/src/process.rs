@@ -1,4 +1,5 @@
-//! One agent process: spawned in its own process group, given its stdin, read as it runs, and
+//! One child process (an agent, or a bounded command of [`crate::run_command`]): spawned in
+//! its own process group, given its stdin, read as it runs (as lines, or as raw bytes), and
 //! ended with its whole group at the deadline, on cancel, or when it exits.
 //!
 //! How the group is ended without ever signalling a recycled pid: the group's id is the
@@ -109,6 +110,14 @@ pub trait Watch: Send {
 /// Watches nothing.
 impl Watch for () {}
 
+/// A run's process once it is gone, with the tail of its stderr (stdout went to the caller).
+pub(crate) struct Ended {
+    pub fate: Fate,
+    pub exit: Exit,
+    pub stderr: Tail,
+    pub elapsed: Duration,
+}
+
 /// Runs `launch` to its end; `on_spawn` sees the leader's pid, `on_line` every whole stdout
 /// line as it arrives.
 pub(crate) async fn run(
@@ -119,6 +128,38 @@ pub(crate) async fn run(
     on_spawn: &mut (dyn FnMut(u32) + Send),
     on_line: &mut (dyn FnMut(&str) + Send),
 ) -> Result<Finished, Error> {
+    let mut log = EventLog::new(limits.log_bytes);
+    let mut lines = Lines::new(limits.line_bytes);
+    let ended = run_bytes(
+        launch,
+        limits.stderr_bytes,
+        timing,
+        cancel,
+        on_spawn,
+        &mut |chunk| lines.feed(chunk, &mut |line| keep(line, &mut log, on_line)),
+    )
+    .await?;
+    lines.end(&mut |line| keep(line, &mut log, on_line));
+    Ok(Finished {
+        fate: ended.fate,
+        exit: ended.exit,
+        log,
+        stderr: ended.stderr,
+        elapsed: ended.elapsed,
+    })
+}
+
+/// Runs `launch` to its end; `on_spawn` sees the leader's pid, `on_stdout` every chunk of
+/// stdout as read, raw bytes (no line splitting, nothing dropped), and stderr's last
+/// `stderr_bytes` are kept.
+pub(crate) async fn run_bytes(
+    launch: Launch<'_>,
+    stderr_bytes: usize,
+    timing: Timing,
+    cancel: &CancellationToken,
+    on_spawn: &mut (dyn FnMut(u32) + Send),
+    on_stdout: &mut (dyn FnMut(&[u8]) + Send),
+) -> Result<Ended, Error> {
     let started = Instant::now();
     let mut command = Command::new(launch.program);
     command
@@ -142,9 +183,7 @@ pub(crate) async fn run(
         on_spawn(pid);
     }
 
-    let mut log = EventLog::new(limits.log_bytes);
-    let mut tail = Tail::new(limits.stderr_bytes);
-    let mut lines = Lines::new(limits.line_bytes);
+    let mut tail = Tail::new(stderr_bytes);
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let input = launch.stdin;
     let mut reading = Box::pin(async {
@@ -155,12 +194,9 @@ pub(crate) async fn run(
                 let _ = stdin.shutdown().await;
             }
         };
-        let out = read_chunks(stdout, |chunk| {
-            lines.feed(chunk, &mut |line| keep(line, &mut log, on_line));
-        });
+        let out = read_chunks(stdout, |chunk| on_stdout(chunk));
         let err = read_chunks(stderr, |chunk| tail.push(chunk));
         tokio::join!(write, out, err);
-        lines.end(&mut |line| keep(line, &mut log, on_line));
     });
     let mut read = false;
 
@@ -193,10 +229,9 @@ pub(crate) async fn run(
     }
     drop(reading);
     let exit = group.reap(&mut child).await;
-    Ok(Finished {
+    Ok(Ended {
         fate,
         exit,
-        log,
         stderr: tail,
         elapsed: started.elapsed(),
     })
