@@ -11,7 +11,8 @@
 //! - `drive`: one flow, from a claim to the point it parks, yields, finishes or hands off;
 //! - `step`: what the agent is told, and which connector runs it;
 //! - `agent_run`: one agent process, recorded as a row of the store;
-//! - `worker`: threads that take flows from the store's queue.
+//! - `worker`: threads that take flows from the store's queue;
+//! - `git`: worktrees of fanned-out tasks, their diffs, the merge back and the checks before it.
 //!
 //! Invariants: a driver writes to a flow only while it holds the flow's lease, and the store
 //! refuses its writes once another holds it (the fence); an agent run is recorded before it
@@ -20,6 +21,7 @@
 
 mod agent_run;
 mod drive;
+pub mod git;
 mod identity;
 mod lease;
 mod step;
