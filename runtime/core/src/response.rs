@@ -170,6 +170,9 @@ pub struct FanOutReport {
     pub dispatch: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base: Option<String>,
+    /// The attempt's pre-merge commands, and whether the spec wrote them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pre_merge_verify: Option<crate::state::VerifyCommands>,
     pub task_count: usize,
     /// How many tasks are in each state.
     pub summary: BTreeMap<String, usize>,
@@ -178,8 +181,18 @@ pub struct FanOutReport {
     pub require_satisfied: bool,
     /// Whether `require` can still be met by the tasks not yet settled.
     pub require_possible: bool,
+    /// Whether this is the step's last attempt: when `require` cannot be met in it, running
+    /// tasks are of no use and are ended (before that, their results are kept for the retry).
+    pub last_attempt: bool,
     /// Every task is settled: the step can be evaluated.
     pub can_advance: bool,
+    /// Whether the server is still working on the tasks (`stratum_parallel_poll` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub running: Option<bool>,
+    /// What the runtime answered when the server evaluated the step: the next dispatch, a
+    /// retry of this step, or the flow's end (`stratum_parallel_poll` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Value>,
 }
 
 /// One task of a fan-out step.

@@ -162,10 +162,21 @@ pub struct FanOutState {
     /// The consumer's `merge_status` of the last report, or the server's merge outcome.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge_status: Option<Value>,
+    /// The step's `pre_merge_verify` commands for this attempt, read when it started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifyCommands>,
     /// What the previous attempt bounced (conflicts, failed pre-merge checks), for the
     /// envelope of this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bounced: Vec<Value>,
+}
+
+/// Pre-merge commands, and whether the spec wrote them (a `$` reference reads them from the
+/// flow's data, which the server runs only within an operator's allow-list).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct VerifyCommands {
+    pub commands: Vec<String>,
+    pub from_spec: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

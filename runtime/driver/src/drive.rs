@@ -14,6 +14,7 @@ use stratum_runtime::store::{AgentRun, Drive, DriveState, Parked, Release, RunSt
 use stratum_runtime::{Command, fresh_seed, now_ms};
 
 use crate::agent_run::{run_recorded, violation};
+use crate::fan_out::{FanOutEnd, FanOutProgress};
 use crate::identity::host_of;
 use crate::lease::LeaseKeeper;
 use crate::step::{agent_named, prompt};
@@ -72,6 +73,11 @@ enum StepEnd {
 /// What the driver does next, read from the runtime's last answer.
 enum Next {
     Run(Box<StepDispatch>),
+    /// A parallel_dispatch step: the server runs its tasks.
+    FanOut {
+        flow: String,
+        step: String,
+    },
     /// A sub-flow finished: its parent's flow step takes its output.
     ChildDone {
         parent: String,
@@ -88,8 +94,12 @@ enum Next {
 
 fn next_of(response: &Response) -> Next {
     match response {
+        Response::Parallel(parallel) => Next::FanOut {
+            flow: parallel.flow_id.clone(),
+            step: parallel.step_id.clone(),
+        },
         Response::Step(step) => {
-            if step.step_mode != "function" && step.step_mode != "inline" {
+            if !matches!(step.step_mode.as_str(), "function" | "inline" | "decompose") {
                 return Next::HandOff(format!("handoff:{}", step.step_mode));
             }
             if step.max_iterations.is_some() {
@@ -240,6 +250,22 @@ impl Driver {
                         return Ok(Ended::Yielded);
                     }
                 }
+                Next::FanOut { flow, step } => {
+                    let cancel = lease.cancel_token();
+                    response = match self.run_fan_out(&flow, &step, owner, cancel, &mut ())? {
+                        FanOutEnd::Advanced(answer) | FanOutEnd::Answered(answer) => answer,
+                        FanOutEnd::Cancelled if lease.lost() => return Ok(Ended::LostLease),
+                        FanOutEnd::Cancelled => {
+                            end(Release::Requeue)?;
+                            return Ok(Ended::Yielded);
+                        }
+                        FanOutEnd::CannotRun(note) => return hand_off(note),
+                    };
+                    if turn == Turn::OneStep && matches!(next_of(&response), Next::Run(_)) {
+                        end(Release::Requeue)?;
+                        return Ok(Ended::Yielded);
+                    }
+                }
                 Next::ChildDone { parent, step } => {
                     response = self.report_child(parent, step, owner)?;
                 }
@@ -276,6 +302,63 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// Runs the fan-out of step `step`, the current step of `flow` (enrolled by the caller),
+    /// under the flow's lease, then hands the flow back: the drive ends `stopped`, and the
+    /// agent goes on with the flow (a step with `defer_advance` is left for the agent to
+    /// evaluate). `stratum_parallel_start` runs this on a thread.
+    pub fn drive_fan_out(
+        &self,
+        flow: &FlowId,
+        step: &str,
+        stop: &StopSignal,
+        progress: &mut dyn FanOutProgress,
+    ) -> Result<Option<FanOutEnd>, DriveError> {
+        let owner = self.new_owner();
+        let store = self.runtime.store().clone();
+        let Some(drive) = store.claim(&owner, now_ms(), self.lease_ms(), Some(flow))? else {
+            return Ok(None);
+        };
+        let lease = LeaseKeeper::start(
+            store.clone(),
+            drive.flow.clone(),
+            owner.clone(),
+            self.lease,
+            drive.expires_ms,
+            stop.urgent(),
+        );
+        let ran = self.reconcile(&drive.flow, &owner).and_then(|()| {
+            self.run_fan_out_with(
+                flow.as_str(),
+                step,
+                &owner,
+                lease.cancel_token(),
+                progress,
+                true,
+            )
+        });
+        if lease.lost() {
+            return Ok(Some(FanOutEnd::Cancelled));
+        }
+        let note = match &ran {
+            Ok(FanOutEnd::Advanced(_) | FanOutEnd::Answered(_)) => {
+                format!("the tasks of step `{step}` settled; the flow is the agent's again")
+            }
+            Ok(FanOutEnd::Cancelled) => format!("the fan-out of step `{step}` was stopped"),
+            Ok(FanOutEnd::CannotRun(note)) => note.clone(),
+            Err(error) => format!("the fan-out of step `{step}` could not go on: {error}"),
+        };
+        store.release(
+            &drive.flow,
+            &owner,
+            &Release::End {
+                state: DriveState::Stopped,
+                note,
+            },
+            now_ms(),
+        )?;
+        ran.map(Some)
     }
 
     /// The parent flow and step of the sub-flow an error answer names, when that sub-flow
@@ -319,7 +402,7 @@ impl Driver {
         )
     }
 
-    fn call(&self, command: &Command, owner: &str) -> Result<Response, DriveError> {
+    pub(crate) fn call(&self, command: &Command, owner: &str) -> Result<Response, DriveError> {
         Ok(self.runtime.call_as_driver(command, owner)?)
     }
 
@@ -415,7 +498,10 @@ impl Driver {
         })
     }
 
-    fn flow_and_plan(&self, flow_id: &str) -> Result<(FlowHeader, Arc<Plan>), DriveError> {
+    pub(crate) fn flow_and_plan(
+        &self,
+        flow_id: &str,
+    ) -> Result<(FlowHeader, Arc<Plan>), DriveError> {
         let id = FlowId::parse(flow_id)
             .ok_or_else(|| DriveError::Runtime(format!("the runtime named flow {flow_id:?}")))?;
         let mut found = None;
@@ -480,39 +566,54 @@ impl Driver {
             Ok(())
         })?;
         for flow in &flows {
-            // A flow runs one agent at a time, each run newer than the last: one left running
-            // is among its newest. Reading a few keeps a claim's cost flat in the flow's runs.
-            for mut run in store.agent_runs(Some(flow), RECONCILE_RUNS)? {
+            // A flow runs one step's agent at a time, each run newer than the last: one left
+            // running is among its newest. Reading a few keeps a claim's cost flat in the
+            // flow's runs. (A fan-out's task runs are reconciled by the fan-out, from the run
+            // ids its tasks record.)
+            for run in store.agent_runs(Some(flow), RECONCILE_RUNS)? {
                 if run.status != RunStatus::Running || run.owner == owner {
                     continue;
                 }
-                let here = host_of(&run.owner) == self.host && run.host == self.host;
-                run.reason = Some(match (here, run.pid, run.process_start) {
-                    (true, Some(pid), Some(start)) => {
-                        stratum_agents::end_group(pid, start, stratum_agents::DEFAULT_GRACE);
-                        format!(
-                            "its driver `{}` stopped renewing its lease; `{owner}` took the \
-                             flow over and ended the process group",
-                            run.owner
-                        )
-                    }
-                    (true, _, _) => format!(
-                        "its driver `{}` stopped renewing its lease before the agent started",
-                        run.owner
-                    ),
-                    (false, _, _) => format!(
-                        "its driver `{}` on {} stopped renewing its lease; the process is left \
-                         to its deadline there",
-                        run.owner, run.host
-                    ),
-                });
-                run.status = RunStatus::Abandoned;
-                run.finished_ms = Some(now_ms());
-                run.updated_ms = now_ms();
-                store.put_run(&run)?;
+                self.abandon(run, owner)?;
             }
         }
         Ok(())
+    }
+
+    /// Records a run a driver that lost its lease left running as abandoned, after ending
+    /// its process group when it runs on this machine and still is the process recorded.
+    /// On another machine it is left to its deadline, which this returns.
+    pub(crate) fn abandon(
+        &self,
+        mut run: AgentRun,
+        owner: &str,
+    ) -> Result<Option<u64>, DriveError> {
+        let here = host_of(&run.owner) == self.host && run.host == self.host;
+        let remote_until = (!here).then_some(run.deadline_ms);
+        run.reason = Some(match (here, run.pid, run.process_start) {
+            (true, Some(pid), Some(start)) => {
+                stratum_agents::end_group(pid, start, stratum_agents::DEFAULT_GRACE);
+                format!(
+                    "its driver `{}` stopped renewing its lease; `{owner}` took the flow over \
+                     and ended the process group",
+                    run.owner
+                )
+            }
+            (true, _, _) => format!(
+                "its driver `{}` stopped renewing its lease before the agent started",
+                run.owner
+            ),
+            (false, _, _) => format!(
+                "its driver `{}` on {} stopped renewing its lease; the process is left to its \
+                 deadline there",
+                run.owner, run.host
+            ),
+        });
+        run.status = RunStatus::Abandoned;
+        run.finished_ms = Some(now_ms());
+        run.updated_ms = now_ms();
+        self.runtime.store().put_run(&run)?;
+        Ok(remote_until)
     }
 }
 

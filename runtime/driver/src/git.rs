@@ -873,3 +873,17 @@ fn conflicting(unmerged: &[u8], stderr: &str, files: Vec<String>) -> Vec<String>
         .collect();
     if named.is_empty() { files } else { named }
 }
+
+impl Git {
+    /// Whether `patch` is already in `target`'s working tree: it applies cleanly in reverse.
+    /// A driver that died between applying a task's patch and recording it finds out so, and
+    /// does not apply it twice.
+    pub fn is_applied(&self, target: &Path, patch: &[u8]) -> bool {
+        let input = Input {
+            stdin: patch.to_vec(),
+            ..Input::default()
+        };
+        let check = args(["apply", "--check", "--reverse", "--binary", "-"]);
+        matches!(self.run(target, &check, input), Ok(out) if out.exit.success() && !out.timed_out)
+    }
+}

@@ -12,6 +12,7 @@
 //! - `step`: what the agent is told, and which connector runs it;
 //! - `agent_run`: one agent process, recorded as a row of the store;
 //! - `worker`: threads that take flows from the store's queue;
+//! - `fan_out`: a parallel_dispatch step's tasks run by the server, merged, then evaluated;
 //! - `git`: worktrees of fanned-out tasks, their diffs, the merge back and the checks before it.
 //!
 //! Invariants: a driver writes to a flow only while it holds the flow's lease, and the store
@@ -21,6 +22,7 @@
 
 mod agent_run;
 mod drive;
+mod fan_out;
 pub mod git;
 mod identity;
 mod lease;
@@ -33,6 +35,7 @@ use std::time::Duration;
 
 pub use agent_run::{run_recorded, usage_json, violation};
 pub use drive::{Ended, Progress, Turn, ended_json};
+pub use fan_out::{FanOutEnd, FanOutProgress, MAX_DIFF_BYTES, diff_bytes, diff_text};
 pub use identity::{host_name, owner_id};
 pub use step::agent_named;
 pub use worker::{StopSignal, Worker, WorkerTally};
@@ -71,7 +74,37 @@ pub struct Driver {
     pub lease: Duration,
     /// This machine, as runs record it.
     pub host: String,
+    /// Where fan-out tasks get their git worktrees (`$STRATUM_HOME/worktrees`): a directory
+    /// the server owns, outside the project.
+    pub worktrees: PathBuf,
+    /// Keep task worktrees after the merge (for debugging) instead of removing them.
+    pub keep_worktrees: bool,
+    /// How git is run (binary, deadline).
+    pub git: git::Git,
+    /// Programs a `pre_merge_verify` read from the flow's data (not written in the spec) may
+    /// run; empty: none.
+    pub verify_allow: Vec<String>,
+    /// Each pre-merge command's deadline.
+    pub verify_deadline: Duration,
+    /// Environment names pre-merge commands get beyond the base allow-list (`PATH`, `HOME`,
+    /// `LANG`, `TMPDIR`, `LC_*`).
+    pub verify_env: Vec<String>,
 }
+
+/// The default for [`Driver::worktrees`]: `$STRATUM_HOME/worktrees`, else
+/// `~/.stratum/worktrees`, else under the temporary directory.
+pub fn default_worktrees() -> PathBuf {
+    if let Some(home) = std::env::var_os("STRATUM_HOME").filter(|home| !home.is_empty()) {
+        return PathBuf::from(home).join("worktrees");
+    }
+    match std::env::var_os("HOME").filter(|home| !home.is_empty()) {
+        Some(home) => PathBuf::from(home).join(".stratum").join("worktrees"),
+        None => std::env::temp_dir().join("stratum-worktrees"),
+    }
+}
+
+/// The default deadline of one pre-merge command.
+pub const DEFAULT_VERIFY_DEADLINE: Duration = Duration::from_secs(600);
 
 impl Driver {
     /// A driver with the three connectors at their defaults (binaries found on `PATH`).
@@ -88,6 +121,12 @@ impl Driver {
             step_deadline: stratum_agents::DEFAULT_DEADLINE,
             lease: DEFAULT_LEASE,
             host: host_name(),
+            worktrees: default_worktrees(),
+            keep_worktrees: false,
+            git: git::Git::default(),
+            verify_allow: Vec::new(),
+            verify_deadline: DEFAULT_VERIFY_DEADLINE,
+            verify_env: Vec::new(),
         }
     }
 

@@ -19,6 +19,10 @@ pub fn agent_named(name: &str) -> Option<Agent> {
     }
 }
 
+/// What a decompose step's answer must be: the reference's task graph convention, with the
+/// rules the runtime checks.
+const TASK_GRAPH: &str = "Answer with a task graph: {\"tasks\": [{\"id\", \"description\", \"depends_on\": [ids], \"files_owned\": [paths], \"files_read\": [paths]}]}. Each id is 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit, and unique; depends_on names other tasks, without cycles; tasks that do not depend on each other must not own the same file.";
+
 /// The prompt of `step`, a step of `flow` in `plan`.
 pub fn prompt(step: &StepDispatch, plan: &Plan, flow: &Flow) -> Prompt {
     let intent = step
@@ -30,6 +34,11 @@ pub fn prompt(step: &StepDispatch, plan: &Plan, flow: &Flow) -> Prompt {
                 .map(|name| format!("Carry out `{name}`."))
         })
         .unwrap_or_else(|| format!("Carry out step `{}`.", step.step_id));
+    let intent = if step.step_mode == "decompose" {
+        format!("{intent}\n\n{TASK_GRAPH}")
+    } else {
+        intent
+    };
     Prompt {
         intent,
         inputs: Value::Object(step.inputs.clone().into_iter().collect()),

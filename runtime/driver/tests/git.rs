@@ -506,3 +506,42 @@ fn a_new_file_the_target_already_has_is_a_conflict() {
     std::fs::create_dir(&plain).unwrap();
     assert!(git_.apply_all(&plain, &[]).is_err());
 }
+
+#[test]
+fn a_patch_already_in_the_tree_is_known_as_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = stratum_driver::git::Git::default();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(&["init", "-q"]);
+    std::fs::write(repo.join("f.txt"), "one\n").unwrap();
+    run(&["add", "-A"]);
+    run(&["commit", "-q", "-m", "base"]);
+    let base = git.head(&repo).unwrap();
+    let tree = dir.path().join("wt");
+    git.add_worktree(&repo, &tree, &base).unwrap();
+    std::fs::write(tree.join("f.txt"), "two\n").unwrap();
+    let patch = git.capture_diff(&tree, &base, 1 << 20).unwrap();
+    assert!(!git.is_applied(&repo, &patch), "not yet");
+    let merged = git
+        .apply_all(&repo, &[("t".to_owned(), patch.clone())])
+        .unwrap();
+    assert!(merged.conflicts.is_empty());
+    assert!(
+        git.is_applied(&repo, &patch),
+        "applied once: a restart does not apply it again"
+    );
+}

@@ -99,6 +99,45 @@ pub struct FlowArgs {
     pub flow_id: String,
 }
 
+/// `stratum_parallel_done`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ParallelDoneArgs {
+    pub flow_id: String,
+    /// The parallel_dispatch step (`step_id` of the envelope).
+    pub step_id: String,
+    /// One entry per task of the envelope's `tasks`: `{task_id, status: "complete" |
+    /// "failed", result}`. A task not listed counts as failed; `require` is counted over the
+    /// tasks the step expects, never over this list.
+    pub task_results: Vec<Value>,
+    /// How the task diffs merged: `"clean"`, `"conflict"`, or `{status, bounced_tasks:
+    /// [{task_id, reason: "merge_conflict" | "gate_failed", files, command?, exit_code?,
+    /// excerpt?}]}`; a bounced task runs again on the retry.
+    pub merge_status: Value,
+}
+
+/// `stratum_parallel_start` and `stratum_parallel_poll`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ParallelStepArgs {
+    pub flow_id: String,
+    /// The parallel_dispatch step.
+    pub step_id: String,
+}
+
+/// `stratum_parallel_advance`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ParallelAdvanceArgs {
+    pub flow_id: String,
+    /// The parallel_dispatch step, its tasks settled (`can_advance` in the poll).
+    pub step_id: String,
+    /// How you merged the tasks' diffs (`"clean"`, `"conflict"` or `{status,
+    /// bounced_tasks}`); leave it out when the server merged them.
+    #[serde(default)]
+    pub merge_status: Option<Value>,
+}
+
 /// `stratum_gate_resolve`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -19,12 +19,12 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
 use stratum_agents::{Prompt, Request};
-use stratum_driver::{Driver, Ended, StopSignal, Turn, agent_named, run_recorded};
+use stratum_driver::{Driver, Ended, FanOutEnd, StopSignal, Turn, agent_named, run_recorded};
 use stratum_runtime::store::drives::{is_run_id, mint_run_id};
 use stratum_runtime::store::{AgentRun, Drive, DriveState, Enrolled, RunStatus};
 use tokio_util::sync::CancellationToken;
 
-use crate::args::{AgentRunArgs, FlowArgs, FlowRunBgArgs, RunIdArgs};
+use crate::args::{AgentRunArgs, FlowArgs, FlowRunBgArgs, ParallelStepArgs, RunIdArgs};
 use crate::command::Command;
 use crate::ids::FlowId;
 use crate::outputs::ToolError;
@@ -161,7 +161,17 @@ pub struct FlowPoll {
 pub struct Background {
     runs: Mutex<HashMap<String, CancellationToken>>,
     flows: Mutex<HashMap<FlowId, StopSignal>>,
+    /// Fan-outs (`stratum_parallel_start`), by flow and step: running, or their outcome.
+    fan_outs: Mutex<HashMap<(FlowId, String), FanOutJob>>,
     stopping: AtomicBool,
+}
+
+/// One `stratum_parallel_start`'s work.
+struct FanOutJob {
+    stop: StopSignal,
+    running: bool,
+    /// What the runtime answered when the step was evaluated.
+    outcome: Option<Value>,
 }
 
 impl Background {
@@ -469,6 +479,148 @@ impl Background {
         }))
     }
 
+    /// `stratum_parallel_start`: the server takes the tasks of the flow's current parallel
+    /// step and runs them on a thread, under the flow's lease; the answer lists them.
+    pub fn parallel_start(
+        self: &Arc<Self>,
+        driver: &Driver,
+        args: ParallelStepArgs,
+    ) -> Result<Value, ToolError> {
+        let Some(id) = FlowId::parse(&args.flow_id) else {
+            return Err(ToolError::new(
+                "flow_not_found",
+                format!("no flow `{}`", args.flow_id),
+            ));
+        };
+        let key = (id.clone(), args.step_id.clone());
+        let running = self
+            .fan_outs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+            .is_some_and(|job| job.running);
+        if running {
+            return self.parallel_poll(
+                &driver.runtime,
+                ParallelStepArgs {
+                    flow_id: args.flow_id,
+                    step_id: args.step_id,
+                },
+            );
+        }
+        if self.stopping.load(Ordering::SeqCst) {
+            return Err(ToolError::new(
+                "server_stopping",
+                "the server is stopping; start the tasks again on the next one".to_owned(),
+            ));
+        }
+        let store = driver.runtime.store();
+        if let Enrolled::AlreadyActive(_) = store
+            .enroll(&Drive::new(id.clone(), now_ms()))
+            .map_err(store_error)?
+        {
+            return Err(ToolError::new(
+                "flow_driven",
+                "the server already drives this flow (stratum_flow_run_bg): it runs the step's \
+                 tasks itself; follow it with stratum_parallel_poll"
+                    .to_owned(),
+            ));
+        }
+        // Taken for the server now (the enrolled drive has no owner yet, so no fence stops
+        // this), so that the answer lists the tasks; the thread's start is the same attempt's.
+        let started = driver
+            .runtime
+            .call(&Command::ParallelStart {
+                flow_id: id.to_string(),
+                step_id: args.step_id.clone(),
+                base: driver.git.head(&driver.root).ok(),
+            })
+            .map_err(store_error)?;
+        if !matches!(started, crate::response::Response::FanOut(_)) {
+            let _ = store.cancel_drive(&id, "stratum_parallel_start was refused");
+            return Ok(started.to_json());
+        }
+        let stop = StopSignal::new();
+        self.fan_outs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                key.clone(),
+                FanOutJob {
+                    stop: stop.clone(),
+                    running: true,
+                    outcome: None,
+                },
+            );
+        let (this, driver) = (self.clone(), driver.clone());
+        std::thread::spawn(move || {
+            let ended = driver.drive_fan_out(&key.0, &key.1, &stop, &mut ());
+            let outcome = match ended {
+                Ok(Some(FanOutEnd::Advanced(answer) | FanOutEnd::Answered(answer))) => {
+                    Some(answer.to_json())
+                }
+                Ok(Some(FanOutEnd::CannotRun(note))) => {
+                    Some(json!({"status": "error", "error_type": "cannot_run", "message": note}))
+                }
+                Ok(Some(FanOutEnd::Cancelled)) => Some(json!({
+                    "status": "error",
+                    "error_type": "fan_out_stopped",
+                    "message": "the server stopped running the tasks (it is stopping, or lost the \
+                                flow's lease); call stratum_parallel_start again to go on",
+                })),
+                Ok(None) => Some(json!({
+                    "status": "error",
+                    "error_type": "flow_leased",
+                    "message": "another driver holds the flow",
+                })),
+                Err(error) => Some(json!({
+                    "status": "error",
+                    "error_type": "fan_out_failed",
+                    "message": error.to_string(),
+                })),
+            };
+            if let Some(job) = this
+                .fan_outs
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get_mut(&key)
+            {
+                job.running = false;
+                job.outcome = outcome;
+            }
+        });
+        Ok(started.to_json())
+    }
+
+    /// `stratum_parallel_poll`: the tasks as stored, whether this server still runs them,
+    /// and what the step's evaluation answered.
+    pub fn parallel_poll(
+        &self,
+        runtime: &Runtime,
+        args: ParallelStepArgs,
+    ) -> Result<Value, ToolError> {
+        let polled = runtime
+            .call(&Command::ParallelPoll {
+                flow_id: args.flow_id.clone(),
+                step_id: args.step_id.clone(),
+            })
+            .map_err(store_error)?;
+        let crate::response::Response::FanOut(mut report) = polled else {
+            return Ok(polled.to_json());
+        };
+        if let Some(id) = FlowId::parse(&args.flow_id)
+            && let Some(job) = self
+                .fan_outs
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&(id, args.step_id))
+        {
+            report.running = Some(job.running);
+            report.outcome = job.outcome.clone();
+        }
+        Ok(to_value(&report))
+    }
+
     /// `stratum_flow_cancel_bg`: ends the drive (its driver stops at its next renewal and
     /// ends its agent run); the flow stays where it is, the agent's to continue.
     pub fn flow_cancel_bg(&self, runtime: &Runtime, args: FlowArgs) -> Result<Value, ToolError> {
@@ -536,6 +688,14 @@ impl Background {
         {
             stop.stop_now();
         }
+        for job in self
+            .fan_outs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+        {
+            job.stop.stop_now();
+        }
         let until = std::time::Instant::now() + stratum_agents::DEFAULT_GRACE + SETTLE;
         while std::time::Instant::now() < until {
             let runs = self
@@ -548,7 +708,14 @@ impl Background {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .len();
-            if runs == 0 && flows == 0 {
+            let fan_outs = self
+                .fan_outs
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .values()
+                .filter(|job| job.running)
+                .count();
+            if runs == 0 && flows == 0 && fan_outs == 0 {
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));

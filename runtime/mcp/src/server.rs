@@ -353,6 +353,31 @@ impl Shared {
                 let args: args::FlowArgs = args::parse(name, arguments)?;
                 return Ok(background.flow_cancel_bg(&self.runtime()?, args)?);
             }
+            ToolName::ParallelStart => {
+                let args: args::ParallelStepArgs = args::parse(name, arguments)?;
+                return Ok(background.parallel_start(&self.driver()?, args)?);
+            }
+            ToolName::ParallelPoll => {
+                let args: args::ParallelStepArgs = args::parse(name, arguments)?;
+                return Ok(background.parallel_poll(&self.runtime()?, args)?);
+            }
+            ToolName::ParallelDone => {
+                let args: args::ParallelDoneArgs = args::parse(name, arguments)?;
+                Command::ParallelDone {
+                    flow_id: args.flow_id,
+                    step_id: args.step_id,
+                    task_results: Value::Array(args.task_results),
+                    merge_status: args.merge_status,
+                }
+            }
+            ToolName::ParallelAdvance => {
+                let args: args::ParallelAdvanceArgs = args::parse(name, arguments)?;
+                Command::ParallelAdvance {
+                    flow_id: args.flow_id,
+                    step_id: args.step_id,
+                    merge_status: args.merge_status,
+                }
+            }
             ToolName::Validate => {
                 let args: args::ValidateArgs = args::parse(name, arguments)?;
                 return Ok(to_value(&validate(&args.spec)));

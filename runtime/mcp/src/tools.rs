@@ -13,8 +13,9 @@ use super::background::{Cancelled, FlowPoll, FlowStarted, RunStarted, RunView};
 use super::compact;
 use super::outputs::{SpecRejected, ToolError, Validation};
 use crate::response::{
-    Audit, Committed, ErrorResponse, Finished, FlowDispatch, GateDispatch, IterationAborted,
-    IterationReport, IterationStarted, NoTimeout, StatusOnly, StepDispatch,
+    Audit, Committed, ErrorResponse, FanOutReport, Finished, FlowDispatch, GateDispatch,
+    IterationAborted, IterationReport, IterationStarted, NoTimeout, ParallelDispatch, StatusOnly,
+    StepDispatch,
 };
 
 /// Which tool a call names.
@@ -42,6 +43,10 @@ pub enum ToolName {
     FlowRunBg,
     FlowBgPoll,
     FlowCancelBg,
+    ParallelDone,
+    ParallelStart,
+    ParallelPoll,
+    ParallelAdvance,
 }
 
 /// One tool as clients see it.
@@ -67,6 +72,7 @@ macro_rules! any_of {
 /// What a call that moves a flow answers: its next dispatch, its end, or why not.
 const MOVES: fn(&mut SchemaGenerator) -> Vec<Schema> = any_of![
     StepDispatch,
+    ParallelDispatch,
     GateDispatch,
     FlowDispatch,
     Finished,
@@ -435,6 +441,70 @@ left where it is, yours to continue with stratum_resume. Answers `cancelled`, `n
         input: input::<args::FlowArgs>,
         outputs: any_of![Cancelled, ToolError],
     },
+    ToolSpec {
+        tool: ToolName::ParallelDone,
+        name: "stratum_parallel_done",
+        title: "Report a parallel step's tasks",
+        description: "After a `parallel_dispatch` answer, when you ran its tasks yourself: \
+report each task of the envelope's `tasks` (`{task_id, status, result}`; `result` must satisfy \
+the step's task contract when it has one) and how you merged their diffs (`merge_status`). \
+`require` (all / any / N) counts the tasks the step expects: a task you leave out counts as \
+failed. A retry re-dispatches only the tasks that failed, bounced or were left out, each with its \
+violations in its `prompt`; tasks accepted before are listed in `kept` and must not be reported \
+again. Answers with the next dispatch, a retry of this step, or the flow's end.",
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        input: input::<args::ParallelDoneArgs>,
+        outputs: MOVES,
+    },
+    ToolSpec {
+        tool: ToolName::ParallelStart,
+        name: "stratum_parallel_start",
+        title: "Let the server run a parallel step's tasks",
+        description: "Hand the tasks of the current `parallel_dispatch` step to the server: it \
+runs each through the agent CLI the step names, respecting `depends_on` and `max_concurrent`, each \
+with its `task_timeout`, in its own git worktree (`isolation: worktree`), runs the \
+`pre_merge_verify` commands, captures each diff and, with `merge: sequential_apply`, applies \
+them to the project in dependency order (a conflict bounces its task). Then it evaluates the \
+step, unless the step sets `defer_advance` (call stratum_parallel_advance). While it runs, your \
+own calls that change the flow are refused (`flow_leased`). Follow it with \
+stratum_parallel_poll; answers `started` with the tasks.",
+        read_only: false,
+        destructive: false,
+        idempotent: true,
+        input: input::<args::ParallelStepArgs>,
+        outputs: any_of![FanOutReport, ErrorResponse, ToolError],
+    },
+    ToolSpec {
+        tool: ToolName::ParallelPoll,
+        name: "stratum_parallel_poll",
+        title: "Follow a parallel step's tasks",
+        description: "Where the tasks of a parallel_dispatch step stand: each task's state \
+(pending, running, complete, failed, cancelled), result, violations, pre-merge bounce, diff and \
+merge state, with a summary, `require_satisfied`, `can_advance`, and `running` while the \
+server still works on them. Once the server evaluated the step, `outcome` holds what it \
+answered (the next dispatch, a retry of this step, or the flow's end). Read-only.",
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        input: input::<args::ParallelStepArgs>,
+        outputs: any_of![FanOutReport, ErrorResponse, ToolError],
+    },
+    ToolSpec {
+        tool: ToolName::ParallelAdvance,
+        name: "stratum_parallel_advance",
+        title: "Evaluate a parallel step the server ran",
+        description: "For a parallel_dispatch step with `defer_advance` whose tasks the server \
+ran: once stratum_parallel_poll says `can_advance`, merge the diffs yourself if the step's merge \
+is `manual`, then call this with your `merge_status`; the step is evaluated (require, ensures, \
+retries, on_fail). Answers with the next dispatch, a retry, or the flow's end.",
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        input: input::<args::ParallelAdvanceArgs>,
+        outputs: MOVES,
+    },
 ];
 
 /// The tool of that name.
@@ -462,7 +532,12 @@ impl ToolSpec {
 
     fn full_description(&self) -> String {
         match self.tool {
-            ToolName::Plan | ToolName::GateResolve | ToolName::SkipStep | ToolName::Resume => {
+            ToolName::Plan
+            | ToolName::GateResolve
+            | ToolName::SkipStep
+            | ToolName::Resume
+            | ToolName::ParallelDone
+            | ToolName::ParallelAdvance => {
                 format!("{}\n\n{NEXT_STEP}", self.description)
             }
             ToolName::StepDone => format!("{}\n\n{NEXT_STEP}\n{RESULT_REFUSED}", self.description),

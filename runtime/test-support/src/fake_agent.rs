@@ -107,3 +107,97 @@ fn fake(dir: &Path, format: Format, answers: &[&str]) -> PathBuf {
         .expect("the fake agent is executable");
     path
 }
+
+/// What a fan-out task's fake agent does on one call: run `shell` in its working directory
+/// (edit files, leave a child behind, …), then answer `text` (none: it answers nothing); or
+/// hang (`Hang`), recording its pid in `dir/hung.<task>` and a child's in `dir/child.<task>`.
+#[derive(Clone, Debug)]
+pub enum TaskAction {
+    Answer { shell: String, text: String },
+    Hang,
+}
+
+impl TaskAction {
+    /// Writes `content` to `file` in its working directory, then answers `text`.
+    pub fn edit(file: &str, content: &str, text: &str) -> TaskAction {
+        assert!(
+            !file.contains('\'') && !content.contains('\''),
+            "quoted in the script"
+        );
+        TaskAction::Answer {
+            shell: format!("printf '%s\\n' '{content}' > '{file}'"),
+            text: text.to_owned(),
+        }
+    }
+
+    /// Changes nothing, answers `text`.
+    pub fn answer(text: &str) -> TaskAction {
+        TaskAction::Answer {
+            shell: String::new(),
+            text: text.to_owned(),
+        }
+    }
+}
+
+/// Writes `dir/claude` (or `dir/codex`) for fan-out tasks, which run at once in any order: the
+/// agent finds its task in the prompt as `TASK[<id>]` (put it in the intent template), counts
+/// its calls per task in `dir/count.<id>`, appends `<id> <call> <cwd>` to `dir/calls`, and does
+/// `script[<id>][call - 1]` (the last entry from then on). A task the script does not list
+/// answers nothing.
+pub fn task_agent(dir: &Path, format: Format, script: &[(&str, Vec<TaskAction>)]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let d = dir.display();
+    let tasks = dir.join("tasks");
+    std::fs::create_dir_all(&tasks).expect("the task scripts' directory is made");
+    for (task, actions) in script {
+        for (at, action) in actions.iter().enumerate() {
+            let body = match action {
+                TaskAction::Hang => format!(
+                    "sleep 600 & echo $! > {d}/child.{task}\necho $$ > {d}/hung.{task}\nwait\n"
+                ),
+                TaskAction::Answer { shell, text } => {
+                    let lines = format.lines(text);
+                    assert!(
+                        lines.iter().all(|line| !line.contains('\'')),
+                        "answers are single-quoted in the script"
+                    );
+                    let answer: Vec<String> = lines
+                        .iter()
+                        .map(|line| format!("printf '%s\\n' '{line}'"))
+                        .collect();
+                    format!("{shell}\n{}\n", answer.join("\n"))
+                }
+            };
+            let name = if at + 1 == actions.len() {
+                format!("{task}.last")
+            } else {
+                format!("{task}.{}", at + 1)
+            };
+            std::fs::write(tasks.join(name), body).expect("a task script is written");
+        }
+    }
+    let body = format!(
+        "#!/bin/sh\nprompt=$(cat)\n\
+         id=$(printf '%s' \"$prompt\" | grep -o 'TASK\\[[A-Za-z0-9_.-]*\\]' | head -n 1 | sed 's/^TASK\\[//; s/\\]$//')\n\
+         [ -n \"$id\" ] || exit 3\n\
+         n=$(ID=\"$id\" flock {d}/count.lock sh -c 'n=$(cat {d}/count.$ID 2>/dev/null || echo 0); \
+         n=$((n + 1)); echo $n > {d}/count.$ID; echo $n')\n\
+         printf '%s %s %s\\n' \"$id\" \"$n\" \"$(pwd)\" >> {d}/calls\n\
+         printf '%s\\n----\\n' \"$prompt\" >> {d}/prompts.$id\n\
+         f={d}/tasks/$id.$n\n[ -f \"$f\" ] || f={d}/tasks/$id.last\n\
+         [ -f \"$f\" ] || exit 0\n. \"$f\"\n"
+    );
+    let path = dir.join(format.binary());
+    std::fs::write(&path, body).expect("the fake agent is written");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+        .expect("the fake agent is executable");
+    path
+}
+
+/// How many times the fake agent of `dir` ran task `id`.
+pub fn task_calls(dir: &Path, id: &str) -> usize {
+    std::fs::read_to_string(dir.join(format!("count.{id}")))
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .unwrap_or(0)
+}

@@ -28,7 +28,9 @@ use super::work::Work;
 use super::{Run, budget, gate_needs_resolve, inputs, running_step, validate, wrong_step};
 use crate::command::TaskReport;
 use crate::response::{ErrorResponse, FanOutReport, ParallelDispatch, Response, TaskView};
-use crate::state::{FanOutMode, FanOutState, FlowHeader, MergeState, TaskState, TaskStatus};
+use crate::state::{
+    FanOutMode, FanOutState, FlowHeader, MergeState, TaskState, TaskStatus, VerifyCommands,
+};
 use crate::store::StoreError;
 
 pub(crate) use tasks::task_graph_violations;
@@ -156,12 +158,17 @@ fn ensure_attempt(
         .filter(|task| !is_accepted(task) || task.merge == MergeState::Conflict)
         .filter_map(|task| task.bounce.clone())
         .collect();
+    let verify = verify_commands(work, run, &header, fan_out)?.map(|commands| VerifyCommands {
+        commands,
+        from_spec: matches!(fan_out.pre_merge_verify, Some(Verify::Commands(_))),
+    });
     let fan = FanOutState {
         attempt,
         mode: None,
         base: None,
         tasks: built,
         merge_status: None,
+        verify,
         bounced,
     };
     work.update_step(&run.id, index, |state| state.fan_out = Some(fan))?;
@@ -214,7 +221,6 @@ fn envelope(
         )));
     };
     let attempts = work.step(&run.id, index)?.attempts;
-    let header = work.get(&run.id)?;
     let tasks = fan
         .dispatched()
         .map(|task| {
@@ -253,7 +259,10 @@ fn envelope(
             .map(|ensure| ensure.program.source().to_owned())
             .collect(),
         retries_remaining: step.retries.saturating_sub(attempts),
-        pre_merge_verify: verify_commands(work, run, &header, fan_out)?
+        pre_merge_verify: fan
+            .verify
+            .as_ref()
+            .map(|verify| verify.commands.clone())
             .filter(|commands| !commands.is_empty()),
         attempt: fan.attempt,
         kept: fan
@@ -1241,15 +1250,19 @@ fn report(run: &Run<'_>, step: &Step, fan: &FanOutState, status: &str) -> Respon
             FanOutMode::Server => "server",
         }),
         base: fan.base.clone(),
+        pre_merge_verify: fan.verify.clone(),
         task_count: fan.tasks.len(),
         summary,
         tasks,
         require_satisfied: tally.satisfied(),
         require_possible: tally.possible(),
+        last_attempt: fan.attempt >= step.retries,
         can_advance: tally.unsettled == 0
             && fan
                 .tasks
                 .iter()
                 .all(|task| task.merge != MergeState::Merging),
+        running: None,
+        outcome: None,
     }))
 }
