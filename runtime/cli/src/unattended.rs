@@ -51,6 +51,20 @@ pub struct AgentOptions {
     /// The project root agents work in (default: the current directory)
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
+    /// Where parallel tasks get their git worktrees (default: $STRATUM_HOME/worktrees, else
+    /// ~/.stratum/worktrees); must be outside the project
+    #[arg(long, value_name = "DIR")]
+    pub worktrees: Option<PathBuf>,
+    /// Keep each parallel task's worktree after the merge, for debugging
+    #[arg(long)]
+    pub keep_worktrees: bool,
+    /// A program a `pre_merge_verify` read from the flow's data (a `$` reference, not written
+    /// in the spec) may run (repeatable); commands written in the spec always run
+    #[arg(long = "verify-allow", value_name = "PROGRAM")]
+    pub verify_allow: Vec<String>,
+    /// Each pre-merge command's deadline, in seconds
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    pub verify_timeout: u64,
 }
 
 impl AgentOptions {
@@ -74,6 +88,21 @@ impl AgentOptions {
         driver.default_agent = default_agent;
         driver.step_deadline = Duration::from_secs(self.step_timeout.max(1));
         driver.lease = Duration::from_secs(self.lease.max(1));
+        if let Some(worktrees) = &self.worktrees {
+            driver.worktrees = std::path::absolute(worktrees)
+                .map_err(|error| format!("--worktrees {}: {error}", worktrees.display()))?;
+        }
+        if driver.worktrees.starts_with(&driver.root) {
+            return Err(format!(
+                "--worktrees {}: task worktrees must be outside the project {}, or git would see them as part of it",
+                driver.worktrees.display(),
+                driver.root.display()
+            ));
+        }
+        driver.keep_worktrees = self.keep_worktrees;
+        driver.verify_allow = self.verify_allow.clone();
+        driver.verify_deadline = Duration::from_secs(self.verify_timeout.max(1));
+        driver.verify_env = self.allow_env.clone();
         for agent in Agent::ALL {
             let mut connector = Connector::new(agent);
             let binary = match agent {

@@ -473,3 +473,164 @@ fn what_agents_wrote_reaches_a_terminal_as_text_never_as_control_sequences() {
         assert!(shown.contains("boom"), "{args:?}: {shown}");
     }
 }
+
+/// One parallel step over four tasks, each appending a line to a file of its own.
+const FAN_OUT: &str = r#"version: "0.3"
+contracts:
+  Change:
+    summary: {type: string}
+flows:
+  main:
+    input: {tasks: {type: array}}
+    steps:
+      - id: work
+        type: parallel_dispatch
+        source: "$.input.tasks"
+        intent_template: "Task TASK[{id}]: {description}"
+        output_contract: Change
+        max_concurrent: 4
+        task_timeout: 120
+        retries: 2
+"#;
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn fan_out_worker(at: &At, agents: &Path, root: &Path, home: &Path) -> Child {
+    Command::new(BIN)
+        .args(at.args())
+        .args(["worker", "--lease", "2", "--claude"])
+        .arg(agents.join("claude"))
+        .arg("--root")
+        .arg(root)
+        .env("STRATUM_HOME", home)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn fan_out_poll(store: &Arc<dyn Store>, id: &FlowId) -> Value {
+    Runtime::new(store.clone(), Config::default())
+        .call(&stratum_runtime::Command::ParallelPoll {
+            flow_id: id.to_string(),
+            step_id: "work".to_owned(),
+        })
+        .unwrap()
+        .to_json()
+}
+
+#[test]
+fn a_worker_killed_in_the_middle_of_a_fan_out_leaves_every_task_applied_exactly_once() {
+    use fake_agent::{Format, TaskAction, task_agent, task_calls};
+    for (kind, at) in stores(tempfile::tempdir().unwrap().keep().as_path()) {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, agents, home) = (
+            dir.path().join("project"),
+            dir.path().join("agents"),
+            dir.path().join("home"),
+        );
+        for made in [&root, &agents, &home] {
+            std::fs::create_dir_all(made).unwrap();
+        }
+        git(&root, &["init", "-q", "-b", "main"]);
+        std::fs::write(root.join("README"), "base\n").unwrap();
+        git(&root, &["add", "-A"]);
+        git(&root, &["commit", "-q", "-m", "base"]);
+        let append = |id: &str| TaskAction::Answer {
+            shell: format!("printf 'from {id}\\n' >> {id}.txt"),
+            text: format!("```json\n{{\"summary\": \"{id}\"}}\n```"),
+        };
+        // c hangs on its first run: the worker is killed while it runs and a, b, d are done.
+        task_agent(
+            &agents,
+            Format::Claude,
+            &[
+                ("a", vec![append("a")]),
+                ("b", vec![append("b")]),
+                ("c", vec![TaskAction::Hang, append("c")]),
+                ("d", vec![append("d")]),
+            ],
+        );
+        let store = at.open();
+        let runtime = Runtime::new(store.clone(), Config::default());
+        let list: Vec<Value> = ["a", "b", "c", "d"]
+            .iter()
+            .map(|id| json!({"id": id, "description": id}))
+            .collect();
+        let tasks = json!({ "tasks": list });
+        let flows =
+            stratum_test_support::unattended::start_enrolled(&runtime, FAN_OUT, None, &tasks, 1);
+        let first = fan_out_worker(&at, &agents, &root, &home);
+        let until = Instant::now() + Duration::from_secs(60);
+        loop {
+            let polled = fan_out_poll(&store, &flows[0]);
+            if polled["summary"]["complete"] == 3 && agents.join("hung.c").exists() {
+                break;
+            }
+            assert!(
+                Instant::now() < until,
+                "{kind}: the fan-out never got going: {polled}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let hung: u32 = std::fs::read_to_string(agents.join("hung.c"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let child: u32 = std::fs::read_to_string(agents.join("child.c"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let mut first = first;
+        first.kill().unwrap();
+        first.wait().unwrap();
+        assert!(!gone(hung), "{kind}: the orphaned task agent still runs");
+
+        let second = fan_out_worker(&at, &agents, &root, &home);
+        wait_finished(&store, &flows, Duration::from_secs(90));
+        let log = terminate(second);
+        let audit = audit(&store, &flows[0]);
+        assert_eq!(audit["status"], "complete", "{kind}: {audit}\n{log}");
+        for id in ["a", "b", "c", "d"] {
+            let text = std::fs::read_to_string(root.join(format!("{id}.txt"))).unwrap_or_default();
+            assert_eq!(
+                text,
+                format!("from {id}\n"),
+                "{kind}: {id} applied exactly once"
+            );
+        }
+        assert_eq!(
+            task_calls(&agents, "a"),
+            1,
+            "{kind}: a finished before the kill and was adopted"
+        );
+        assert_eq!(
+            task_calls(&agents, "c"),
+            2,
+            "{kind}: c ran again under the new worker"
+        );
+        assert!(
+            gone(hung) && gone(child),
+            "{kind}: the dead worker's task agent was ended"
+        );
+        let runs = store.agent_runs(Some(&flows[0]), 20).unwrap();
+        assert!(
+            runs.iter().any(|run| run.status == RunStatus::Abandoned),
+            "{kind}: {runs:#?}"
+        );
+    }
+}
