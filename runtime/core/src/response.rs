@@ -135,7 +135,13 @@ pub struct ParallelDispatch {
     /// `all`, `any` or a number.
     pub require: Value,
     pub merge: &'static str,
-    pub intent_template: String,
+    /// The template as written (null for a pipeline: its stages have theirs).
+    pub intent_template: Option<String>,
+    /// A pipeline: `true`, with its `stages` (templates, `when`, `exit_when`, fan-out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stages: Option<Vec<Value>>,
     pub ensure: Vec<String>,
     pub retries_remaining: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -200,6 +206,13 @@ pub struct FanOutReport {
 pub struct TaskView {
     pub task_id: String,
     pub state: &'static str,
+    /// A pipeline task's item, stage and lane.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub item: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lane: Option<u32>,
     /// The step attempt that dispatched it.
     pub attempt: u32,
     pub prompt: String,

@@ -165,6 +165,9 @@ pub struct FanOutState {
     /// The step's `pre_merge_verify` commands for this attempt, read when it started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<VerifyCommands>,
+    /// A pipeline's items (its `source`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<Value>,
     /// What the previous attempt bounced (conflicts, failed pre-merge checks), for the
     /// envelope of this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -241,10 +244,26 @@ pub struct TaskState {
     /// The agent run carrying it out (server dispatch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// Where a pipeline task stands: its item, stage and lane.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<Slot>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_ms: Option<u64>,
+}
+
+/// A pipeline task's place: item `item` (from 0) at stage `stage`, in lane `lane` of the
+/// stage's fan-out region. `exited`: its stage's `exit_when` held, so the item's later
+/// stages are skipped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Slot {
+    pub item: u32,
+    pub stage: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane: Option<u32>,
+    #[serde(default)]
+    pub exited: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

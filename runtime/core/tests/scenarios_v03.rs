@@ -4,9 +4,10 @@
 //! checks each task's result against the task contract, and on a retry runs again only what
 //! failed, keyed by (flow, step, attempt, task). The server's side (start, task events,
 //! advance, poll) is driven here by hand; the executor that runs agents is
-//! `stratum-driver`'s, tested with real processes there. Pipelines are still refused when a
-//! flow that reaches one starts.
-#![allow(clippy::indexing_slicing)] // tests may index the JSON answers they assert on
+//! `stratum-driver`'s, tested with real processes there. A pipeline hands out its stages as
+//! they become ready (the VM deciding `when` before a stage and `exit_when` after it), its
+//! fan-out region one lane per element of the split's result, its join counting the lanes.
+#![allow(clippy::indexing_slicing, clippy::unwrap_used)] // tests may index the JSON answers they assert on
 
 use stratum_test_support as support;
 
@@ -62,8 +63,24 @@ flows:
         type: pipeline
         source: "$.input.issues"
         isolation: none
+        require: any
         stages:
           - {intent_template: "Reproduce {item}"}
+          - {intent_template: "Is a fix needed? {prev}", exit_when: "'no-fix' in result"}
+          - {intent_template: "Fix {item}: {prev}", when: "'duplicate' not in prev"}
+  sections:
+    input: {docs: {type: array}}
+    steps:
+      - id: split
+        type: pipeline
+        source: "$.input.docs"
+        isolation: none
+        retries: 2
+        stages:
+          - {intent_template: "Split {item} into sections", fanout: {max: 3, require: any}}
+          - {intent_template: "Summarise {item} of {source}"}
+          - {intent_template: "Join {prevs}", join: true}
+          - {intent_template: "Publish {prev}"}
 "#;
 
 fn graph() -> Value {
@@ -407,14 +424,150 @@ fn the_server_runs_the_tasks_one_event_at_a_time() {
     insta::assert_snapshot!(s.transcript());
 }
 
+fn done_all(tasks: &Value, results: &[(&str, Value)]) -> Value {
+    let mut reports = Vec::new();
+    for task in tasks.as_array().unwrap() {
+        let id = task["id"].as_str().unwrap();
+        let result = results
+            .iter()
+            .find(|(wanted, _)| *wanted == id)
+            .map(|(_, result)| result.clone())
+            .unwrap_or_else(|| panic!("no result for {id}"));
+        match result {
+            Value::Null => reports.push(json!({"task_id": id, "status": "failed"})),
+            result => reports.push(json!({"task_id": id, "status": "complete", "result": result})),
+        }
+    }
+    Value::Array(reports)
+}
+
 #[test]
-fn a_flow_that_reaches_a_pipeline_is_refused_when_it_starts() {
+fn a_pipeline_hands_out_each_stage_as_it_becomes_ready_with_when_and_exit_when_decided_by_the_vm() {
     let mut s = Scenario::new(SPEC);
-    let refused = s.start(Some("triage"), json!({"issues": ["x"]}));
-    assert_eq!(error_type(&refused), "unsupported_step_kind", "{refused}");
-    let message = refused["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("step 'triage' of flow 'triage' is a pipeline step"),
-        "{message}"
+    let first = s.start(
+        Some("triage"),
+        json!({"issues": ["bug-1", "bug-2", "bug-3"]}),
     );
+    assert_eq!(first["pipeline"], true, "{first}");
+    assert_eq!(
+        ids(&first),
+        ["item0.stage0", "item1.stage0", "item2.stage0"]
+    );
+    assert_eq!(first["tasks"][0]["prompt"], "Reproduce bug-1");
+    let flow = s.flow(1);
+    let reports = done_all(
+        &first["tasks"],
+        &[
+            ("item0.stage0", json!("repro 1")),
+            ("item1.stage0", json!("repro 2")),
+            ("item2.stage0", json!("repro 3")),
+        ],
+    );
+    let second = s.parallel_done(&flow, "triage", reports, json!("clean"));
+    assert_eq!(status(&second), "parallel_dispatch", "{second}");
+    assert_eq!(
+        ids(&second),
+        ["item0.stage1", "item1.stage1", "item2.stage1"]
+    );
+    assert_eq!(second["tasks"][0]["prompt"], "Is a fix needed? repro 1");
+    let reports = done_all(
+        &second["tasks"],
+        &[
+            ("item0.stage1", json!("a fix is needed")),
+            ("item1.stage1", json!("no-fix: works as designed")),
+            ("item2.stage1", json!("duplicate of bug-1")),
+        ],
+    );
+    // item1's exit_when ends it; item2's next stage is skipped by its when.
+    let third = s.parallel_done(&flow, "triage", reports, json!("clean"));
+    assert_eq!(ids(&third), ["item0.stage2"], "{third}");
+    assert_eq!(third["tasks"][0]["prompt"], "Fix bug-1: a fix is needed");
+    let reports = done_all(
+        &third["tasks"],
+        &[("item0.stage2", json!({"patched": true}))],
+    );
+    let done = s.parallel_done(&flow, "triage", reports, json!("clean"));
+    assert_eq!(status(&done), "complete", "{done}");
+    let output = &s.audit(&flow)["output"];
+    let statuses: Vec<&str> = output["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["complete", "complete", "complete"], "{output}");
+    assert_eq!(output["items"][0]["result"], json!({"patched": true}));
+    assert_eq!(
+        output["items"][2]["result"], "duplicate of bug-1",
+        "a skipped stage passes on"
+    );
+    insta::assert_snapshot!(s.transcript());
+}
+
+#[test]
+fn a_fan_out_region_runs_a_lane_per_element_and_its_join_counts_the_lanes() {
+    let mut s = Scenario::new(SPEC);
+    let split = s.start(Some("sections"), json!({"docs": ["guide"]}));
+    let flow = s.flow(1);
+    // Too many elements for `max: 3`: the split fails, the item with it; a retry follows.
+    let too_many = s.parallel_done(
+        &flow,
+        "split",
+        done_all(
+            &split["tasks"],
+            &[("item0.stage0", json!(["a", "b", "c", "d"]))],
+        ),
+        json!("clean"),
+    );
+    assert_eq!(status(&too_many), "ensure_failed", "{too_many}");
+    let text = too_many["violations"].to_string();
+    assert!(
+        text.contains("4 elements, more than its max of 3"),
+        "{text}"
+    );
+    let lanes = s.parallel_done(
+        &flow,
+        "split",
+        done_all(
+            &too_many["tasks"],
+            &[("item0.stage0", json!(["intro", "usage"]))],
+        ),
+        json!("clean"),
+    );
+    assert_eq!(
+        ids(&lanes),
+        ["item0.stage1.lane0", "item0.stage1.lane1"],
+        "{lanes}"
+    );
+    assert_eq!(lanes["tasks"][1]["prompt"], "Summarise usage of guide");
+    // One lane fails: the join's `require: any` is met by the other.
+    let join = s.parallel_done(
+        &flow,
+        "split",
+        done_all(
+            &lanes["tasks"],
+            &[
+                ("item0.stage1.lane0", json!("the intro")),
+                ("item0.stage1.lane1", Value::Null),
+            ],
+        ),
+        json!("clean"),
+    );
+    assert_eq!(ids(&join), ["item0.stage2"], "{join}");
+    assert_eq!(join["tasks"][0]["prompt"], "Join [\"the intro\"]");
+    let publish = s.parallel_done(
+        &flow,
+        "split",
+        done_all(&join["tasks"], &[("item0.stage2", json!("joined"))]),
+        json!("clean"),
+    );
+    assert_eq!(publish["tasks"][0]["prompt"], "Publish joined", "{publish}");
+    let done = s.parallel_done(
+        &flow,
+        "split",
+        done_all(&publish["tasks"], &[("item0.stage3", json!("published"))]),
+        json!("clean"),
+    );
+    assert_eq!(status(&done), "complete", "{done}");
+    insta::assert_snapshot!(s.transcript());
 }

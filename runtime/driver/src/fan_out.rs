@@ -119,15 +119,18 @@ impl Driver {
         let step = self
             .plan_step(&plan, flow_id, step_id)?
             .ok_or_else(|| DriveError::Runtime(format!("flow {flow_id} has no step {step_id}")))?;
-        let Action::Parallel {
-            fan_out,
-            task_contract,
-            ..
-        } = &step.action
-        else {
-            return Ok(FanOutEnd::CannotRun(format!(
-                "step `{step_id}` is not a parallel_dispatch step"
-            )));
+        let (fan_out, task_contract) = match &step.action {
+            Action::Parallel {
+                fan_out,
+                task_contract,
+                ..
+            } => (fan_out, *task_contract),
+            Action::Pipeline { fan_out, .. } => (fan_out, None),
+            _ => {
+                return Ok(FanOutEnd::CannotRun(format!(
+                    "step `{step_id}` is not a parallel_dispatch or pipeline step"
+                )));
+            }
         };
         let worktree = fan_out.isolation == Isolation::Worktree;
         let base = if worktree {
@@ -746,7 +749,8 @@ fn dependencies(report: &FanOutReport, task: &TaskView) -> Dependencies {
             return Dependencies::Failed(format!("upstream task '{dependency}' does not exist"));
         };
         match found.state {
-            "complete" => {}
+            // A pipeline stage its `when` skipped passes on what it was given.
+            "complete" | "skipped" => {}
             "pending" | "running" => return Dependencies::Waiting,
             other => {
                 return Dependencies::Failed(format!(

@@ -55,6 +55,18 @@ flows:
         output_contract: Change
         task_timeout: 120
         retries: 1
+  pipe:
+    input: {items: {type: array}}
+    steps:
+      - id: work
+        type: pipeline
+        source: "$.input.items"
+        max_concurrent: 3
+        stages:
+          - {intent_template: "Task TASK[{id}]: split {item}", fanout: {max: 2, require: all}}
+          - {intent_template: "Task TASK[{id}]: summarise {item}"}
+          - {intent_template: "Task TASK[{id}]: join {prevs}", join: true, exit_when: "'stop' in result"}
+          - {intent_template: "Task TASK[{id}]: finish {item}", when: "'skip' not in prev"}
   checked:
     input: {tasks: {type: array}}
     steps:
@@ -450,6 +462,100 @@ fn once_require_cannot_be_met_in_the_last_attempt_the_running_siblings_are_ended
         assert!(process_gone(child), "{kind}: b's whole group was ended");
         let polled = poll(&driver, &id);
         assert_eq!(polled["tasks"][1]["state"], "cancelled", "{kind}: {polled}");
+        only_main_worktree(&project.root);
+    }
+}
+
+#[test]
+fn a_pipeline_runs_its_fan_out_region_and_decides_when_and_exit_when_between_stages() {
+    for (kind, open) in STORES {
+        let project = project();
+        let mut script: Vec<(String, Vec<TaskAction>)> = Vec::new();
+        for item in 0..3 {
+            script.push((
+                format!("item{item}.stage0"),
+                vec![TaskAction::answer("[\"p\", \"q\"]")],
+            ));
+            for lane in 0..2 {
+                script.push((
+                    format!("item{item}.stage1.lane{lane}"),
+                    vec![TaskAction::answer(&format!("summary {lane}"))],
+                ));
+            }
+        }
+        script.push(("item0.stage2".to_owned(), vec![TaskAction::answer("go on")]));
+        script.push((
+            "item1.stage2".to_owned(),
+            vec![TaskAction::answer("stop here")],
+        ));
+        script.push((
+            "item2.stage2".to_owned(),
+            vec![TaskAction::answer("skip the rest")],
+        ));
+        script.push((
+            "item0.stage3".to_owned(),
+            vec![TaskAction::edit("final.txt", "finished", "Finished.")],
+        ));
+        let borrowed: Vec<(&str, Vec<TaskAction>)> = script
+            .iter()
+            .map(|(id, actions)| (id.as_str(), actions.clone()))
+            .collect();
+        let claude = task_agent(&project.agents, Format::Claude, &borrowed);
+        let driver = driver(open(), &project, claude);
+        let id = start_enrolled(
+            &driver.runtime,
+            SPEC,
+            Some("pipe"),
+            &json!({"items": ["x", "y", "z"]}),
+            1,
+        )
+        .remove(0);
+        assert_eq!(
+            drive(&driver, &id),
+            Ended::Finished {
+                status: "complete".to_owned()
+            },
+            "{kind}"
+        );
+        assert_eq!(task_calls(&project.agents, "item0.stage3"), 1, "{kind}");
+        assert_eq!(
+            task_calls(&project.agents, "item1.stage3"),
+            0,
+            "{kind}: exit_when ended item1"
+        );
+        assert_eq!(
+            task_calls(&project.agents, "item2.stage3"),
+            0,
+            "{kind}: when skipped item2's stage"
+        );
+        assert_eq!(read(&project.root, "final.txt"), "finished\n", "{kind}");
+        let prompts = std::fs::read_to_string(project.agents.join("prompts.item0.stage2")).unwrap();
+        assert!(
+            prompts.contains("join [\\\"summary 0\\\",\\\"summary 1\\\"]"),
+            "{kind}: {prompts}"
+        );
+        let output = &audit(&driver, &id)["output"];
+        assert_eq!(output["require_satisfied"], true, "{kind}: {output}");
+        let states: Vec<String> = poll(&driver, &id)["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|task| {
+                format!(
+                    "{}={}",
+                    task["task_id"].as_str().unwrap(),
+                    task["state"].as_str().unwrap()
+                )
+            })
+            .collect();
+        assert!(
+            states.contains(&"item1.stage3=skipped".to_owned()),
+            "{kind}: {states:?}"
+        );
+        assert!(
+            states.contains(&"item2.stage3=skipped".to_owned()),
+            "{kind}: {states:?}"
+        );
         only_main_worktree(&project.root);
     }
 }

@@ -109,6 +109,7 @@ pub(crate) fn advance(
                 | Action::Judge { .. }
                 | Action::Decompose { .. }
                 | Action::Parallel { .. }
+                | Action::Pipeline { .. }
         );
         if let Some(exhausted) = budget::exhausted_before_dispatch(work, run, agent)? {
             return Ok(exhausted);
@@ -141,24 +142,14 @@ pub(crate) fn advance(
             Action::Flow { flow } => return dispatch_child(work, run, index, *flow, note),
             // `start` refuses a flow that can reach one of these; a flow stored by a runtime
             // that ran them ends here rather than being dispatched as something else.
-            Action::Parallel { .. } => match fan_out::dispatch(work, run, index, note)? {
-                AfterFailure::Answer(response) => return Ok(response),
-                AfterFailure::Walk(next) => {
-                    note = next;
-                    continue;
+            Action::Parallel { .. } | Action::Pipeline { .. } => {
+                match fan_out::dispatch(work, run, index, note)? {
+                    AfterFailure::Answer(response) => return Ok(response),
+                    AfterFailure::Walk(next) => {
+                        note = next;
+                        continue;
+                    }
                 }
-            },
-            Action::Pipeline { .. } => {
-                return fail_flow(
-                    work,
-                    run,
-                    "unsupported_step_kind",
-                    format!(
-                        "step '{}' is a pipeline step, which this runtime does not run yet; the flow has ended",
-                        step.id
-                    ),
-                    Some(step.id.clone()),
-                );
             }
             Action::Function { .. }
             | Action::Inline { .. }

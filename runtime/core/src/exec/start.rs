@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use stratum_compiler::plan::{Action, Plan, Target};
+use stratum_compiler::plan::{Plan, Target};
 
 use super::dispatch::{self, Note};
 use super::{Run, budget, validate};
@@ -45,9 +45,6 @@ pub(crate) fn start(
         };
         return Ok(ErrorResponse::new("execution_error", message).into_response());
     };
-    if let Some(refusal) = unsupported_step(&plan, index) {
-        return Ok(refusal.into_response());
-    }
     let mut inputs = match inputs {
         Value::Null => Value::Object(Default::default()),
         other => other.clone(),
@@ -106,44 +103,6 @@ pub(crate) fn start(
         ctx,
     };
     dispatch::advance(work, &run, Note::default())
-}
-
-/// The first pipeline step that a run of flow `index` could reach, directly or through the
-/// flows its flow steps run, as the refusal that names it: the compiler checks and lowers
-/// pipelines, the runtime does not run them yet. Refusing at the start, rather than when the
-/// step is reached, never leaves a flow stuck halfway.
-fn unsupported_step(plan: &Plan, index: usize) -> Option<ErrorResponse> {
-    let mut pending = vec![index];
-    let mut seen = vec![false; plan.flows.len()];
-    while let Some(at) = pending.pop() {
-        let Some(flow) = plan.flows.get(at) else {
-            continue;
-        };
-        match seen.get_mut(at) {
-            Some(seen) if !*seen => *seen = true,
-            _ => continue,
-        }
-        for step in &flow.steps {
-            let kind = match &step.action {
-                Action::Pipeline { .. } => "pipeline",
-                Action::Flow { flow } => {
-                    pending.push(*flow as usize);
-                    continue;
-                }
-                _ => continue,
-            };
-            return Some(ErrorResponse::new(
-                "unsupported_step_kind",
-                format!(
-                    "step '{}' of flow '{}' is a {kind} step (spec version 0.3), which this \
-                     runtime checks but does not run yet; run the flow with a runtime that \
-                     supports version 0.3 steps, or use a parallel_dispatch step, or inline steps",
-                    step.id, flow.name
-                ),
-            ));
-        }
-    }
-    None
 }
 
 /// The workflow block's `default`s, for the inputs of its entry flow that were not given.

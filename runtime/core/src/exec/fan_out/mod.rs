@@ -16,6 +16,7 @@
 //! when the step's own checks refused the aggregate; each with its violations in its prompt.
 //! Accepted tasks are kept, and count again.
 
+mod pipeline;
 mod render;
 mod tasks;
 
@@ -35,15 +36,66 @@ use crate::store::StoreError;
 
 pub(crate) use tasks::task_graph_violations;
 
-/// The settings and template of a parallel step.
-fn parallel_of(step: &Step) -> Option<(&FanOut, &stratum_compiler::plan::Template, Option<u32>)> {
+/// What a fan-out step runs: one template over a task graph, or stages over items.
+#[derive(Clone, Copy)]
+enum Shape<'p> {
+    Parallel {
+        template: &'p stratum_compiler::plan::Template,
+        task_contract: Option<u32>,
+    },
+    Pipeline {
+        stages: &'p [stratum_compiler::plan::Stage],
+    },
+}
+
+/// The settings and shape of a fan-out step.
+fn fan_out_of(step: &Step) -> Option<(&FanOut, Shape<'_>)> {
     match &step.action {
         Action::Parallel {
             fan_out,
             template,
             task_contract,
-        } => Some((fan_out, template, *task_contract)),
+        } => Some((
+            fan_out,
+            Shape::Parallel {
+                template,
+                task_contract: *task_contract,
+            },
+        )),
+        Action::Pipeline { fan_out, stages } => Some((fan_out, Shape::Pipeline { stages })),
         _ => None,
+    }
+}
+
+/// The contract every task result must satisfy (parallel steps only).
+fn task_contract_of(step: &Step) -> Option<u32> {
+    match fan_out_of(step) {
+        Some((_, Shape::Parallel { task_contract, .. })) => task_contract,
+        _ => None,
+    }
+}
+
+/// Creates the pipeline tasks now ready (none for a parallel step).
+fn expand(run: &Run<'_>, step: &Step, fan: &mut FanOutState, previous: Vec<(String, Vec<String>)>) {
+    if let Some((fan_out, Shape::Pipeline { stages })) = fan_out_of(step) {
+        let maker = pipeline::Maker {
+            run,
+            fan_out,
+            stages,
+            attempt: fan.attempt,
+            now_ms: run.ctx.now_ms,
+            previous,
+        };
+        maker.expand(fan);
+    }
+}
+
+/// What the VM decides once a pipeline task completed (none for a parallel step).
+fn after_completion(run: &Run<'_>, step: &Step, task: &mut TaskState) {
+    if let Some((_, Shape::Pipeline { stages })) = fan_out_of(step)
+        && task.status == TaskStatus::Complete
+    {
+        pipeline::settled(run, stages, task);
     }
 }
 
@@ -88,7 +140,7 @@ fn ensure_attempt(
     index: u32,
 ) -> Result<Result<(), Vec<String>>, StoreError> {
     let step = run.step(index)?;
-    let Some((fan_out, template, _)) = parallel_of(step) else {
+    let Some((fan_out, shape)) = fan_out_of(step) else {
         return Err(StoreError::Corrupt(format!(
             "step {} is not a fan-out step",
             step.id
@@ -110,6 +162,39 @@ fn ensure_attempt(
         .filter(|fan| fan.attempt.saturating_add(1) == attempt);
     let header = work.get(&run.id)?;
     let source = inputs::resolve_binding(work, run, &header, &fan_out.source)?;
+    let verify = verify_commands(work, run, &header, fan_out)?.map(|commands| VerifyCommands {
+        commands,
+        from_spec: matches!(fan_out.pre_merge_verify, Some(Verify::Commands(_))),
+    });
+    let bounced: Vec<Value> = previous
+        .iter()
+        .flat_map(|fan| &fan.tasks)
+        .filter(|task| !is_accepted(task) || task.merge == MergeState::Conflict)
+        .filter_map(|task| task.bounce.clone())
+        .collect();
+    let template = match shape {
+        Shape::Parallel { template, .. } => template,
+        Shape::Pipeline { .. } => {
+            let items = match pipeline::read_items(&source) {
+                Ok(items) => items,
+                Err(violations) => return Ok(Err(violations)),
+            };
+            let (kept, again) = kept_pipeline_tasks(previous.as_ref());
+            let mut fan = FanOutState {
+                attempt,
+                mode: None,
+                base: None,
+                tasks: kept,
+                merge_status: None,
+                verify,
+                items,
+                bounced,
+            };
+            expand(run, step, &mut fan, again);
+            work.update_step(&run.id, index, |state| state.fan_out = Some(fan))?;
+            return Ok(Ok(()));
+        }
+    };
     let specs = match tasks::read_graph(&source, "the step's source", false) {
         Ok(specs) => specs,
         Err(violations) => return Ok(Err(violations)),
@@ -152,16 +237,6 @@ fn ensure_attempt(
     if !problems.is_empty() {
         return Ok(Err(problems));
     }
-    let bounced = previous
-        .iter()
-        .flat_map(|fan| &fan.tasks)
-        .filter(|task| !is_accepted(task) || task.merge == MergeState::Conflict)
-        .filter_map(|task| task.bounce.clone())
-        .collect();
-    let verify = verify_commands(work, run, &header, fan_out)?.map(|commands| VerifyCommands {
-        commands,
-        from_spec: matches!(fan_out.pre_merge_verify, Some(Verify::Commands(_))),
-    });
     let fan = FanOutState {
         attempt,
         mode: None,
@@ -169,10 +244,44 @@ fn ensure_attempt(
         tasks: built,
         merge_status: None,
         verify,
+        items: Vec::new(),
         bounced,
     };
     work.update_step(&run.id, index, |state| state.fan_out = Some(fan))?;
     Ok(Ok(()))
+}
+
+/// The tasks of a pipeline's previous attempt that stand (complete and not refused, or
+/// skipped, and everything they follow standing too), and the violations of the ones that run
+/// again, for their prompts.
+fn kept_pipeline_tasks(
+    previous: Option<&FanOutState>,
+) -> (Vec<TaskState>, Vec<(String, Vec<String>)>) {
+    let Some(previous) = previous else {
+        return (Vec::new(), Vec::new());
+    };
+    let mut kept: Vec<TaskState> = previous
+        .tasks
+        .iter()
+        .filter(|task| is_accepted(task) || task.status == TaskStatus::Skipped)
+        .cloned()
+        .collect();
+    // A task whose predecessor runs again must run again after it.
+    loop {
+        let before = kept.len();
+        let ids: Vec<String> = kept.iter().map(|task| task.id.clone()).collect();
+        kept.retain(|task| task.depends_on.iter().all(|id| ids.contains(id)));
+        if kept.len() == before {
+            break;
+        }
+    }
+    let again = previous
+        .tasks
+        .iter()
+        .filter(|task| kept.iter().all(|kept| kept.id != task.id))
+        .map(|task| (task.id.clone(), task.violations.clone()))
+        .collect();
+    (kept, again)
 }
 
 /// A task that counts without running again: complete, and its changes not refused.
@@ -214,19 +323,32 @@ fn envelope(
     fan: &FanOutState,
     note: Note,
 ) -> Result<Response, StoreError> {
-    let Some((fan_out, template, _)) = parallel_of(step) else {
+    let Some((fan_out, shape)) = fan_out_of(step) else {
         return Err(StoreError::Corrupt(format!(
             "step {} is not a fan-out step",
             step.id
         )));
     };
     let attempts = work.step(&run.id, index)?.attempts;
+    // The tasks to run now: a parallel step's all at once; a pipeline's as they become ready.
     let tasks = fan
         .dispatched()
+        .filter(|task| task.status == TaskStatus::Pending)
         .map(|task| {
-            let mut object = match &task.element {
-                Value::Object(map) => map.clone(),
-                other => Map::from_iter([("item".to_owned(), other.clone())]),
+            let mut object = match (&task.element, task.slot) {
+                (_, Some(slot)) => {
+                    let mut object = Map::new();
+                    object.insert("id".to_owned(), Value::String(task.id.clone()));
+                    object.insert("item".to_owned(), task.element.clone());
+                    object.insert("stage".to_owned(), json!(slot.stage));
+                    if let Some(lane) = slot.lane {
+                        object.insert("lane".to_owned(), json!(lane));
+                    }
+                    object.insert("depends_on".to_owned(), json!(task.depends_on));
+                    object
+                }
+                (Value::Object(map), None) => map.clone(),
+                (other, None) => Map::from_iter([("item".to_owned(), other.clone())]),
             };
             object.insert("prompt".to_owned(), Value::String(task.prompt.clone()));
             if !task.violations.is_empty() {
@@ -252,7 +374,29 @@ fn envelope(
             Merge::SequentialApply => "sequential_apply",
             Merge::Manual => "manual",
         },
-        intent_template: render::source_text(&run.plan, template),
+        intent_template: match shape {
+            Shape::Parallel { template, .. } => Some(render::source_text(&run.plan, template)),
+            Shape::Pipeline { .. } => None,
+        },
+        pipeline: matches!(shape, Shape::Pipeline { .. }).then_some(true),
+        stages: match shape {
+            Shape::Pipeline { stages } => Some(
+                stages
+                    .iter()
+                    .map(|stage| {
+                        json!({
+                            "intent_template": render::source_text(&run.plan, &stage.template),
+                            "agent": stage.agent,
+                            "when": stage.when.as_ref().map(|when| when.program.source()),
+                            "exit_when": stage.exit_when.as_ref().map(|exit| exit.program.source()),
+                            "fanout": stage.fanout.map(|fanout| json!({"max": fanout.max, "require": require_value(fanout.require)})),
+                            "join": stage.join,
+                        })
+                    })
+                    .collect(),
+            ),
+            Shape::Parallel { .. } => None,
+        },
         ensure: step
             .ensure
             .iter()
@@ -339,21 +483,12 @@ fn fan_out_step<'r>(
         return Ok(Err(wrong_step(run, &step.id, step_id)));
     }
     match &step.action {
-        Action::Parallel { .. } => Ok(Ok((header, index, step))),
+        Action::Parallel { .. } | Action::Pipeline { .. } => Ok(Ok((header, index, step))),
         Action::Gate { .. } => Ok(Err(gate_needs_resolve(
             run,
             step,
             format!(
                 "Step '{}' is a gate step. Use stratum_gate_resolve to resolve it.",
-                step.id
-            ),
-        ))),
-        Action::Pipeline { .. } => Ok(Err(refusal(
-            run,
-            step,
-            "unsupported_step_kind",
-            format!(
-                "step '{}' is a pipeline step, which this runtime does not run yet",
                 step.id
             ),
         ))),
@@ -488,10 +623,15 @@ pub(crate) fn parallel_done(
             ));
         }
     }
-    let task_contract = parallel_of(step).and_then(|(_, _, contract)| contract);
+    let task_contract = task_contract_of(step);
     let now = run.ctx.now_ms;
     let attempt = fan.attempt;
-    for task in fan.tasks.iter_mut().filter(|task| task.attempt == attempt) {
+    let pipeline = matches!(fan_out_of(step), Some((_, Shape::Pipeline { .. })));
+    for task in fan
+        .tasks
+        .iter_mut()
+        .filter(|task| task.attempt == attempt && task.status == TaskStatus::Pending)
+    {
         task.finished_ms = Some(now);
         task.violations.clear();
         task.bounce = None;
@@ -522,12 +662,13 @@ pub(crate) fn parallel_done(
                     other => {
                         task.status = TaskStatus::Failed;
                         task.violations.push(format!(
-                            "task '{}' was reported '{}'; a parallel task is 'complete' or 'failed'",
+                            "task '{}' was reported '{}'; a task is 'complete' or 'failed' (a pipeline skips stages by its own `when` and `exit_when`)",
                             task.id,
                             other.chars().take(40).collect::<String>()
                         ));
                     }
                 }
+                after_completion(run, step, task);
             }
         }
         if let Some((_, bounce)) = merge.bounces.iter().find(|(id, _)| id == &task.id) {
@@ -544,7 +685,16 @@ pub(crate) fn parallel_done(
     fan.mode = Some(FanOutMode::Consumer);
     fan.merge_status = Some(merge.value.clone());
     let conflict = merge.conflict;
-    work.update_step(&run.id, index, |state| state.fan_out = Some(fan))?;
+    // A pipeline goes on in rounds: the stages its reports made ready are the next envelope.
+    expand(run, step, &mut fan, Vec::new());
+    let more = pipeline
+        && fan
+            .dispatched()
+            .any(|task| task.status == TaskStatus::Pending);
+    work.update_step(&run.id, index, |state| state.fan_out = Some(fan.clone()))?;
+    if more {
+        return envelope(work, run, index, step, &fan, Note::default());
+    }
     evaluate(work, run, &header, index, step, conflict)
 }
 
@@ -597,6 +747,15 @@ fn read_reports(
                     format!(
                         "task '{shown}' was accepted in attempt {} and is not run again; report only the tasks of attempt {}",
                         task.attempt, fan.attempt
+                    ),
+                ));
+            }
+            Some(task) if task.status != TaskStatus::Pending => {
+                return Err((
+                    "unknown_task",
+                    format!(
+                        "task '{shown}' is already {}; report only the tasks of the last envelope",
+                        task.status.as_str()
                     ),
                 ));
             }
@@ -696,16 +855,28 @@ struct Tally {
 }
 
 impl Tally {
-    fn of(fan: &FanOutState, require: Require, conflict: bool) -> Tally {
-        let expected = fan.tasks.len();
+    /// A parallel step counts its tasks; a pipeline its items.
+    fn of(fan: &FanOutState, shape: Shape<'_>, require: Require, conflict: bool) -> Tally {
+        let (expected, complete, unsettled) = match shape {
+            Shape::Parallel { .. } => (
+                fan.tasks.len(),
+                fan.tasks.iter().filter(|task| is_accepted(task)).count(),
+                fan.tasks
+                    .iter()
+                    .filter(|task| !task.status.is_terminal())
+                    .count(),
+            ),
+            Shape::Pipeline { stages } => {
+                let items = pipeline::items(fan, stages);
+                let complete = items.iter().filter(|item| item.complete).count();
+                let open = items.iter().filter(|item| item.open).count();
+                (items.len(), complete, open)
+            }
+        };
         Tally {
-            complete: fan.tasks.iter().filter(|task| is_accepted(task)).count(),
+            complete,
             expected,
-            unsettled: fan
-                .tasks
-                .iter()
-                .filter(|task| !task.status.is_terminal())
-                .count(),
+            unsettled,
             needed: match require {
                 Require::All => expected,
                 Require::Any => 1,
@@ -738,7 +909,7 @@ fn evaluate(
     step: &Step,
     consumer_conflict: bool,
 ) -> Result<Response, StoreError> {
-    let Some((fan_out, _, _)) = parallel_of(step) else {
+    let Some((fan_out, shape)) = fan_out_of(step) else {
         return Err(StoreError::Corrupt(format!(
             "step {} is not a fan-out step",
             step.id
@@ -749,9 +920,9 @@ fn evaluate(
         state.attempts += 1;
         state.attempts
     })?;
-    let tally = Tally::of(&fan, fan_out.require, consumer_conflict);
+    let tally = Tally::of(&fan, shape, fan_out.require, consumer_conflict);
     let outcome_ok = tally.satisfied() && !tally.conflict;
-    let aggregate = aggregate(&fan, outcome_ok);
+    let aggregate = aggregate(&fan, shape, tally.satisfied(), outcome_ok);
     let outputs = inputs::dependency_outputs(work, run, step)?;
     let scope = validate::Scope {
         input: &header.inputs,
@@ -773,8 +944,12 @@ fn evaluate(
     if verdict.passed() {
         failure = validate::Failure::Ensure;
         if !tally.satisfied() {
+            let counted = match shape {
+                Shape::Parallel { .. } => "tasks",
+                Shape::Pipeline { .. } => "items",
+            };
             violations.push(format!(
-                "require={} not satisfied: {} of {} tasks completed, {} needed",
+                "require={} not satisfied: {} of {} {counted} completed, {} needed",
                 require_text(fan_out.require),
                 tally.complete,
                 tally.expected,
@@ -784,7 +959,11 @@ fn evaluate(
         if tally.conflict {
             violations.push("merge conflict: merge_status='conflict'".to_owned());
         }
-        for task in fan.tasks.iter().filter(|task| !is_accepted(task)) {
+        for task in fan
+            .tasks
+            .iter()
+            .filter(|task| !is_accepted(task) && task.status != TaskStatus::Skipped)
+        {
             if task.violations.is_empty() {
                 violations.push(format!("task '{}' {}", task.id, task.status.as_str()));
             }
@@ -792,7 +971,11 @@ fn evaluate(
         }
         // A conflict the agent reported without naming the tasks it bounced: nothing tells
         // which to run again, so every task not merged does.
-        if fan.tasks.iter().all(is_accepted) {
+        if fan
+            .tasks
+            .iter()
+            .all(|task| is_accepted(task) || task.status == TaskStatus::Skipped)
+        {
             rerun_unmerged(&mut fan, &violations);
             work.update_step(&run.id, index, |state| state.fan_out = Some(fan.clone()))?;
         }
@@ -820,7 +1003,7 @@ fn rerun_unmerged(fan: &mut FanOutState, violations: &[String]) {
     }
 }
 
-fn require_text(require: Require) -> String {
+pub(super) fn require_text(require: Require) -> String {
     match require {
         Require::All => "'all'".to_owned(),
         Require::Any => "'any'".to_owned(),
@@ -829,8 +1012,14 @@ fn require_text(require: Require) -> String {
 }
 
 /// The step's output: `{tasks, merge_status, completed, failed, outcome}`, each task as
-/// `{task_id, status, result}`.
-fn aggregate(fan: &FanOutState, outcome_ok: bool) -> Value {
+/// `{task_id, status, result}`; a pipeline's `{items, require_satisfied, merge_status, tasks,
+/// outcome}`, each item as `{item, status, result, stages}`.
+fn aggregate(
+    fan: &FanOutState,
+    shape: Shape<'_>,
+    require_satisfied: bool,
+    outcome_ok: bool,
+) -> Value {
     let entry = |task: &TaskState| {
         let status = if task.merge == MergeState::Conflict {
             "conflict"
@@ -854,6 +1043,16 @@ fn aggregate(fan: &FanOutState, outcome_ok: bool) -> Value {
             json!("clean")
         }
     });
+    if let Shape::Pipeline { stages } = shape {
+        let items = pipeline::items(fan, stages);
+        return json!({
+            "items": items.into_iter().map(|item| item.value).collect::<Vec<_>>(),
+            "require_satisfied": require_satisfied,
+            "merge_status": merge_status,
+            "tasks": fan.tasks.iter().map(entry).collect::<Vec<_>>(),
+            "outcome": if outcome_ok { "complete" } else { "failed" },
+        });
+    }
     json!({
         "tasks": fan.tasks.iter().map(entry).collect::<Vec<_>>(),
         "merge_status": merge_status,
@@ -943,7 +1142,7 @@ pub(crate) fn task_update(
             ),
         ));
     }
-    let task_contract = parallel_of(step).and_then(|(_, _, contract)| contract);
+    let task_contract = task_contract_of(step);
     let now = run.ctx.now_ms;
     let Some(task) = fan
         .tasks
@@ -1004,6 +1203,7 @@ pub(crate) fn task_update(
             } else {
                 TaskStatus::Failed
             };
+            after_completion(run, step, task);
             usage = used.clone();
         }
         TaskReport::Failed {
@@ -1057,6 +1257,8 @@ pub(crate) fn task_update(
             }
         }
     }
+    // A pipeline's next stages become ready as tasks settle.
+    expand(run, step, &mut fan, Vec::new());
     work.update_step(&run.id, index, |state| state.fan_out = Some(fan.clone()))?;
     if let Some(usage) = usage {
         budget::debit(work, run, &usage)?;
@@ -1166,7 +1368,7 @@ pub(crate) fn poll(
     };
     let index = u32::try_from(position).unwrap_or(u32::MAX);
     let step = run.step(index)?;
-    if parallel_of(step).is_none() {
+    if fan_out_of(step).is_none() {
         return Ok(fan_out_step_only(run, step));
     }
     match work.step(&run.id, index)?.fan_out {
@@ -1197,8 +1399,10 @@ fn task_state_name(status: TaskStatus, merge: MergeState) -> &'static str {
 }
 
 fn report(run: &Run<'_>, step: &Step, fan: &FanOutState, status: &str) -> Response {
-    let require = parallel_of(step).map_or(Require::All, |(fan_out, _, _)| fan_out.require);
-    let tally = Tally::of(fan, require, false);
+    let Some((fan_out, shape)) = fan_out_of(step) else {
+        return fan_out_step_only(run, step);
+    };
+    let tally = Tally::of(fan, shape, fan_out.require, false);
     let mut summary = std::collections::BTreeMap::new();
     for name in [
         "pending",
@@ -1219,6 +1423,9 @@ fn report(run: &Run<'_>, step: &Step, fan: &FanOutState, status: &str) -> Respon
         .map(|task| TaskView {
             task_id: task.id.clone(),
             state: task.status.as_str(),
+            item: task.slot.map(|slot| slot.item),
+            stage: task.slot.map(|slot| slot.stage),
+            lane: task.slot.and_then(|slot| slot.lane),
             attempt: task.attempt,
             prompt: task.prompt.clone(),
             depends_on: task.depends_on.clone(),
