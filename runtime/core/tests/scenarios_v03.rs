@@ -68,6 +68,23 @@ flows:
           - {intent_template: "Reproduce {item}"}
           - {intent_template: "Is a fix needed? {prev}", exit_when: "'no-fix' in result"}
           - {intent_template: "Fix {item}: {prev}", when: "'duplicate' not in prev"}
+  review:
+    input: {diff: {type: string}, files: {type: array}}
+    steps:
+      - id: review
+        intent: "Review the diff"
+        agent: codex
+        retries: 3
+        inputs: {diff: "$.input.diff"}
+        reasoning_template:
+          require_citations: true
+          sections: [{id: p, label: Premises, description: "[P1].. with file:line"}, {id: v, label: Verdict, description: "Cite [P<n>]"}]
+        ensure: ["result.verdict in ('approve', 'request-changes')"]
+      - id: per_file
+        type: parallel_dispatch
+        source: "$.input.files"
+        intent_template: "Check {path}"
+        task_reasoning_template: {sections: [{id: c, label: Change, description: "What changed"}]}
   sections:
     input: {docs: {type: array}}
     steps:
@@ -570,4 +587,68 @@ fn a_fan_out_region_runs_a_lane_per_element_and_its_join_counts_the_lanes() {
     );
     assert_eq!(status(&done), "complete", "{done}");
     insta::assert_snapshot!(s.transcript());
+}
+
+#[test]
+fn a_reasoning_certificate_is_in_the_prompt_of_any_agent_and_checked_on_the_result() {
+    let mut s = Scenario::new(SPEC);
+    let files = json!([{"id": "f1", "path": "a.rs"}, {"id": "f2", "path": "b.rs"}]);
+    let review = s.start(Some("review"), json!({"diff": "+x", "files": files}));
+    let intent = review["intent"].as_str().unwrap();
+    assert!(
+        intent.starts_with(
+            "Review the diff\n\n---\n\nYou MUST structure your response with these sections:"
+        ) && intent.contains("## Verdict\nCite [P<n>]\nReference premises by their [P<n>] ID."),
+        "a codex step gets it too: {intent}"
+    );
+    let flow = s.flow(1);
+    let inline = s.done(
+        &flow,
+        "review",
+        json!({"verdict": "approve", "artifact": "I looked. ## Premises ## Verdict [P1]"}),
+    );
+    assert_eq!(status(&inline), "ensure_failed", "{inline}");
+    assert_eq!(
+        inline["violations"],
+        json!([
+            "certificate missing section: Premises (a line `## Premises`)",
+            "certificate missing section: Verdict (a line `## Verdict`)"
+        ])
+    );
+    let uncited = s.done(
+        &flow,
+        "review",
+        json!({"verdict": "approve", "artifact": "## Premises\n[P1] a.rs:1 adds x\n## Verdict\napprove"}),
+    );
+    assert_eq!(
+        uncited["violations"],
+        json!(["certificate violation: conclusion contains no premise citations [P<n>]"])
+    );
+    let fan = s.done(
+        &flow,
+        "review",
+        json!({"verdict": "approve", "artifact": "## Premises\n[P1] a.rs:1 adds x\n## Verdict\napprove per [P1]"}),
+    );
+    assert_eq!(status(&fan), "parallel_dispatch", "{fan}");
+    let prompt = fan["tasks"][0]["prompt"].as_str().unwrap();
+    assert!(
+        prompt.starts_with("Check a.rs\n\n---\n\nYou MUST structure")
+            && prompt.contains("## Change\nWhat changed"),
+        "{prompt}"
+    );
+    let checked = s.parallel_done(
+        &flow,
+        "per_file",
+        json!([
+            {"task_id": "f1", "status": "complete", "result": {"artifact": "## Change\nnothing"}},
+            {"task_id": "f2", "status": "complete", "result": "plain text"}
+        ]),
+        json!("clean"),
+    );
+    assert_eq!(ids(&checked), ["f2"], "{checked}");
+    let text = checked["violations"].to_string();
+    assert!(
+        text.contains("task 'f2' cert: certificate violation: the result is not an object"),
+        "{text}"
+    );
 }

@@ -565,6 +565,15 @@ pub(crate) fn step_dispatch(
         other => other,
     };
     let (output_contract, output_fields) = output_description(run, step);
+    // A reasoning certificate's sections go into the intent, for whichever agent runs it.
+    let intent = match super::certificate::Certificate::of(step.reasoning_template.as_ref()) {
+        Some(certificate) => Some(format!(
+            "{}{}",
+            intent.unwrap_or_default(),
+            certificate.instructions()
+        )),
+        None => intent,
+    };
     Ok(StepDispatch {
         status: note.status.unwrap_or("execute_step").to_owned(),
         flow_id: run.id.to_string(),

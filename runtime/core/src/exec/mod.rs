@@ -10,6 +10,7 @@
 
 pub(crate) mod budget;
 pub(crate) mod cache;
+pub(crate) mod certificate;
 pub(crate) mod checkpoints;
 pub(crate) mod dispatch;
 pub(crate) mod fan_out;

@@ -105,6 +105,18 @@ pub(crate) fn check_result(
             }
         }
     }
+    // The certificate, after the guardrails and before the ensures, which a result that
+    // breaks it skips (as the reference orders them).
+    if let Some(certificate) = super::certificate::Certificate::of(step.reasoning_template.as_ref())
+    {
+        let problems = certificate.violations(result);
+        if !problems.is_empty() {
+            for problem in problems {
+                verdict.add(Failure::Ensure, problem);
+            }
+            return verdict;
+        }
+    }
     if !step.ensure.is_empty() {
         let bindings = scope.bindings(result);
         for ensure in &step.ensure {

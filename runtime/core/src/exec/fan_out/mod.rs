@@ -23,6 +23,7 @@ mod tasks;
 use serde_json::{Map, Value, json};
 use stratum_compiler::plan::{Action, FanOut, Isolation, Merge, Require, Step, Verify};
 
+use super::certificate::Certificate;
 use super::dispatch::{self, Note};
 use super::results::{self, AfterFailure};
 use super::work::Work;
@@ -213,7 +214,7 @@ fn ensure_attempt(
             ..render::Bound::default()
         };
         let prompt = match render::render(&run.plan, template, &bound) {
-            Ok(prompt) => prompt,
+            Ok(prompt) => with_certificate(prompt, fan_out.task_reasoning_template.as_ref()),
             Err(problem) => {
                 problems.push(problem);
                 continue;
@@ -282,6 +283,40 @@ fn kept_pipeline_tasks(
         .map(|task| (task.id.clone(), task.violations.clone()))
         .collect();
     (kept, again)
+}
+
+/// A task's prompt with its certificate's sections, when it has a template.
+pub(super) fn with_certificate(prompt: String, template: Option<&Value>) -> String {
+    match Certificate::of(template) {
+        Some(certificate) => format!("{prompt}{}", certificate.instructions()),
+        None => prompt,
+    }
+}
+
+/// The certificate template of a task: a stage's own, else the step's.
+fn task_certificate<'s>(step: &'s Step, task: &TaskState) -> Option<&'s Value> {
+    let (fan_out, shape) = fan_out_of(step)?;
+    let stage = match (shape, task.slot) {
+        (Shape::Pipeline { stages }, Some(slot)) => stages
+            .get(slot.stage as usize)
+            .and_then(|stage| stage.task_reasoning_template.as_ref()),
+        _ => None,
+    };
+    stage.or(fan_out.task_reasoning_template.as_ref())
+}
+
+/// What is wrong with a task's result: its contract, then its certificate.
+fn task_violations(run: &Run<'_>, step: &Step, task: &TaskState, result: &Value) -> Vec<String> {
+    let mut problems = contract_violations(run, task_contract_of(step), result);
+    if let Some(certificate) = Certificate::of(task_certificate(step, task)) {
+        problems.extend(
+            certificate
+                .violations(result)
+                .into_iter()
+                .map(|problem| format!("task '{}' cert: {problem}", task.id)),
+        );
+    }
+    problems
 }
 
 /// A task that counts without running again: complete, and its changes not refused.
@@ -623,7 +658,6 @@ pub(crate) fn parallel_done(
             ));
         }
     }
-    let task_contract = task_contract_of(step);
     let now = run.ctx.now_ms;
     let attempt = fan.attempt;
     let pipeline = matches!(fan_out_of(step), Some((_, Shape::Pipeline { .. })));
@@ -646,7 +680,7 @@ pub(crate) fn parallel_done(
                 match report.status.as_str() {
                     "complete" => {
                         let result = report.result.clone().unwrap_or(Value::Null);
-                        let problems = contract_violations(run, task_contract, &result);
+                        let problems = task_violations(run, step, task, &result);
                         if problems.is_empty() {
                             task.status = TaskStatus::Complete;
                         } else {
@@ -1142,7 +1176,6 @@ pub(crate) fn task_update(
             ),
         ));
     }
-    let task_contract = task_contract_of(step);
     let now = run.ctx.now_ms;
     let Some(task) = fan
         .tasks
@@ -1193,7 +1226,7 @@ pub(crate) fn task_update(
             if settled {
                 return Ok(refused("its result was recorded before"));
             }
-            let problems = contract_violations(run, task_contract, result);
+            let problems = task_violations(run, step, task, result);
             task.result = Some(result.clone());
             task.diff = diff.clone();
             task.finished_ms = Some(now);

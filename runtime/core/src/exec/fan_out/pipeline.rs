@@ -300,7 +300,10 @@ impl Maker<'_> {
             match render::render(&self.run.plan, &plan_stage.template, &bound) {
                 Ok(prompt) => (
                     TaskStatus::Pending,
-                    super::with_violations(prompt, &self.carried(&id)),
+                    super::with_violations(
+                        super::with_certificate(prompt, self.certificate(plan_stage)),
+                        &self.carried(&id),
+                    ),
                     Vec::new(),
                 ),
                 Err(problem) => (TaskStatus::Failed, String::new(), vec![problem]),
@@ -309,6 +312,14 @@ impl Maker<'_> {
         task.violations.extend(self.carried(&id));
         fan.tasks.push(task);
         false
+    }
+
+    /// A stage's certificate template: its own, else the step's.
+    fn certificate<'s>(&'s self, stage: &'s Stage) -> Option<&'s Value> {
+        stage
+            .task_reasoning_template
+            .as_ref()
+            .or(self.fan_out.task_reasoning_template.as_ref())
     }
 
     /// The violations of the task of the same id in the previous attempt, for its prompt.
@@ -350,7 +361,10 @@ impl Maker<'_> {
                 stage,
                 None,
                 source,
-                super::with_violations(prompt, &self.carried(&id)),
+                super::with_violations(
+                    super::with_certificate(prompt, self.certificate(plan_stage)),
+                    &self.carried(&id),
+                ),
                 TaskStatus::Pending,
                 Vec::new(),
             ),
