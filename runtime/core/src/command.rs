@@ -114,6 +114,14 @@ pub enum Command {
         step_id: String,
         merge_status: Option<Value>,
     },
+    /// The server's verdict on a judge step (`stratum_judge` staged the artifacts and ran
+    /// the tiers): `met` completes the step, `not_met` fails the attempt, `ambiguous` waits
+    /// for a person. The only way a judge step completes.
+    JudgeVerdict {
+        flow_id: String,
+        step_id: String,
+        verdict: Value,
+    },
     /// `stratum_parallel_poll`: where a fan-out step's tasks stand. Reads only.
     ParallelPoll {
         flow_id: String,
@@ -170,6 +178,7 @@ impl Command {
             | Command::ParallelStart { flow_id, .. }
             | Command::TaskUpdate { flow_id, .. }
             | Command::ParallelAdvance { flow_id, .. }
+            | Command::JudgeVerdict { flow_id, .. }
             | Command::ParallelPoll { flow_id, .. } => Some(flow_id),
         }
     }

@@ -109,6 +109,13 @@ pub struct StepDispatch {
     pub skip_if_error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_iterations: Option<u32>,
+    /// A judge step's predicates, stakes and budget, for `stratum_judge`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicates: Option<Vec<Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stakes: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Value>,
 }
 
 /// `parallel_dispatch` (and, after a failed attempt, `ensure_failed`): a fan-out step's tasks

@@ -130,6 +130,9 @@ pub struct StepState {
     /// The child execution a flow step runs.
     pub child: Option<FlowId>,
     pub iteration: Option<IterationState>,
+    /// A judge step's verdict that came back `ambiguous`: a person decides it, as at a gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_pending: Option<Value>,
     /// The tasks of a parallel or pipeline step (see [`FanOutState`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fan_out: Option<FanOutState>,

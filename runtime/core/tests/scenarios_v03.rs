@@ -85,6 +85,18 @@ flows:
         source: "$.input.files"
         intent_template: "Check {path}"
         task_reasoning_template: {sections: [{id: c, label: Change, description: "What changed"}]}
+  judged:
+    input: {}
+    steps:
+      - id: check
+        retries: 2
+        judge:
+          predicates:
+            - {id: tests, type: deterministic, statement: "file_contains('artifacts/log.txt', ' passed')"}
+            - {id: no-todo, type: verified, statement: "No modified file adds a TODO", applied_gate: 8}
+        ensure: ["result.met == True"]
+      - id: ship
+        intent: "Ship it"
   sections:
     input: {docs: {type: array}}
     steps:
@@ -651,4 +663,80 @@ fn a_reasoning_certificate_is_in_the_prompt_of_any_agent_and_checked_on_the_resu
         text.contains("task 'f2' cert: certificate violation: the result is not an object"),
         "{text}"
     );
+}
+
+fn verdict(tests: &str, todo: &str) -> Value {
+    json!({"met": tests == "met" && todo == "met", "predicates": [
+        {"id": "tests", "verdict": tests, "statement": "tests pass", "reason": "log"},
+        {"id": "no-todo", "verdict": todo, "statement": "No TODO", "reason": "read"}
+    ]})
+}
+
+fn judge(s: &mut Scenario, flow: &str, verdict: Value) -> Value {
+    s.run(
+        &format!("judge_verdict {flow} check {verdict}"),
+        stratum_runtime::Command::JudgeVerdict {
+            flow_id: flow.to_owned(),
+            step_id: "check".to_owned(),
+            verdict,
+        },
+    )
+}
+
+#[test]
+fn a_judge_verdict_binds_and_an_ambiguous_one_waits_for_a_person() {
+    let mut s = Scenario::new(SPEC);
+    let dispatched = s.start(Some("judged"), json!({}));
+    assert_eq!(dispatched["step_mode"], "judge", "{dispatched}");
+    assert_eq!(
+        dispatched["predicates"][1]["applied_gate"], 8,
+        "{dispatched}"
+    );
+    let flow = s.flow(1);
+    let claimed = s.done(&flow, "check", json!({"met": true}));
+    assert_eq!(
+        error_type(&claimed),
+        "judge_required",
+        "a client cannot claim met: {claimed}"
+    );
+    let unmet = judge(&mut s, &flow, verdict("not_met", "met"));
+    assert_eq!(status(&unmet), "ensure_failed", "{unmet}");
+    let text = unmet["violations"].to_string();
+    assert!(text.contains("judge: predicate 'tests' not met"), "{text}");
+    let ambiguous = judge(&mut s, &flow, verdict("met", "ambiguous"));
+    assert_eq!(status(&ambiguous), "await_gate", "{ambiguous}");
+    assert_eq!(ambiguous["step_mode"], "judge", "{ambiguous}");
+    let resumed = s.resume(&flow);
+    assert_eq!(
+        status(&resumed),
+        "await_gate",
+        "it waits across calls: {resumed}"
+    );
+    let approved = s.gate(
+        &flow,
+        "check",
+        "approve",
+        "I read the diff: no TODO",
+        "human",
+    );
+    assert_eq!(approved["step_id"], "ship", "{approved}");
+    let audit = s.audit(&flow);
+    let gate = audit["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|record| record["type"] == "gate")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(gate["resolved_by"], "human", "{audit}");
+    insta::assert_snapshot!(s.transcript());
+}
+
+#[test]
+fn a_met_verdict_completes_the_judge_step() {
+    let mut s = Scenario::new(SPEC);
+    s.start(Some("judged"), json!({}));
+    let flow = s.flow(1);
+    let next = judge(&mut s, &flow, verdict("met", "met"));
+    assert_eq!(next["step_id"], "ship", "{next}");
 }

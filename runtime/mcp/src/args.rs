@@ -99,6 +99,31 @@ pub struct FlowArgs {
     pub flow_id: String,
 }
 
+/// `stratum_judge`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeArgs {
+    pub flow_id: String,
+    /// The judge step (`step_id` of its `execute_step` dispatch, `step_mode: judge`).
+    pub step_id: String,
+    /// The artifacts the predicates read, by name: each is staged as
+    /// `artifacts/<name>.txt` (names: letters, digits, '_', '.', '-').
+    #[serde(default)]
+    pub artifacts: Map<String, Value>,
+    /// Files of the project the work changed, relative to it: staged as `modified/<path>`.
+    #[serde(default)]
+    pub modified_files: Option<Vec<String>>,
+    /// The dispatch's predicates; leave out, or send them unchanged.
+    #[serde(default)]
+    pub predicates: Option<Vec<Value>>,
+    /// The dispatch's stakes; leave out, or send them unchanged.
+    #[serde(default)]
+    pub stakes: Option<String>,
+    /// The dispatch's budget; leave out, or send it unchanged.
+    #[serde(default)]
+    pub budget: Option<Value>,
+}
+
 /// `stratum_parallel_done`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

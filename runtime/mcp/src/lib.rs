@@ -17,6 +17,7 @@ pub mod cli;
 pub mod compact;
 pub mod diagnostics;
 pub mod differences;
+pub mod judge;
 pub mod limits;
 pub mod location;
 pub mod outputs;

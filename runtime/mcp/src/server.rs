@@ -353,6 +353,13 @@ impl Shared {
                 let args: args::FlowArgs = args::parse(name, arguments)?;
                 return Ok(background.flow_cancel_bg(&self.runtime()?, args)?);
             }
+            ToolName::Judge => {
+                let args: args::JudgeArgs = args::parse(name, arguments)?;
+                return Ok(match crate::judge::judge(&self.driver()?, args) {
+                    Ok(judged) => judged,
+                    Err(error) => to_value(&error),
+                });
+            }
             ToolName::ParallelStart => {
                 let args: args::ParallelStepArgs = args::parse(name, arguments)?;
                 return Ok(background.parallel_start(&self.driver()?, args)?);

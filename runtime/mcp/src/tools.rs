@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::args;
 use super::background::{Cancelled, FlowPoll, FlowStarted, RunStarted, RunView};
 use super::compact;
+use super::judge::Judged;
 use super::outputs::{SpecRejected, ToolError, Validation};
 use crate::response::{
     Audit, Committed, ErrorResponse, FanOutReport, Finished, FlowDispatch, GateDispatch,
@@ -47,6 +48,7 @@ pub enum ToolName {
     ParallelStart,
     ParallelPoll,
     ParallelAdvance,
+    Judge,
 }
 
 /// One tool as clients see it.
@@ -504,6 +506,26 @@ retries, on_fail). Answers with the next dispatch, a retry, or the flow's end.",
         idempotent: false,
         input: input::<args::ParallelAdvanceArgs>,
         outputs: MOVES,
+    },
+    ToolSpec {
+        tool: ToolName::Judge,
+        name: "stratum_judge",
+        title: "Let the server judge a judge step",
+        description: "At a judge step (`execute_step` with `step_mode: judge`): send the \
+`artifacts` its predicates read (`{name: text}`, staged as `artifacts/<name>.txt`) and the \
+project files the work changed (`modified_files`, staged as `modified/<path>`). The server \
+decides each predicate: deterministic ones by evaluating their statement over the staged files, \
+verified and judged ones by asking an agent CLI that must cite `path:line` of a staged file \
+(unless the stakes are `cheap`). The verdict binds: all met completes the step (through its \
+ensures), one not met fails the attempt with the findings as violations (a retry or on_fail \
+follows), ambiguous waits for a person (`await_gate`: stratum_gate_resolve on this step). \
+stratum_step_done is refused on a judge step. Answers `judged` with the `verdict` and `next`: \
+what the flow does now.",
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        input: input::<args::JudgeArgs>,
+        outputs: any_of![Judged, ToolError],
     },
 ];
 

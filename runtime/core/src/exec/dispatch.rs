@@ -151,6 +151,10 @@ pub(crate) fn advance(
                     }
                 }
             }
+            Action::Judge { .. } if work.step(&run.id, index)?.judge_pending.is_some() => {
+                mark_dispatched(work, run, false)?;
+                return Ok(judge_gate_dispatch(run, index, step, note));
+            }
             Action::Function { .. }
             | Action::Inline { .. }
             | Action::Judge { .. }
@@ -603,6 +607,30 @@ pub(crate) fn step_dispatch(
             .iteration
             .as_ref()
             .and_then(|iteration| iteration.max_iterations),
+        predicates: match &step.action {
+            Action::Judge { predicates, .. } => Some(
+                predicates
+                    .iter()
+                    .map(|predicate| {
+                        serde_json::json!({
+                            "id": predicate.id,
+                            "type": predicate.kind,
+                            "statement": predicate.statement,
+                            "applied_gate": predicate.applied_gate,
+                        })
+                    })
+                    .collect(),
+            ),
+            _ => None,
+        },
+        stakes: match &step.action {
+            Action::Judge { stakes, .. } => serde_json::to_value(stakes).ok(),
+            _ => None,
+        },
+        budget: match &step.action {
+            Action::Judge { budget, .. } => serde_json::to_value(budget).ok(),
+            _ => None,
+        },
     })
 }
 
@@ -694,6 +722,36 @@ fn gate_dispatch(run: &Run<'_>, index: u32, step: &Step, note: Note) -> Response
             run.id.as_str(),
             &step.id,
             run.ctx.config.console_url.as_deref(),
+        ),
+        routed_from: note.routed_from,
+        reverted_to: note.reverted_to,
+        violations: note.violations,
+    }))
+}
+
+/// A judge step whose verdict was ambiguous, waiting for a person: approve completes it,
+/// revise retries it, kill ends the flow.
+fn judge_gate_dispatch(run: &Run<'_>, index: u32, step: &Step, note: Note) -> Response {
+    Response::Gate(Box::new(GateDispatch {
+        status: "await_gate",
+        flow_id: run.id.to_string(),
+        step_number: index + 1,
+        total_steps: run.total_steps(),
+        step_id: step.id.clone(),
+        step_mode: "judge",
+        function: "judge".to_owned(),
+        agent: None,
+        on_approve: target_name(run, step.next),
+        on_revise: Some(step.id.clone()),
+        on_kill: None,
+        timeout: None,
+        how_to_decide: format!(
+            "the judge's verdict was ambiguous: a person decides whether its predicates are met. {}",
+            crate::response::how_to_decide(
+                run.id.as_str(),
+                &step.id,
+                run.ctx.config.console_url.as_deref(),
+            )
         ),
         routed_from: note.routed_from,
         reverted_to: note.reverted_to,

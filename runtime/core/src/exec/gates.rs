@@ -40,6 +40,17 @@ pub(crate) fn resolve(
         Ok(current) => current,
         Err(finished) => return Ok(finished),
     };
+    // A judge step whose verdict was ambiguous waits for a person, as a gate does.
+    if matches!(step.action, Action::Judge { .. })
+        && step.id == step_id
+        && work.step(&run.id, index)?.judge_pending.is_some()
+    {
+        if let Some(refused) = invalid_decision(run, outcome, resolved_by) {
+            return Ok(refused);
+        }
+        record_gate(work, run, index, &decision, run.ctx.now_ms)?;
+        return super::judge::decide(work, run, index, &decision);
+    }
     let Action::Gate {
         on_approve,
         on_revise,
@@ -59,21 +70,8 @@ pub(crate) fn resolve(
         error.step_id = Some(step.id.clone());
         return Ok(error.into_response());
     };
-    if !OUTCOMES.contains(&outcome) {
-        return Ok(ErrorResponse::new(
-            "invalid_outcome",
-            format!("outcome must be one of ['approve', 'kill', 'revise'], got '{outcome}'"),
-        )
-        .flow(run.id.as_str())
-        .into_response());
-    }
-    if !RESOLVERS.contains(&resolved_by) {
-        return Ok(ErrorResponse::new(
-            "invalid_resolved_by",
-            format!("resolved_by must be one of ['agent', 'human', 'system'], got '{resolved_by}'"),
-        )
-        .flow(run.id.as_str())
-        .into_response());
+    if let Some(refused) = invalid_decision(run, outcome, resolved_by) {
+        return Ok(refused);
     }
     if step.id != step_id {
         let mut error = ErrorResponse::new(
@@ -102,6 +100,33 @@ pub(crate) fn resolve(
         "revise" => revise(work, run, on_revise),
         _ => kill(work, run, index, on_kill, None, run.ctx.now_ms),
     }
+}
+
+/// The refusal of an outcome or resolver that is not one of the three.
+fn invalid_decision(run: &Run<'_>, outcome: &str, resolved_by: &str) -> Option<Response> {
+    if !OUTCOMES.contains(&outcome) {
+        return Some(
+            ErrorResponse::new(
+                "invalid_outcome",
+                format!("outcome must be one of ['approve', 'kill', 'revise'], got '{outcome}'"),
+            )
+            .flow(run.id.as_str())
+            .into_response(),
+        );
+    }
+    if !RESOLVERS.contains(&resolved_by) {
+        return Some(
+            ErrorResponse::new(
+                "invalid_resolved_by",
+                format!(
+                    "resolved_by must be one of ['agent', 'human', 'system'], got '{resolved_by}'"
+                ),
+            )
+            .flow(run.id.as_str())
+            .into_response(),
+        );
+    }
+    None
 }
 
 /// Writes the gate record of a resolution at `at_ms` (now, or the deadline of a timeout).

@@ -18,6 +18,7 @@ pub(crate) mod finish;
 pub(crate) mod gates;
 pub(crate) mod inputs;
 pub(crate) mod iterations;
+pub(crate) mod judge;
 pub(crate) mod results;
 pub(crate) mod start;
 pub(crate) mod validate;
@@ -155,6 +156,9 @@ pub fn run(work: &mut Work<'_>, command: &Command, ctx: &Context) -> Result<Resp
             ..
         } => fan_out::parallel_advance(work, &run, step_id, merge_status.as_ref()),
         Command::ParallelPoll { step_id, .. } => fan_out::poll(work, &run, step_id),
+        Command::JudgeVerdict {
+            step_id, verdict, ..
+        } => judge::verdict(work, &run, step_id, verdict),
     }
 }
 
@@ -185,6 +189,7 @@ fn too_deep(command: &Command) -> Option<Response> {
             ("result nests", result)
         }
         Command::ParallelDone { task_results, .. } => ("task results nest", task_results),
+        Command::JudgeVerdict { verdict, .. } => ("verdict nests", verdict),
         Command::TaskUpdate {
             report: crate::command::TaskReport::Finished { result, .. },
             ..

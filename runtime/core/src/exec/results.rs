@@ -45,6 +45,20 @@ fn reported_step<'r>(
     if step.id != step_id {
         return Ok(Err(wrong_step(run, &step.id, step_id)));
     }
+    // A judge step's result is the server's verdict (`stratum_judge`): a client's `met`
+    // would complete it over a verdict that said otherwise (the reference's bug).
+    if let Action::Judge { .. } = step.action {
+        let mut error = ErrorResponse::new(
+            "judge_required",
+            format!(
+                "Step '{}' is a judge step: its verdict is the server's; call stratum_judge with the artifacts (and the modified files) for the server to decide its predicates",
+                step.id
+            ),
+        )
+        .flow(run.id.as_str());
+        error.step_id = Some(step.id.clone());
+        return Ok(Err(error.into_response()));
+    }
     // A fan-out step's output is built by the runtime from its tasks: a result sent whole
     // would complete it with anything (the reference's bug).
     if let Action::Parallel { .. } | Action::Pipeline { .. } = step.action {
