@@ -930,3 +930,58 @@ async fn a_flow_page_shows_its_drive_and_the_live_tail_of_a_running_agent() {
     let (_, other) = fixture.get(&format!("/flows/{}", fixture.complete)).await;
     assert!(!other.contains("id=\"agent-runs\""));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_page_lists_each_fan_out_task_with_its_state_and_why_it_failed() {
+    let mut fixture = Fixture::new().await;
+    let spec = r#"version: "0.3"
+flows:
+  build:
+    input: {tasks: {type: array}}
+    steps:
+      - id: work
+        type: parallel_dispatch
+        source: "$.input.tasks"
+        intent_template: "Do {description}"
+        retries: 3
+"#;
+    let envelope = fixture
+        .agent
+        .call(
+            "stratum_plan",
+            json!({"spec": spec, "flow": "build", "inputs": {"tasks": [
+                {"id": "a", "description": "the parser"},
+                {"id": "b", "description": "the <printer>"}
+            ]}}),
+        )
+        .await;
+    assert_eq!(status(&envelope), "parallel_dispatch", "{envelope}");
+    let flow = envelope["flow_id"].as_str().unwrap().to_owned();
+    let retry = fixture
+        .agent
+        .call(
+            "stratum_parallel_done",
+            json!({"flow_id": flow, "step_id": "work", "merge_status": "clean",
+                   "task_results": [{"task_id": "a", "status": "complete", "result": {"ok": true}}]}),
+        )
+        .await;
+    assert_eq!(status(&retry), "ensure_failed", "{retry}");
+    let (code, page) = fixture.get(&format!("/flows/{flow}")).await;
+    assert_eq!(code, StatusCode::OK);
+    let start = page.find("<section id=\"tasks\"").expect("a tasks section");
+    let section = &page[start..start + page[start..].find("</section>").unwrap()];
+    assert!(section.contains("attempt 2"), "{section}");
+    assert!(
+        section.contains("<code class=\"id\">a</code></td><td>complete</td><td>1</td>"),
+        "a was accepted in attempt 1: {section}"
+    );
+    assert!(
+        section.contains("<code class=\"id\">b</code></td><td>pending</td><td>2</td>"),
+        "{section}"
+    );
+    assert!(
+        section.contains("task &#39;b&#39; was not reported")
+            || section.contains("task 'b' was not reported"),
+        "{section}"
+    );
+}

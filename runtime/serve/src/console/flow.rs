@@ -140,6 +140,7 @@ fn render(view: &FlowView, identity: &Identity) -> Result<String, crate::store::
     html.push_str("</section>\n");
     dispatch(&mut html, view, identity);
     agent_runs(&mut html, view);
+    fan_out_tasks(&mut html, view);
     attempts(&mut html, view);
     rounds(&mut html, view);
     iterations(&mut html, view);
@@ -603,6 +604,80 @@ fn agent_runs(html: &mut String, view: &FlowView) {
         body.push_str("</ul>");
     }
     section(html, "agent-runs", "Agent runs", &body);
+}
+
+/// The tasks of each parallel or pipeline step: state, attempt, merge, the pre-merge check
+/// that bounced one, and the live tail of a running task's agent (refreshed while it runs).
+fn fan_out_tasks(html: &mut String, view: &FlowView) {
+    use crate::state::TaskStatus;
+    let Some(flow) = view.plan.flows.get(view.header.flow as usize) else {
+        return;
+    };
+    let mut body = String::new();
+    for (index, state) in &view.steps {
+        let Some(fan) = &state.fan_out else { continue };
+        let step_id = flow
+            .steps
+            .get(*index as usize)
+            .map_or("?", |step| step.id.as_str());
+        let dispatch = match fan.mode {
+            Some(crate::state::FanOutMode::Server) => "run by the server",
+            Some(crate::state::FanOutMode::Consumer) => "run by the agent",
+            None => "not yet taken",
+        };
+        let _ = write!(
+            body,
+            "<h3>Step {step} · attempt {attempt} · {dispatch}</h3><table class=\"tasks\"><thead><tr><th>Task</th><th>State</th><th>Attempt</th><th>Merge</th><th>Why</th></tr></thead><tbody>",
+            step = shown_name(step_id),
+            attempt = fan.attempt,
+        );
+        for task in fan.tasks.iter().take(MAX_LIST_ENTRIES) {
+            let running = task.status == TaskStatus::Running;
+            let merge = match task.merge {
+                crate::state::MergeState::Unmerged => "",
+                crate::state::MergeState::Merging => "merging",
+                crate::state::MergeState::Merged => "merged",
+                crate::state::MergeState::Conflict => "conflict",
+            };
+            let why = task
+                .violations
+                .iter()
+                .map(|violation| shown_text(violation))
+                .collect::<Vec<_>>()
+                .join("<br>");
+            let _ = write!(
+                body,
+                "<tr{live}><td><code class=\"id\">{id}</code></td><td>{state}</td><td>{attempt}</td><td>{merge}</td><td>{why}</td></tr>",
+                live = if running { " data-running-agent" } else { "" },
+                id = escape(&task.id),
+                state = escape(task.status.as_str()),
+                attempt = task.attempt,
+            );
+            let tail = task
+                .run_id
+                .as_ref()
+                .filter(|_| running)
+                .and_then(|run_id| view.runs.iter().find(|run| &run.id == run_id))
+                .filter(|run| !run.events.is_empty());
+            if let Some(run) = tail {
+                let skip = run.events.len().saturating_sub(8);
+                let lines: Vec<&str> = run.events.iter().skip(skip).map(String::as_str).collect();
+                let _ = write!(
+                    body,
+                    "<tr><td colspan=\"5\"><pre class=\"tail\" aria-label=\"live output of {id}\">{}</pre></td></tr>",
+                    escape(&lines.join("\n")),
+                    id = escape(&task.id),
+                );
+            }
+        }
+        body.push_str("</tbody></table>");
+        if fan.tasks.len() > MAX_LIST_ENTRIES {
+            body.push_str(&left_out_note(fan.tasks.len() - MAX_LIST_ENTRIES, "tasks"));
+        }
+    }
+    if !body.is_empty() {
+        section(html, "tasks", "Tasks", &body);
+    }
 }
 
 fn children(html: &mut String, view: &FlowView) {
