@@ -21,7 +21,7 @@ fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
     )
 }
 
-const TOOL_NAMES: [&str; 22] = [
+const TOOL_NAMES: [&str; 26] = [
     "stratum_validate",
     "stratum_plan",
     "stratum_step_done",
@@ -44,6 +44,10 @@ const TOOL_NAMES: [&str; 22] = [
     "stratum_flow_run_bg",
     "stratum_flow_bg_poll",
     "stratum_flow_cancel_bg",
+    "stratum_parallel_done",
+    "stratum_parallel_start",
+    "stratum_parallel_poll",
+    "stratum_parallel_advance",
 ];
 
 #[tokio::test]
@@ -96,7 +100,8 @@ async fn tools_are_titled_annotated_and_typed_on_both_protocols() {
                 "stratum_compile_speckit",
                 "stratum_list_workflows",
                 "stratum_agent_poll",
-                "stratum_flow_bg_poll"
+                "stratum_flow_bg_poll",
+                "stratum_parallel_poll"
             ]
         );
         server.stop().await;
@@ -625,11 +630,13 @@ async fn a_spec_with_errors_reports_every_diagnostic() {
     server.stop().await;
 }
 
+/// The version 0.3 example as an agent runs it: the decompose step answered with a task
+/// graph, the fan-out's tasks run by the agent and reported, the gate approved.
 #[tokio::test]
-async fn a_version_0_3_spec_validates_and_its_fan_out_is_refused_at_plan() {
+async fn the_version_0_3_example_runs_to_completion_with_the_agent_running_the_tasks() {
     let (home, work) = dirs();
     let mut server = McpServer::start(home.path(), work.path(), Protocol::Stateless).await;
-    let spec = include_str!("../../../examples/parallel-feature.stratum.yaml");
+    let spec = example("parallel-feature.stratum.yaml");
     let validation = server.call("stratum_validate", json!({"spec": spec})).await;
     assert_eq!(validation["valid"], true, "{validation:#}");
     let plan = server
@@ -638,8 +645,522 @@ async fn a_version_0_3_spec_validates_and_its_fan_out_is_refused_at_plan() {
             json!({"spec": spec, "flow": "parallel-feature", "inputs": {"feature": "search"}}),
         )
         .await;
-    assert_eq!(status(&plan), "error", "{plan:#}");
-    assert_eq!(plan["error_type"], "unsupported_step_kind", "{plan:#}");
+    assert_eq!(status(&plan), "execute_step", "{plan:#}");
+    assert_eq!(plan["step_mode"], "decompose", "{plan:#}");
+    let flow = server.flow(1);
+    let task = |id: &str, file: &str| {
+        json!({"id": id, "description": format!("the {id} part"), "depends_on": [],
+               "files_owned": [file], "files_read": []})
+    };
+    let graph = json!({"tasks": [task("index", "index.rs"), task("query", "query.rs")]});
+    let envelope = server
+        .call(
+            "stratum_step_done",
+            json!({"flow_id": flow, "step_id": "plan", "result": graph}),
+        )
+        .await;
+    assert_eq!(status(&envelope), "parallel_dispatch", "{envelope:#}");
+    assert_eq!(envelope["pre_merge_verify"], json!(["cargo test -q"]));
+    assert_eq!(
+        envelope["tasks"][1]["prompt"],
+        "Implement task query: the query part. Change only [\"query.rs\"].",
+        "{envelope:#}"
+    );
+    let result = |id: &str, file: &str| {
+        json!({"task_id": id, "status": "complete",
+               "result": {"summary": format!("did {id}"), "files_changed": [file]}})
+    };
+    let gate = server
+        .call(
+            "stratum_parallel_done",
+            json!({"flow_id": flow, "step_id": "build",
+                   "task_results": [result("index", "index.rs"), result("query", "query.rs")],
+                   "merge_status": "clean"}),
+        )
+        .await;
+    assert_eq!(status(&gate), "await_gate", "{gate:#}");
+    let done = server
+        .call(
+            "stratum_gate_resolve",
+            json!({"flow_id": flow, "step_id": "review", "outcome": "approve",
+                   "rationale": "merged cleanly", "resolved_by": "human"}),
+        )
+        .await;
+    assert_eq!(status(&done), "complete", "{done:#}");
+    let audit = server.call("stratum_audit", json!({"flow_id": flow})).await;
+    assert_eq!(status(&audit), "complete", "{audit:#}");
+    server.stop().await;
+}
+
+/// A decompose step, then a fan-out whose tasks the agent runs (the reference's §2.1
+/// example: the same step, tasks, settings and template).
+const FAN_OUT_SPEC: &str = r#"version: "0.3"
+contracts:
+  TaskGraph:
+    tasks: {type: array}
+  Change:
+    summary: {type: string}
+flows:
+  feature:
+    input: {feature: {type: string}}
+    steps:
+      - id: plan
+        type: decompose
+        agent: claude
+        intent: "Split the feature into tasks"
+        inputs: {feature: "$.input.feature"}
+        output_contract: TaskGraph
+        ensure: ["no_file_conflicts(result.tasks)"]
+      - id: work
+        type: parallel_dispatch
+        source: "$.steps.plan.output.tasks"
+        intent_template: "Do {description} (id {id})"
+        output_contract: Change
+        max_concurrent: 3
+        ensure: ["len(result.completed) >= 1"]
+        retries: 2
+"#;
+
+/// The task graph of the reference's §2.1 envelope.
+fn reference_tasks() -> Value {
+    json!([
+        {"id": "a", "description": "A", "depends_on": [], "files_owned": ["x.py"]},
+        {"id": "b", "description": "B", "files_owned": ["y.py"]}
+    ])
+}
+
+fn task_done(id: &str) -> Value {
+    json!({"task_id": id, "status": "complete", "result": {"summary": format!("did {id}")}})
+}
+
+/// The ids of an envelope's tasks.
+fn task_ids(envelope: &Value) -> Vec<&str> {
+    envelope["tasks"]
+        .as_array()
+        .map(|tasks| {
+            tasks
+                .iter()
+                .filter_map(|task| task["id"].as_str())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `FAN_OUT_SPEC` started and its decompose step answered: the flow and the envelope.
+async fn at_fan_out(server: &mut McpServer) -> (String, Value) {
+    let planned = server
+        .call(
+            "stratum_plan",
+            json!({"spec": FAN_OUT_SPEC, "flow": "feature", "inputs": {"feature": "search"}}),
+        )
+        .await;
+    assert_eq!(planned["step_mode"], "decompose", "{planned:#}");
+    let flow = planned["flow_id"].as_str().unwrap().to_owned();
+    let envelope = server
+        .call(
+            "stratum_step_done",
+            json!({"flow_id": flow, "step_id": "plan", "result": {"tasks": reference_tasks()}}),
+        )
+        .await;
+    assert_eq!(status(&envelope), "parallel_dispatch", "{envelope:#}");
+    (flow, envelope)
+}
+
+#[tokio::test]
+async fn a_fan_out_the_agent_runs_is_reported_and_retried_task_by_task() {
+    let (home, work) = dirs();
+    let mut server = McpServer::start(home.path(), work.path(), Protocol::Handshake).await;
+    let (flow, envelope) = at_fan_out(&mut server).await;
+    assert_eq!(envelope["step_mode"], "parallel_dispatch");
+    assert_eq!(task_ids(&envelope), ["a", "b"]);
+    assert_eq!(envelope["tasks"][0]["prompt"], "Do A (id a)");
+    assert_eq!(envelope["tasks"][1]["prompt"], "Do B (id b)");
+    assert_eq!(envelope["require"], "all");
+    assert_eq!(envelope["attempt"], 1);
+    assert_eq!(envelope["intent_template"], "Do {description} (id {id})");
+    assert_eq!(envelope["dispatch"], "consumer");
+    assert_eq!(envelope["retries_remaining"], 2);
+    assert!(envelope.get("kept").is_none(), "{envelope:#}");
+
+    // Reports that do not fit the attempt are refused, and change nothing.
+    let parallel_done = |results: Value, merge: Value| json!({"flow_id": flow, "step_id": "work", "task_results": results, "merge_status": merge});
+    let unknown = server
+        .call(
+            "stratum_parallel_done",
+            parallel_done(json!([task_done("zz")]), json!("clean")),
+        )
+        .await;
+    assert_eq!(error_type(&unknown), "unknown_task", "{unknown:#}");
+    assert_eq!(unknown["step_id"], "work", "{unknown:#}");
+    let twice = server
+        .call(
+            "stratum_parallel_done",
+            parallel_done(json!([task_done("a"), task_done("a")]), json!("clean")),
+        )
+        .await;
+    assert_eq!(error_type(&twice), "duplicate_task", "{twice:#}");
+    let merge = server
+        .call(
+            "stratum_parallel_done",
+            parallel_done(json!([task_done("a")]), json!("merged-ish")),
+        )
+        .await;
+    assert_eq!(error_type(&merge), "invalid_merge_status", "{merge:#}");
+    let whole = server
+        .call(
+            "stratum_step_done",
+            json!({"flow_id": flow, "step_id": "work", "result": {"outcome": "complete"}}),
+        )
+        .await;
+    assert_eq!(error_type(&whole), "wrong_step_type", "{whole:#}");
+    let resumed = server
+        .call("stratum_resume", json!({"flow_id": flow}))
+        .await;
+    assert_eq!(status(&resumed), "parallel_dispatch", "{resumed:#}");
+    assert_eq!(resumed["attempt"], 1, "no refusal spent an attempt");
+    assert_eq!(resumed["retries_remaining"], 2, "{resumed:#}");
+
+    // A partial report: the retry lists only the missing task, with its violation.
+    let retry = server
+        .call(
+            "stratum_parallel_done",
+            parallel_done(json!([task_done("a")]), json!("clean")),
+        )
+        .await;
+    assert_eq!(status(&retry), "ensure_failed", "{retry:#}");
+    assert_eq!(task_ids(&retry), ["b"], "{retry:#}");
+    assert_eq!(retry["kept"], json!(["a"]), "{retry:#}");
+    assert_eq!(retry["attempt"], 2);
+    assert_eq!(retry["retries_remaining"], 1);
+    let violations = retry["violations"].to_string();
+    assert!(
+        violations.contains("require='all' not satisfied: 1 of 2 tasks completed"),
+        "{violations}"
+    );
+    let prompt = retry["tasks"][0]["prompt"].as_str().unwrap();
+    assert!(
+        prompt.starts_with("Do B (id b)") && prompt.contains("task 'b' was not reported"),
+        "{prompt}"
+    );
+    let kept_again = server
+        .call(
+            "stratum_parallel_done",
+            parallel_done(json!([task_done("a"), task_done("b")]), json!("clean")),
+        )
+        .await;
+    assert_eq!(error_type(&kept_again), "unknown_task", "{kept_again:#}");
+
+    let done = server
+        .call(
+            "stratum_parallel_done",
+            parallel_done(json!([task_done("b")]), json!({"status": "clean"})),
+        )
+        .await;
+    assert_eq!(status(&done), "complete", "{done:#}");
+    assert_eq!(done["output"]["outcome"], "complete", "{done:#}");
+    let completed: Vec<&str> = done["output"]["completed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|task| task["task_id"].as_str())
+        .collect();
+    assert_eq!(completed, ["a", "b"], "{done:#}");
+    let audit = server.call("stratum_audit", json!({"flow_id": flow})).await;
+    assert_eq!(status(&audit), "complete", "{audit:#}");
+    insta::assert_snapshot!(server.transcript());
+    server.stop().await;
+}
+
+/// Our envelope and `stratum_parallel_done` answers against the reference's, field by field
+/// (reference-v03-agents.md §2.1 and §2.3 "Responses"): every field of the reference's is
+/// there with the same value; what we add is what `stratum-mcp explain parallel-envelope`
+/// lists, and nothing else.
+#[tokio::test]
+async fn the_parallel_answers_carry_the_reference_fields_and_only_the_listed_additions() {
+    let (home, work) = dirs();
+    let mut server = McpServer::start(home.path(), work.path(), Protocol::Stateless).await;
+    let (flow, envelope) = at_fan_out(&mut server).await;
+    // §2.1, observed; `flow_id` is a fresh id, everything else is the reference's.
+    let reference = json!({"status": "parallel_dispatch", "flow_id": flow, "step_number": 2,
+        "total_steps": 2, "step_id": "work", "step_mode": "parallel_dispatch",
+        "tasks": reference_tasks(), "agent": null, "max_concurrent": 3, "isolation": "worktree",
+        "require": "all", "merge": "sequential_apply",
+        "intent_template": "Do {description} (id {id})",
+        "ensure": ["len(result.completed) >= 1"], "retries_remaining": 2});
+    let added = conforms(&reference, &envelope);
+    assert_eq!(added, ["attempt", "dispatch"], "{envelope:#}");
+
+    // §2.3: a retry is the same envelope plus `status`, `retries_remaining` and `violations`
+    // (and `bounced_tasks` when something bounced); ours lists only the tasks to run again.
+    let retry = server
+        .call(
+            "stratum_parallel_done",
+            json!({"flow_id": flow, "step_id": "work", "task_results": [task_done("a")],
+                   "merge_status": "clean"}),
+        )
+        .await;
+    let mut expected = reference.clone();
+    expected["status"] = json!("ensure_failed");
+    expected["retries_remaining"] = json!(1);
+    expected["violations"] = retry["violations"].clone();
+    expected["tasks"] = json!([reference_tasks()[1]]);
+    let added = conforms(&expected, &retry);
+    assert_eq!(added, ["attempt", "dispatch", "kept"], "{retry:#}");
+    assert!(
+        retry["violations"]
+            .as_array()
+            .is_some_and(|v| !v.is_empty())
+    );
+    // Every addition, the tasks' own included, is one `stratum-mcp explain` lists.
+    let listed = stratum_mcp::differences::find("parallel-envelope")
+        .unwrap()
+        .ours;
+    for field in added
+        .iter()
+        .map(String::as_str)
+        .chain(["prompt", "violations"])
+    {
+        assert!(
+            listed.contains(&format!("`{field}`")),
+            "explain parallel-envelope does not list `{field}`"
+        );
+    }
+
+    // ok → the completion, `output` the aggregate `{tasks, merge_status, completed, failed,
+    // outcome}`, each entry `{task_id, status, result}`.
+    let done = server
+        .call(
+            "stratum_parallel_done",
+            json!({"flow_id": flow, "step_id": "work", "task_results": [task_done("b")],
+                   "merge_status": "clean"}),
+        )
+        .await;
+    assert_eq!(status(&done), "complete", "{done:#}");
+    let output = done["output"].as_object().unwrap();
+    let mut keys: Vec<&str> = output.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        ["completed", "failed", "merge_status", "outcome", "tasks"]
+    );
+    assert_eq!(output["merge_status"], "clean");
+    assert_eq!(output["failed"], json!([]));
+    for entry in output["tasks"].as_array().unwrap() {
+        let mut keys: Vec<&str> = entry
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["result", "status", "task_id"], "{entry}");
+    }
+    server.stop().await;
+}
+
+/// Checks that `ours` has every field of `reference` with the same value (each task of
+/// `tasks` as the reference's task plus `prompt`), and returns the top-level fields ours adds,
+/// sorted.
+fn conforms(reference: &Value, ours: &Value) -> Vec<String> {
+    let ours = ours.as_object().unwrap();
+    for (key, value) in reference.as_object().unwrap() {
+        let mine = ours
+            .get(key)
+            .unwrap_or_else(|| panic!("the reference's `{key}` is missing: {ours:#?}"));
+        if key == "tasks" {
+            let tasks = mine.as_array().unwrap();
+            let expected = value.as_array().unwrap();
+            assert_eq!(tasks.len(), expected.len(), "{mine:#}");
+            for (task, element) in tasks.iter().zip(expected) {
+                let mut task = task.as_object().unwrap().clone();
+                assert!(
+                    task.remove("prompt")
+                        .is_some_and(|prompt| prompt.is_string()),
+                    "every task carries its prompt: {task:?}"
+                );
+                task.remove("violations");
+                assert_eq!(
+                    &Value::Object(task),
+                    element,
+                    "a task is its source element"
+                );
+            }
+        } else {
+            assert_eq!(mine, value, "`{key}` differs from the reference's");
+        }
+    }
+    let mut added: Vec<String> = ours
+        .keys()
+        .filter(|key| !reference.as_object().unwrap().contains_key(*key))
+        .cloned()
+        .collect();
+    added.sort_unstable();
+    added
+}
+
+/// A fan-out the server runs: each task by the agent CLI the step names, in its own worktree,
+/// the diffs merged into the project; then a step of the agent's own.
+const SERVER_SPEC: &str = r#"version: "0.3"
+contracts:
+  Change:
+    summary: {type: string}
+flows:
+  build:
+    input: {tasks: {type: array}}
+    steps:
+      - id: work
+        type: parallel_dispatch
+        source: "$.input.tasks"
+        intent_template: "Task TASK[{id}]: {description}"
+        agent: claude
+        output_contract: Change
+        max_concurrent: 2
+        task_timeout: 60
+        retries: 2
+      - id: report
+        intent: "Say what changed"
+        output_contract: Change
+"#;
+
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn a_fan_out_the_server_runs_is_merged_into_the_project_and_polled_to_its_outcome() {
+    use stratum_test_support::fake_agent::{Format, TaskAction, task_agent};
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let agents = tempfile::tempdir().unwrap();
+    let root = project.path().canonicalize().unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("shared.txt"), "base\n").unwrap();
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-q", "-m", "base"]);
+    let head = git(&root, &["rev-parse", "HEAD"]).trim().to_owned();
+    let done = |summary: &str| format!("Done.\n```json\n{{\"summary\": \"{summary}\"}}\n```");
+    task_agent(
+        agents.path(),
+        Format::Claude,
+        &[
+            ("a", vec![TaskAction::edit("a.txt", "from a", &done("a"))]),
+            ("b", vec![TaskAction::edit("b.txt", "from b", &done("b"))]),
+        ],
+    );
+    let mut path = std::ffi::OsString::from(agents.path());
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    let mut server =
+        McpServer::start_with_path(home.path(), &root, Protocol::Handshake, Some(&path)).await;
+
+    let tasks = json!([
+        {"id": "a", "description": "write a"},
+        {"id": "b", "description": "write b", "depends_on": ["a"]}
+    ]);
+    let envelope = server
+        .call(
+            "stratum_plan",
+            json!({"spec": SERVER_SPEC, "flow": "build", "inputs": {"tasks": tasks}}),
+        )
+        .await;
+    assert_eq!(status(&envelope), "parallel_dispatch", "{envelope:#}");
+    assert_eq!(
+        envelope["dispatch"], "consumer",
+        "nobody took the tasks yet"
+    );
+    let flow = server.flow(1);
+    let step = json!({"flow_id": flow, "step_id": "work"});
+
+    let started = server.call("stratum_parallel_start", step.clone()).await;
+    assert_eq!(status(&started), "started", "{started:#}");
+    assert_eq!(started["dispatch"], "server", "{started:#}");
+    assert_eq!(started["attempt"], 1, "{started:#}");
+    assert_eq!(started["base"], head, "{started:#}");
+    assert_eq!(started["task_count"], 2, "{started:#}");
+    let listed: Vec<&str> = started["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|task| task["task_id"].as_str())
+        .collect();
+    assert_eq!(listed, ["a", "b"], "{started:#}");
+    assert_eq!(started["tasks"][1]["prompt"], "Task TASK[b]: write b");
+    assert_eq!(started["tasks"][1]["depends_on"], json!(["a"]));
+    assert_eq!(started["tasks"][1]["task_timeout"], 60);
+
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    let polled = loop {
+        let polled = server.call("stratum_parallel_poll", step.clone()).await;
+        assert_eq!(status(&polled), "parallel_status", "{polled:#}");
+        if polled["running"] == false {
+            break polled;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "the tasks never settled: {polled:#}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    let outcome = &polled["outcome"];
+    assert_eq!(status(outcome), "execute_step", "{polled:#}");
+    assert_eq!(outcome["step_id"], "report", "{polled:#}");
+    assert_eq!(polled["require_satisfied"], true, "{polled:#}");
+    for task in polled["tasks"].as_array().unwrap() {
+        assert_eq!(task["state"], "complete", "{task:#}");
+        assert_eq!(task["merge"], "merged", "{task:#}");
+    }
+    assert_eq!(polled["tasks"][0]["result"], json!({"summary": "a"}));
+    // Each task's change is in the project's working tree, and no worktree is left.
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "from a\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("b.txt")).unwrap(),
+        "from b\n"
+    );
+    let worktrees = git(&root, &["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        worktrees
+            .lines()
+            .filter(|line| line.starts_with("worktree "))
+            .count(),
+        1,
+        "{worktrees}"
+    );
+    let calls = std::fs::read_to_string(agents.path().join("calls")).unwrap();
+    let worktree_root = home.path().join("worktrees").canonicalize().unwrap();
+    for line in calls.lines() {
+        let cwd = line.splitn(3, ' ').nth(2).unwrap();
+        assert!(
+            std::path::Path::new(cwd).starts_with(&worktree_root),
+            "{cwd}"
+        );
+    }
+
+    // The flow is the agent's again.
+    let finished = server
+        .call(
+            "stratum_step_done",
+            json!({"flow_id": flow, "step_id": "report", "result": {"summary": "a and b"}}),
+        )
+        .await;
+    assert_eq!(status(&finished), "complete", "{finished:#}");
+    let work = &finished["trace"];
+    assert!(work.is_array(), "{finished:#}");
+    let again = server.call("stratum_parallel_poll", step).await;
+    assert_eq!(again["running"], false, "{again:#}");
     server.stop().await;
 }
 

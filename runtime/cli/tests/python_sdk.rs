@@ -103,3 +103,21 @@ fn the_python_sdk_runs_agents_and_background_flows_over_stdio() {
         "ok agent_run\nok flow_run_bg\nok refused_calls\n"
     );
 }
+
+#[test]
+fn the_python_sdk_reports_a_fan_out_the_agent_runs_over_stdio() {
+    let home = tempfile::tempdir().expect("state dir");
+    let work = tempfile::tempdir().expect("work dir");
+    let output = run_python(
+        "fan_out_over_stdio.py",
+        &[
+            Path::new(env!("CARGO_BIN_EXE_stratum-mcp")),
+            home.path(),
+            work.path(),
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "ok consumer_dispatch\nok refused_reports\n"
+    );
+}

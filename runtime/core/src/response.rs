@@ -156,7 +156,8 @@ pub struct ParallelDispatch {
     /// The step's attempt, from 1: what `stratum_parallel_done` reports on.
     pub attempt: u32,
     /// Tasks accepted in an earlier attempt, which count towards `require` without running.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    // Left out when empty, so `default`: the schema must not list it as required.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kept: Vec<String>,
     /// `server` when the server runs the tasks (`stratum_parallel_poll` follows them).
     pub dispatch: &'static str,
@@ -228,7 +229,8 @@ pub struct TaskView {
     pub task_timeout: u64,
     pub element: Value,
     pub result: Option<Value>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    // Left out when empty, so `default`: the schema must not list it as required.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub violations: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate_bounce: Option<Value>,

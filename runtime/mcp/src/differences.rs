@@ -42,7 +42,7 @@ pub fn find(topic: &str) -> Result<&'static Difference, String> {
         })
 }
 
-/// Every difference, the server's first, then the state machine's.
+/// Every difference, the server's first, then the state machine's, then version 0.3's fan-outs.
 pub static DIFFERENCES: &[Difference] = &[
     Difference {
         topic: "every-diagnostic",
@@ -309,6 +309,96 @@ pub static DIFFERENCES: &[Difference] = &[
         ours: "wall-clock time since the flow started.",
         why: "the agent does the work here, so its time is the flow's time.",
     },
+    Difference {
+        topic: "task-graph-checked",
+        summary: "a decompose step's task graph is checked before its ensures",
+        reference: "the `step_done` result of a decompose step is not checked at all: a task \
+                    that is not an object or has no id raises later, at dispatch, and ids reach \
+                    file paths as written.",
+        ours: "`result.tasks` must be a list of at most 256 objects whose `id`s match \
+               `^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$` and are unique, whose `depends_on` name \
+               tasks of the list, without a cycle; otherwise the attempt fails \
+               (`schema_failed`) with a violation naming the task. A parallel step's `source` \
+               is checked the same way when it is dispatched.",
+        why: "a task graph that cannot run should fail the step that wrote it, where a retry \
+              can fix it, and a task id must never name a path.",
+    },
+    Difference {
+        topic: "parallel-envelope",
+        summary: "a parallel_dispatch envelope lists the attempt's tasks with their prompts rendered",
+        reference: "`tasks` is the resolved `source`, verbatim, and `intent_template` ships \
+                    unrendered for the client to format; a retry answers the same envelope again \
+                    with every task, plus `violations` and `bounced_tasks` (also on \
+                    `retries_exhausted` and on an `on_fail` route).",
+        ours: "the reference's fields, with the same names and values, plus: each task is its \
+               `source` element plus `prompt`, the template rendered by the server (and, on a \
+               retry, the `violations` of its previous attempt); `attempt` (from 1); `kept`, the \
+               tasks accepted in an earlier attempt, which count without running again; \
+               `dispatch` (`consumer`, or `server` once stratum_parallel_start took the tasks). \
+               A retry lists only the tasks that must run again. `bounced_tasks` is on the retry \
+               envelope when a task bounced; on `retries_exhausted` and an `on_fail` route the \
+               bounces are named in `violations`. As in the reference, `task_timeout`, \
+               `capture_diff`, `defer_advance` and the reasoning template are not in the \
+               envelope.",
+        why: "every client gets the same prompt, in the checked template dialect, and knows \
+              exactly which tasks to run and report.",
+    },
+    Difference {
+        topic: "parallel-reports",
+        summary: "stratum_parallel_done checks the report against the tasks it dispatched",
+        reference: "`require` counts the client's list (`[]` passes `all`, a duplicate counts \
+                    twice, unknown ids are accepted); results are opaque; any `merge_status` \
+                    other than `conflict` counts as clean; `stratum_step_done` completes a \
+                    parallel step with any object.",
+        ours: "`require` counts the tasks the step expects, those kept from earlier attempts \
+               included: a task left out is failed (`task 'b' was not reported`), and the \
+               violation says so in those terms (`require='all' not satisfied: 1 of 2 tasks \
+               completed, 2 needed`; the reference: `1 completed, 1 failed`). A report naming a task the attempt did not \
+               dispatch (or one kept from an earlier attempt) is refused with `unknown_task`, a \
+               task named twice with `duplicate_task`, a `merge_status` that is not `clean`, \
+               `conflict` or `{status, bounced_tasks}` with `invalid_merge_status`, and \
+               `stratum_step_done` on a parallel step with `wrong_step_type`; a refusal changes \
+               nothing and spends no attempt. Each complete task's result must satisfy the \
+               step's `output_contract`, or that task fails.",
+        why: "a step that needs every task must not pass on an empty or padded report.",
+    },
+    Difference {
+        topic: "parallel-retries",
+        summary: "a parallel step's retry runs again only what failed, keyed by attempt",
+        reference: "task state is keyed by task id across the whole flow: a retry re-scores \
+                    the first attempt's tasks instead of running them (`already_started`, then \
+                    `retries_exhausted`), and a second parallel step over the same ids can \
+                    never start.",
+        ours: "tasks are keyed by (flow, step, attempt, task). Attempt N+1 runs the tasks that \
+               did not complete or were bounced (every task not yet merged when the step's own \
+               `ensure` refused the aggregate), each with its violations in its prompt; \
+               accepted tasks are kept and count again. stratum_parallel_start is idempotent \
+               per attempt, and every parallel step starts at attempt 1.",
+        why: "a retry should retry, and the same task ids may be fanned out again.",
+    },
+    Difference {
+        topic: "server-fan-out",
+        summary: "tasks the server runs are bounded, isolated and merged; polling never advances",
+        reference: "stratum_parallel_poll flushes events and advances the flow itself; worktrees \
+                    are made from raw task ids (`../../x` escaped the home directory); \
+                    `pre_merge_verify` commands may come from `$.input` and run with the \
+                    server's full environment; diffs are text only and never merged; state is \
+                    whole files rewritten by every server; errors come in three shapes \
+                    (`{error}` without a status among them).",
+        ours: "the server evaluates the step itself once every task settled (or, with \
+               `defer_advance`, stratum_parallel_advance does), under the flow's lease; \
+               stratum_parallel_poll is read-only, with `running` and, once evaluated, \
+               `outcome`, the answer of the evaluation. Each task runs in a worktree at \
+               `$STRATUM_HOME/worktrees/<flow>/<step>/<attempt>/<task>` from store keys, with \
+               its `task_timeout` and its own process group; only the spec's own pre-merge \
+               commands run (commands read from the flow's data only when the server's \
+               allow-list names their program), under the agents' environment allow-list; \
+               diffs are binary-safe and `merge: sequential_apply` applies them to the project \
+               in dependency order, a conflict bouncing its task to the retry. Every refusal is \
+               `status: error` with an `error_type`; `started` lists the tasks as poll does.",
+        why: "an agent's call must not move a flow it only looks at, and tasks written by a \
+              model must not reach the server's paths, secrets or other servers' state.",
+    },
 ];
 
 #[cfg(test)]
@@ -332,5 +422,24 @@ mod tests {
                     .to_owned()
             )
         );
+    }
+
+    #[test]
+    fn the_fan_out_refusals_and_additions_are_named() {
+        let reports = find("parallel-reports").map(|d| d.ours).unwrap_or_default();
+        for error_type in [
+            "unknown_task",
+            "duplicate_task",
+            "invalid_merge_status",
+            "wrong_step_type",
+        ] {
+            assert!(reports.contains(&format!("`{error_type}`")), "{error_type}");
+        }
+        let envelope = find("parallel-envelope")
+            .map(|d| d.ours)
+            .unwrap_or_default();
+        for field in ["prompt", "attempt", "kept", "dispatch", "violations"] {
+            assert!(envelope.contains(&format!("`{field}`")), "{field}");
+        }
     }
 }

@@ -94,6 +94,9 @@ step_id, result). `routed_from` means an `on_fail` route moved the flow here; `v
 - `execute_flow`: a sub-flow started. Work through `child_step` (report to the child's `flow_id`). \
 When the child answers `complete`, report that answer to the parent: \
 stratum_step_done(parent_flow_id, parent_step_id, result=<the child's completion>).
+- `parallel_dispatch`: a fan-out. Run each of `tasks` (its `prompt`; `depends_on` first) and \
+report them all with stratum_parallel_done(flow_id, step_id, task_results, merge_status), or let \
+the server run them: stratum_parallel_start, then stratum_parallel_poll.
 - `await_gate`: a decision is needed. Ask the human when it is theirs to make, then call \
 stratum_gate_resolve(flow_id, step_id, outcome, rationale, resolved_by). Do not wait inside a call.
 - `complete`: the flow finished; `output` is its result and `trace` its record. `killed` and \
@@ -139,6 +142,7 @@ dispatch; keep its `flow_id` for every later call.",
         input: input::<args::PlanArgs>,
         outputs: any_of![
             StepDispatch,
+            ParallelDispatch,
             GateDispatch,
             FlowDispatch,
             Finished,
@@ -206,6 +210,7 @@ or the dispatch of its `on_kill` step; otherwise `no_timeout` with `remaining_se
         outputs: any_of![
             NoTimeout,
             StepDispatch,
+            ParallelDispatch,
             GateDispatch,
             FlowDispatch,
             Finished,
@@ -304,6 +309,7 @@ flow answers `{status, flow_id}` with its final status.",
         input: input::<args::FlowArgs>,
         outputs: any_of![
             StepDispatch,
+            ParallelDispatch,
             GateDispatch,
             FlowDispatch,
             Finished,
@@ -476,7 +482,18 @@ stratum_parallel_poll; answers `started` with the tasks.",
         destructive: false,
         idempotent: true,
         input: input::<args::ParallelStepArgs>,
-        outputs: any_of![FanOutReport, ErrorResponse, ToolError],
+        // A step whose tasks cannot be built when it starts fails an attempt, which may move the
+        // flow on (`on_fail`) or end it.
+        outputs: any_of![
+            FanOutReport,
+            StepDispatch,
+            ParallelDispatch,
+            GateDispatch,
+            FlowDispatch,
+            Finished,
+            ErrorResponse,
+            ToolError
+        ],
     },
     ToolSpec {
         tool: ToolName::ParallelPoll,
