@@ -21,7 +21,7 @@ fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
     )
 }
 
-const TOOL_NAMES: [&str; 26] = [
+const TOOL_NAMES: [&str; 27] = [
     "stratum_validate",
     "stratum_plan",
     "stratum_step_done",
@@ -48,6 +48,7 @@ const TOOL_NAMES: [&str; 26] = [
     "stratum_parallel_start",
     "stratum_parallel_poll",
     "stratum_parallel_advance",
+    "stratum_judge",
 ];
 
 #[tokio::test]
