@@ -39,11 +39,14 @@
 //!
 //! Invariants: a task directory is always `<root>/<flow>/<step>/<attempt>/<task>` under the
 //! canonical root, through no symbolic link; no git call outlives its deadline; a patch is
-//! either applied whole or not at all.
+//! either applied whole or not at all; a process adds and removes its worktrees one at a time
+//! (git does not lock its records of them; another process on the same repository is not
+//! covered).
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use stratum_agents::{CommandOutput, CommandSpec, run_command};
@@ -66,6 +69,14 @@ const VERIFY_GRACE: Duration = Duration::from_secs(5);
 
 /// The environment variables a git command gets from this process.
 const ALLOWED_ENV: &[&str] = &["PATH", "HOME", "LANG"];
+
+/// Held while this process adds or removes a worktree. git keeps its worktrees' records in
+/// `.git/worktrees/<name>/` with no lock of its own: a `worktree add` (or `list`, or `prune`)
+/// that reads them while another `worktree add` is writing one dies (`failed to read
+/// .git/worktrees/<name>/commondir`) or prunes it half made, so tasks that start at once
+/// would fail at random. One lock for every repository: these commands are short, and tasks
+/// of one process share one project in practice.
+static WORKTREE_RECORDS: Mutex<()> = Mutex::new(());
 
 /// The git binary and how long each of its commands may take.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,12 +222,15 @@ impl Git {
     /// refused.
     pub fn add_worktree(&self, repo: &Path, dir: &Path, base: &str) -> Result<(), GitError> {
         check_revision(base)?;
+        let _records = WORKTREE_RECORDS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if let Some(parent) = dir.parent().filter(|parent| !parent.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(io(parent))?;
         }
         let dir = resolve(dir);
         if self.is_worktree_of(repo, &dir)? {
-            self.remove_worktree(repo, &dir)?;
+            self.remove_recorded_worktree(repo, &dir)?;
         } else if std::fs::symlink_metadata(&dir).is_ok() && !is_empty_dir(&dir) {
             return Err(GitError::NotAWorktree {
                 path: dir,
@@ -236,6 +250,14 @@ impl Git {
     /// existing `dir` that is not a worktree of `repo` is refused (an empty directory is
     /// removed).
     pub fn remove_worktree(&self, repo: &Path, dir: &Path) -> Result<(), GitError> {
+        let _records = WORKTREE_RECORDS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.remove_recorded_worktree(repo, dir)
+    }
+
+    /// [`Git::remove_worktree`], [`WORKTREE_RECORDS`] held by the caller.
+    fn remove_recorded_worktree(&self, repo: &Path, dir: &Path) -> Result<(), GitError> {
         let dir = resolve(dir);
         if std::fs::symlink_metadata(&dir).is_ok() {
             if self.is_worktree_of(repo, &dir)? {

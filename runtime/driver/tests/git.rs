@@ -188,6 +188,40 @@ fn worktrees_are_added_removed_and_added_again_after_a_crash() {
     );
 }
 
+/// Tasks that run at once add and remove their worktrees at once: git's own bookkeeping
+/// (`.git/worktrees/<name>`, half written while another `worktree add` reads it) must never
+/// make one of them fail.
+#[test]
+fn worktrees_added_and_removed_at_once_all_succeed() {
+    let (tmp, repo) = repo();
+    let git_ = Git::default();
+    let base = git_.head(&repo).unwrap();
+    let root = tmp.path().join("tasks");
+    std::thread::scope(|scope| {
+        for thread in 0..6 {
+            let (git_, repo, base, root) = (&git_, &repo, &base, &root);
+            scope.spawn(move || {
+                for round in 0..6 {
+                    let dir = root.join(format!("t{thread}-{round}"));
+                    git_.add_worktree(repo, &dir, base).unwrap();
+                    assert!(dir.join("f.txt").exists());
+                    if round % 2 == 1 {
+                        git_.remove_worktree(repo, &dir).unwrap();
+                    }
+                }
+            });
+        }
+    });
+    let list = git(&repo, &["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        list.lines()
+            .filter(|line| line.starts_with("worktree "))
+            .count(),
+        1 + 6 * 3,
+        "{list}"
+    );
+}
+
 #[test]
 fn a_diff_round_trips_exactly_through_apply_all() {
     let (tmp, repo) = repo();
