@@ -606,10 +606,6 @@ fn read_merge_status(value: &Value) -> Result<MergeStatus, String> {
     }
 }
 
-fn invalid(run: &Run<'_>, step: &Step, error_type: &str, message: String) -> Response {
-    refusal(run, step, error_type, message)
-}
-
 /// `stratum_parallel_done`: the agent's report of the attempt's tasks.
 pub(crate) fn parallel_done(
     work: &mut Work<'_>,
@@ -626,7 +622,7 @@ pub(crate) fn parallel_done(
         return Ok(not_dispatched(run, step));
     };
     if fan.mode == Some(FanOutMode::Server) {
-        return Ok(invalid(
+        return Ok(refusal(
             run,
             step,
             "server_dispatched",
@@ -638,15 +634,15 @@ pub(crate) fn parallel_done(
     }
     let merge = match read_merge_status(merge_status) {
         Ok(merge) => merge,
-        Err(message) => return Ok(invalid(run, step, "invalid_merge_status", message)),
+        Err(message) => return Ok(refusal(run, step, "invalid_merge_status", message)),
     };
     let reports = match read_reports(task_results, &fan) {
         Ok(reports) => reports,
-        Err((error_type, message)) => return Ok(invalid(run, step, error_type, message)),
+        Err((error_type, message)) => return Ok(refusal(run, step, error_type, message)),
     };
     for (task_id, _) in &merge.bounces {
         if fan.dispatched().all(|task| &task.id != task_id) {
-            return Ok(invalid(
+            return Ok(refusal(
                 run,
                 step,
                 "unknown_task",
@@ -1118,7 +1114,7 @@ pub(crate) fn parallel_start(
     let mut fan = fan_state(work, run, index)?;
     match fan.mode {
         Some(FanOutMode::Consumer) => {
-            return Ok(invalid(
+            return Ok(refusal(
                 run,
                 step,
                 "consumer_dispatched",
@@ -1155,7 +1151,7 @@ pub(crate) fn task_update(
         return Ok(not_dispatched(run, step));
     };
     if fan.mode != Some(FanOutMode::Server) {
-        return Ok(invalid(
+        return Ok(refusal(
             run,
             step,
             "not_server_dispatched",
@@ -1166,7 +1162,7 @@ pub(crate) fn task_update(
         ));
     }
     if attempt != fan.attempt {
-        return Ok(invalid(
+        return Ok(refusal(
             run,
             step,
             "stale_attempt",
@@ -1182,7 +1178,7 @@ pub(crate) fn task_update(
         .iter_mut()
         .find(|task| task.id == task_id && task.attempt == attempt)
     else {
-        return Ok(invalid(
+        return Ok(refusal(
             run,
             step,
             "unknown_task",
@@ -1195,7 +1191,7 @@ pub(crate) fn task_update(
     };
     let settled = task.status.is_terminal();
     let refused = |what: &str| {
-        invalid(
+        refusal(
             run,
             step,
             "task_already_settled",
@@ -1314,7 +1310,7 @@ pub(crate) fn parallel_advance(
         return Ok(not_dispatched(run, step));
     };
     if fan.mode != Some(FanOutMode::Server) {
-        return Ok(invalid(
+        return Ok(refusal(
             run,
             step,
             "not_server_dispatched",
@@ -1331,7 +1327,7 @@ pub(crate) fn parallel_advance(
         .map(|task| task.id.as_str())
         .collect();
     if !waiting.is_empty() {
-        return Ok(invalid(
+        return Ok(refusal(
             run,
             step,
             "tasks_not_terminal",
@@ -1346,7 +1342,7 @@ pub(crate) fn parallel_advance(
     if let Some(value) = merge_status {
         let merge = match read_merge_status(value) {
             Ok(merge) => merge,
-            Err(message) => return Ok(invalid(run, step, "invalid_merge_status", message)),
+            Err(message) => return Ok(refusal(run, step, "invalid_merge_status", message)),
         };
         for (task_id, bounce) in &merge.bounces {
             let Some(task) = fan
@@ -1354,7 +1350,7 @@ pub(crate) fn parallel_advance(
                 .iter_mut()
                 .find(|task| &task.id == task_id && task.attempt == fan.attempt)
             else {
-                return Ok(invalid(
+                return Ok(refusal(
                     run,
                     step,
                     "unknown_task",
