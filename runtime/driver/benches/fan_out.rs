@@ -18,7 +18,8 @@
 //! `breakdown`: the same work done standalone, one task after another, each part timed on its
 //! own: the agent spawned as a bare process, through its connector, and through
 //! `run_recorded` (its agent-run rows in SQLite); one git command; `git worktree add`, the
-//! diff's capture, one patch merged with `Git::apply_all`, `git worktree remove`; and the
+//! diff's capture, one patch merged with `Git::apply_all` (and the 50 in one call), a worktree
+//! removed (one by one, and the 50 in one `Git::remove_worktrees` as the driver does); and the
 //! store commands of a task (`TaskUpdate` running, finished, merging, merged) for 50 and 200
 //! tasks, with the size of the step's row (the whole fan-out state, which every task event
 //! rewrites).
@@ -659,6 +660,17 @@ fn breakdown(dir: &Path, claude: &Path) -> Breakdown {
     }
     part(
         "git worktree remove (list, remove, prune)",
+        meter.stop().per(TASKS),
+    );
+    // Added again, then removed in one call (one list, one prune), as the driver does.
+    let dirs: Vec<PathBuf> = ids.iter().map(|id| dir_of(id)).collect();
+    for dir in &dirs {
+        git.add_worktree(&root, dir, &base).unwrap();
+    }
+    let meter = Meter::start();
+    git.remove_worktrees(&root, &dirs).unwrap();
+    part(
+        "the 50 worktrees removed in one Git::remove_worktrees, per worktree",
         meter.stop().per(TASKS),
     );
 

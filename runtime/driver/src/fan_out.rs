@@ -597,15 +597,13 @@ impl Driver {
     }
 
     fn remove_worktrees(&self, settings: &Settings, report: &FanOutReport) {
-        for task in report
+        let dirs: Vec<PathBuf> = report
             .tasks
             .iter()
             .filter(|task| task.attempt == settings.attempt)
-        {
-            if let Ok(dir) = self.task_cwd(settings, &task.task_id) {
-                let _ = self.git.remove_worktree(&self.root, &dir);
-            }
-        }
+            .filter_map(|task| self.task_cwd(settings, &task.task_id).ok())
+            .collect();
+        let _ = self.git.remove_worktrees(&self.root, &dirs);
     }
 }
 

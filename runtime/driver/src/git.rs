@@ -256,24 +256,54 @@ impl Git {
         self.remove_recorded_worktree(repo, dir)
     }
 
+    /// Removes each of `dirs` as [`Git::remove_worktree`] does, with one `worktree list`
+    /// before them all and one `worktree prune` after (three git commands a worktree become
+    /// one): every directory is tried; the first error, if any.
+    pub fn remove_worktrees(&self, repo: &Path, dirs: &[PathBuf]) -> Result<(), GitError> {
+        let _records = WORKTREE_RECORDS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let recorded = self.worktrees_of(repo)?;
+        let mut first_error = None;
+        for dir in dirs {
+            if let Err(error) = self.remove_listed(repo, &resolve(dir), &recorded) {
+                first_error.get_or_insert(error);
+            }
+        }
+        self.run_ok(repo, &args(["worktree", "prune"]))?;
+        first_error.map_or(Ok(()), Err)
+    }
+
     /// [`Git::remove_worktree`], [`WORKTREE_RECORDS`] held by the caller.
     fn remove_recorded_worktree(&self, repo: &Path, dir: &Path) -> Result<(), GitError> {
         let dir = resolve(dir);
         if std::fs::symlink_metadata(&dir).is_ok() {
-            if self.is_worktree_of(repo, &dir)? {
-                let mut argv = args(["worktree", "remove", "--force", "--force"]);
-                argv.push(dir.into_os_string());
-                self.run_ok(repo, &argv)?;
-            } else if is_empty_dir(&dir) {
-                std::fs::remove_dir(&dir).map_err(io(&dir))?;
-            } else {
-                return Err(GitError::NotAWorktree {
-                    path: dir,
-                    repo: repo.to_owned(),
-                });
-            }
+            let recorded = self.worktrees_of(repo)?;
+            self.remove_listed(repo, &dir, &recorded)?;
         }
         self.run_ok(repo, &args(["worktree", "prune"]))?;
+        Ok(())
+    }
+
+    /// Removes `dir` (resolved), given the worktrees `repo` records: a worktree with
+    /// `worktree remove --force --force`, an empty directory with `rmdir`; a missing one is
+    /// fine, anything else refused.
+    fn remove_listed(&self, repo: &Path, dir: &Path, recorded: &[PathBuf]) -> Result<(), GitError> {
+        if std::fs::symlink_metadata(dir).is_err() {
+            return Ok(());
+        }
+        if recorded.iter().any(|path| path == dir) {
+            let mut argv = args(["worktree", "remove", "--force", "--force"]);
+            argv.push(dir.as_os_str().to_owned());
+            self.run_ok(repo, &argv)?;
+        } else if is_empty_dir(dir) {
+            std::fs::remove_dir(dir).map_err(io(dir))?;
+        } else {
+            return Err(GitError::NotAWorktree {
+                path: dir.to_owned(),
+                repo: repo.to_owned(),
+            });
+        }
         Ok(())
     }
 
@@ -525,6 +555,11 @@ impl Git {
 
     /// Whether `dir` (resolved) is one of the worktrees `repo` records.
     fn is_worktree_of(&self, repo: &Path, dir: &Path) -> Result<bool, GitError> {
+        Ok(self.worktrees_of(repo)?.iter().any(|path| path == dir))
+    }
+
+    /// The worktrees `repo` records (`worktree list`), resolved.
+    fn worktrees_of(&self, repo: &Path) -> Result<Vec<PathBuf>, GitError> {
         let out = self.run_ok(repo, &args(["worktree", "list", "--porcelain", "-z"]))?;
         if out.stdout_truncated {
             return Err(self.unexpected("a list of worktrees", "(too long)"));
@@ -533,7 +568,8 @@ impl Git {
             .stdout
             .split(|&byte| byte == 0)
             .filter_map(|field| field.strip_prefix(b"worktree "))
-            .any(|path| resolve(Path::new(OsStr::from_bytes(path))) == dir))
+            .map(|path| resolve(Path::new(OsStr::from_bytes(path))))
+            .collect())
     }
 
     /// The paths a patch touches, old and new names of a rename both.

@@ -223,6 +223,47 @@ fn worktrees_added_and_removed_at_once_all_succeed() {
 }
 
 #[test]
+fn worktrees_are_removed_together_with_one_list_and_one_prune() {
+    let (tmp, repo) = repo();
+    let git_ = Git::default();
+    let base = git_.head(&repo).unwrap();
+    let root = tmp.path().join("tasks");
+    let dirs: Vec<PathBuf> = ["a", "b", "c"].iter().map(|id| root.join(id)).collect();
+    for dir in &dirs {
+        git_.add_worktree(&repo, dir, &base).unwrap();
+        std::fs::write(dir.join("new.txt"), "x").unwrap();
+    }
+    // A directory that is not a worktree is refused, and the others are removed all the same.
+    let other = root.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("mine"), "x").unwrap();
+    let empty = root.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let mut all = vec![other.clone(), empty.clone(), root.join("never-made")];
+    all.extend(dirs.iter().cloned());
+    let removed = git_.remove_worktrees(&repo, &all);
+    assert!(
+        matches!(&removed, Err(GitError::NotAWorktree { path, .. }) if path.ends_with("other")),
+        "{removed:?}"
+    );
+    assert!(other.join("mine").exists());
+    assert!(!empty.exists());
+    for dir in &dirs {
+        assert!(!dir.exists(), "{}", dir.display());
+    }
+    let list = git(&repo, &["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        list.lines()
+            .filter(|line| line.starts_with("worktree "))
+            .count(),
+        1,
+        "{list}"
+    );
+    // Nothing left to remove: fine.
+    git_.remove_worktrees(&repo, &dirs).unwrap();
+}
+
+#[test]
 fn a_diff_round_trips_exactly_through_apply_all() {
     let (tmp, repo) = repo();
     let git_ = Git::default();
