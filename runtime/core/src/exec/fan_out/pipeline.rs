@@ -100,8 +100,7 @@ impl Maker<'_> {
         while stage < self.stages.len() {
             let at = u32::try_from(stage).unwrap_or(u32::MAX);
             let Some(task) = find(fan, item, at, None) else {
-                let created = self.create(fan, item, at, None, &value, prev.as_ref(), None);
-                return created;
+                return self.create(fan, item, at, None, &value, prev.as_ref(), None);
             };
             if !matches!(task.status, TaskStatus::Complete | TaskStatus::Skipped)
                 || task.merge == MergeState::Conflict
@@ -109,7 +108,8 @@ impl Maker<'_> {
                 return false;
             }
             if task.slot.is_some_and(|slot| slot.exited) {
-                return self.skip_rest(fan, item, stage + 1);
+                self.skip_rest(fan, item, stage + 1);
+                return false;
             }
             let result = task.result.clone();
             match region {
@@ -383,7 +383,7 @@ impl Maker<'_> {
     }
 
     /// The item's stages from `from` on are skipped: an `exit_when` ended it.
-    fn skip_rest(&self, fan: &mut FanOutState, item: u32, from: usize) -> bool {
+    fn skip_rest(&self, fan: &mut FanOutState, item: u32, from: usize) {
         let region = region(self.stages);
         for stage in from..self.stages.len() {
             if region.is_some_and(|(split, join)| stage > split && stage < join) {
@@ -405,7 +405,6 @@ impl Maker<'_> {
                 fan.tasks.push(task);
             }
         }
-        false
     }
 
     #[allow(clippy::too_many_arguments)]
