@@ -11,7 +11,7 @@
 //! process group is gone (or was sent SIGKILL); memory is bounded by twice `output_bytes`.
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -103,8 +103,9 @@ fn block_on(spec: CommandSpec<'_>) -> Result<CommandOutput, Error> {
 }
 
 async fn run(spec: CommandSpec<'_>) -> Result<CommandOutput, Error> {
+    let program = on_path(spec.program, &spec.env);
     let launch = Launch {
-        program: spec.program,
+        program: &program,
         args: spec.args,
         env: spec.env,
         cwd: spec.cwd,
@@ -133,4 +134,32 @@ async fn run(spec: CommandSpec<'_>) -> Result<CommandOutput, Error> {
         stderr_truncated: ended.stderr.truncated(),
         elapsed: ended.elapsed,
     })
+}
+
+/// `program` as the child's own `PATH` search would find it: a bare name looked up here on the
+/// `PATH` of `env`. The standard library starts a child with `posix_spawn` (no copy of this
+/// process's page tables) only when it need not search a `PATH` given in the child's
+/// environment itself; otherwise it forks, which costs a millisecond or more per git command
+/// in a large process. A name this cannot settle exactly as `execvp` would (no `PATH` in
+/// `env`, an empty or relative entry before a match, no match) is left as it is, for the
+/// child's own search.
+fn on_path(program: &Path, env: &[(OsString, OsString)]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bare = program.components().count() == 1 && !program.is_absolute();
+    let path = env.iter().rev().find(|(name, _)| name == "PATH");
+    let (true, Some((_, path))) = (bare, path) else {
+        return program.to_owned();
+    };
+    for dir in std::env::split_paths(path) {
+        if !dir.is_absolute() {
+            break;
+        }
+        let candidate = dir.join(program);
+        let executable = std::fs::metadata(&candidate)
+            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0);
+        if executable {
+            return candidate;
+        }
+    }
+    program.to_owned()
 }

@@ -174,3 +174,49 @@ async fn it_runs_from_inside_a_tokio_runtime_too() {
     let out = sh("echo inside", dir.path(), Duration::from_secs(10), 64);
     assert_eq!(out.stdout, b"inside\n");
 }
+
+/// A bare program name is found on the `PATH` of the environment given, as the child's own
+/// search would find it: the first entry that has it, an entry relative to the command's
+/// directory included.
+#[test]
+fn a_bare_name_is_found_on_the_path_given() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let script = |at: &Path, says: &str| {
+        std::fs::create_dir_all(at).unwrap();
+        let path = at.join("say-where");
+        std::fs::write(&path, format!("#!/bin/sh\necho {says}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let first = dir.path().join("first");
+    let second = dir.path().join("second");
+    let not_executable = dir.path().join("plain");
+    script(&second, "second");
+    script(&dir.path().join("cwd/relative"), "relative");
+    std::fs::create_dir_all(&not_executable).unwrap();
+    std::fs::write(not_executable.join("say-where"), "#!/bin/sh\necho plain\n").unwrap();
+    let run = |path: OsString| {
+        run_command(CommandSpec {
+            program: Path::new("say-where"),
+            args: &[],
+            env: vec![("PATH".into(), path)],
+            cwd: &dir.path().join("cwd"),
+            stdin: Vec::new(),
+            deadline: Duration::from_secs(10),
+            grace: Duration::from_millis(200),
+            output_bytes: 64,
+        })
+    };
+    let joined = |dirs: &[&Path]| std::env::join_paths(dirs).unwrap();
+    // A missing directory and a file that is not executable are passed over.
+    let out = run(joined(&[&first, &not_executable, &second])).unwrap();
+    assert_eq!(out.stdout, b"second\n");
+    script(&first, "first");
+    let out = run(joined(&[&first, &second])).unwrap();
+    assert_eq!(out.stdout, b"first\n");
+    // A relative entry is the child's to search, from its own directory.
+    let out = run(joined(&[Path::new("relative"), &first])).unwrap();
+    assert_eq!(out.stdout, b"relative\n");
+    let missing = run(joined(&[&dir.path().join("none")]));
+    assert!(matches!(missing, Err(Error::Spawn { .. })), "{missing:?}");
+}

@@ -21,8 +21,8 @@
 //! diff's capture, one patch merged with `Git::apply_all` (and the 50 in one call), a worktree
 //! removed (one by one, and the 50 in one `Git::remove_worktrees` as the driver does); and the
 //! store commands of a task (`TaskUpdate` running, finished, merging, merged) for 50 and 200
-//! tasks, with the size of the step's row (the whole fan-out state, which every task event
-//! rewrites).
+//! tasks on SQLite and PostgreSQL, with the size of the step's row (the whole fan-out state,
+//! which every task event rewrites).
 //!
 //! Run with `cargo bench -p stratum-driver --bench fan_out`; prints a table, then the figures
 //! as a Markdown snippet.
@@ -479,6 +479,7 @@ struct Part {
 
 /// The store commands of one fan-out size.
 struct StoreCost {
+    kind: Kind,
     tasks: usize,
     /// Running + Finished, per task.
     run_events: Cost,
@@ -677,18 +678,18 @@ fn breakdown(dir: &Path, claude: &Path) -> Breakdown {
     let diff = String::from_utf8(diffs[0].clone()).unwrap();
     let store = [TASKS, 4 * TASKS]
         .into_iter()
-        .map(|count| store_cost(scratch.path(), count, &diff))
+        .flat_map(|count| [Kind::Sqlite, Kind::Postgres].map(|kind| (kind, count)))
+        .map(|(kind, count)| store_cost(scratch.path(), kind, count, &diff))
         .collect();
     Breakdown { parts, store }
 }
 
-/// The store commands of a fan-out of `count` tasks on SQLite, sent as the driver sends them
-/// with `max_concurrent: 1` (each task running then finished, then each merging then merged),
-/// with no git and no agent: their cost per task.
-fn store_cost(dir: &Path, count: usize, diff: &str) -> StoreCost {
+/// The store commands of a fan-out of `count` tasks, sent as the driver sends them with
+/// `max_concurrent: 1` (each task running then finished, then each merging then merged), with
+/// no git and no agent: their cost per task.
+fn store_cost(dir: &Path, kind: Kind, count: usize, diff: &str) -> StoreCost {
     let scratch = tempfile::tempdir_in(dir).unwrap();
-    let store: Arc<dyn Store> =
-        Arc::new(stratum_store_sqlite::SqliteStore::open(scratch.path().join("s.db")).unwrap());
+    let store = kind.open(scratch.path());
     let runtime = Runtime::new(store.clone(), Config::default());
     let flow = start_enrolled(&runtime, &spec(), Some("fan1"), &tasks(count), 1).remove(0);
     let owner = "bench-owner";
@@ -738,6 +739,7 @@ fn store_cost(dir: &Path, count: usize, diff: &str) -> StoreCost {
     }
     let merge_events = meter.stop().per(count);
     let cost = StoreCost {
+        kind,
         tasks: count,
         run_events,
         merge_events,
@@ -746,8 +748,9 @@ fn store_cost(dir: &Path, count: usize, diff: &str) -> StoreCost {
             .len(),
     };
     println!(
-        "fan_out/breakdown/store/{count} tasks: {:.1} ms (running, finished) + {:.1} ms \
+        "fan_out/breakdown/store/{}/{count} tasks: {:.1} ms (running, finished) + {:.1} ms \
          (merging, merged) per task, step row {} KB",
+        kind.name(),
         ms(cost.run_events.wall),
         ms(cost.merge_events.wall),
         cost.row_bytes / 1024
@@ -825,14 +828,19 @@ fn tables(rows: &[Row], breakdown: &Breakdown) -> Tables {
     for cost in &breakdown.store {
         parts.push(line(
             format!(
-                "store: running + finished ({} tasks; step row {} KB at the end)",
+                "{}: running + finished ({} tasks; step row {} KB at the end)",
+                cost.kind.name(),
                 cost.tasks,
                 cost.row_bytes / 1024
             ),
             cost.run_events,
         ));
         parts.push(line(
-            format!("store: merging + merged ({} tasks)", cost.tasks),
+            format!(
+                "{}: merging + merged ({} tasks)",
+                cost.kind.name(),
+                cost.tasks
+            ),
             cost.merge_events,
         ));
     }
@@ -845,7 +853,7 @@ fn tables(rows: &[Row], breakdown: &Breakdown) -> Tables {
     };
     let store = &breakdown.store[0];
     parts.push(line(
-        "sum for the run phase: add, run_recorded, capture, 2 store commands".to_owned(),
+        "sum for the run phase: add, run_recorded, capture, 2 SQLite commands".to_owned(),
         sum(&[
             breakdown.part("git worktree add"),
             breakdown.part("agent through run_recorded"),
@@ -854,11 +862,11 @@ fn tables(rows: &[Row], breakdown: &Breakdown) -> Tables {
         ]),
     ));
     parts.push(line(
-        "sum for the merge phase: apply_all, 2 store commands, remove".to_owned(),
+        "sum for the merge phase: apply_all, 2 SQLite commands, removed together".to_owned(),
         sum(&[
             breakdown.part("one patch merged"),
             store.merge_events,
-            breakdown.part("git worktree remove"),
+            breakdown.part("the 50 worktrees removed"),
         ]),
     ));
     if let Some(serial) = rows
