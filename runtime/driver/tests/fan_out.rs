@@ -78,19 +78,7 @@ flows:
         retries: 3
 "#;
 
-type Open = fn() -> Arc<dyn Store>;
-
-fn sqlite() -> Arc<dyn Store> {
-    let dir = tempfile::tempdir().unwrap().keep();
-    Arc::new(stratum_store_sqlite::SqliteStore::open(dir.join("stratum.db")).unwrap())
-}
-
-fn postgres() -> Arc<dyn Store> {
-    let url = stratum_test_support::postgres::database_url();
-    Arc::new(stratum_store_postgres::PostgresStore::connect(&url).unwrap())
-}
-
-const STORES: [(&str, Open); 2] = [("sqlite", sqlite), ("postgres", postgres)];
+use stratum_test_support::unattended::STORES;
 
 /// A temporary project: a git repository with `shared.txt` committed.
 struct Project {

@@ -66,19 +66,7 @@ flows:
         retries: 2
 "#;
 
-type Open = fn() -> Arc<dyn Store>;
-
-fn sqlite() -> Arc<dyn Store> {
-    let dir = tempfile::tempdir().unwrap().keep();
-    Arc::new(stratum_store_sqlite::SqliteStore::open(dir.join("stratum.db")).unwrap())
-}
-
-fn postgres() -> Arc<dyn Store> {
-    let url = stratum_test_support::postgres::database_url();
-    Arc::new(stratum_store_postgres::PostgresStore::connect(&url).unwrap())
-}
-
-const STORES: [(&str, Open); 2] = [("sqlite", sqlite), ("postgres", postgres)];
+use stratum_test_support::unattended::{STORES, sqlite};
 
 fn driver(store: Arc<dyn Store>, root: &Path, claude: PathBuf) -> Driver {
     let runtime = Runtime::new(store, Config::default());

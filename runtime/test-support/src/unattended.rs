@@ -71,3 +71,21 @@ pub fn process_gone(pid: u64) -> bool {
             .is_some_and(|rest| rest.trim_start().starts_with('Z')),
     }
 }
+
+/// A store opener for tests that run on each database in turn.
+pub type Open = fn() -> Arc<dyn stratum_runtime::Store>;
+
+/// A fresh SQLite store in a directory of its own (kept: a test may reopen it).
+pub fn sqlite() -> Arc<dyn stratum_runtime::Store> {
+    let dir = tempfile::tempdir().expect("a temporary directory").keep();
+    Arc::new(stratum_store_sqlite::SqliteStore::open(dir.join("stratum.db")).expect("SQLite opens"))
+}
+
+/// A PostgreSQL store on a fresh schema of the test server.
+pub fn postgres() -> Arc<dyn stratum_runtime::Store> {
+    let url = crate::postgres::database_url();
+    Arc::new(stratum_store_postgres::PostgresStore::connect(&url).expect("PostgreSQL connects"))
+}
+
+/// Both database stores, by name.
+pub const STORES: [(&str, Open); 2] = [("sqlite", sqlite), ("postgres", postgres)];

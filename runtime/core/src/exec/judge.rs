@@ -136,23 +136,34 @@ pub(crate) fn verdict(
                 verdict.clone(),
             )
         }
-        Outcome::Met => {
-            let attempts = count_attempt(work, run, index)?;
-            let checked = validate::check_step_result(work, run, &header, step, verdict)?;
-            if !checked.passed() {
-                return results::failed_attempt(
-                    work,
-                    run,
-                    index,
-                    attempts,
-                    checked.failure.unwrap_or(validate::Failure::Ensure),
-                    checked.violations,
-                    verdict.clone(),
-                );
-            }
-            results::succeed(work, run, index, step, attempts, verdict.clone())
-        }
+        Outcome::Met => complete(work, run, &header, index, step, verdict.clone()),
     }
+}
+
+/// A met verdict (the server's, or a person's) through the step's own checks: the step
+/// succeeds with it as its result, or the attempt fails with what the checks found.
+fn complete(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    header: &crate::state::FlowHeader,
+    index: u32,
+    step: &stratum_compiler::plan::Step,
+    verdict: Value,
+) -> Result<Response, StoreError> {
+    let attempts = count_attempt(work, run, index)?;
+    let checked = validate::check_step_result(work, run, header, step, &verdict)?;
+    if !checked.passed() {
+        return results::failed_attempt(
+            work,
+            run,
+            index,
+            attempts,
+            checked.failure.unwrap_or(validate::Failure::Ensure),
+            checked.violations,
+            verdict,
+        );
+    }
+    results::succeed(work, run, index, step, attempts, verdict)
 }
 
 fn count_attempt(work: &mut Work<'_>, run: &Run<'_>, index: u32) -> Result<u32, StoreError> {
@@ -188,20 +199,7 @@ pub(crate) fn decide(
                     json!({"resolved_by": decision.resolved_by, "actor": decision.actor, "rationale": decision.rationale}),
                 );
             }
-            let attempts = count_attempt(work, run, index)?;
-            let checked = validate::check_step_result(work, run, &header, step, &verdict)?;
-            if !checked.passed() {
-                return results::failed_attempt(
-                    work,
-                    run,
-                    index,
-                    attempts,
-                    checked.failure.unwrap_or(validate::Failure::Ensure),
-                    checked.violations,
-                    verdict,
-                );
-            }
-            results::succeed(work, run, index, step, attempts, verdict)
+            complete(work, run, &header, index, step, verdict)
         }
         "revise" => {
             let attempts = count_attempt(work, run, index)?;

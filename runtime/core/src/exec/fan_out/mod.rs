@@ -614,12 +614,9 @@ pub(crate) fn parallel_done(
     task_results: &Value,
     merge_status: &Value,
 ) -> Result<Response, StoreError> {
-    let (header, index, step) = match fan_out_step(work, run, step_id)? {
-        Ok(current) => current,
+    let (header, index, step, mut fan) = match dispatched_step(work, run, step_id)? {
+        Ok(found) => found,
         Err(refused) => return Ok(refused),
-    };
-    let Some(mut fan) = current_fan(work, run, index)? else {
-        return Ok(not_dispatched(run, step));
     };
     if fan.mode == Some(FanOutMode::Server) {
         return Ok(refusal(
@@ -726,6 +723,24 @@ pub(crate) fn parallel_done(
         return envelope(work, run, index, step, &fan, Note::default());
     }
     evaluate(work, run, &header, index, step, conflict)
+}
+
+/// The current step when it is the fan-out step `step_id`, with its attempt's tasks; else the
+/// answer that refuses the call (another step, a step not dispatched yet).
+#[allow(clippy::type_complexity)]
+fn dispatched_step<'r>(
+    work: &mut Work<'_>,
+    run: &'r Run<'_>,
+    step_id: &str,
+) -> Result<Result<(FlowHeader, u32, &'r Step, FanOutState), Response>, StoreError> {
+    let (header, index, step) = match fan_out_step(work, run, step_id)? {
+        Ok(current) => current,
+        Err(refused) => return Ok(Err(refused)),
+    };
+    match current_fan(work, run, index)? {
+        Some(fan) => Ok(Ok((header, index, step, fan))),
+        None => Ok(Err(not_dispatched(run, step))),
+    }
 }
 
 /// One entry of `task_results`.
@@ -1143,12 +1158,9 @@ pub(crate) fn task_update(
     task_id: &str,
     event: &TaskReport,
 ) -> Result<Response, StoreError> {
-    let (_, index, step) = match fan_out_step(work, run, step_id)? {
-        Ok(current) => current,
+    let (_, index, step, mut fan) = match dispatched_step(work, run, step_id)? {
+        Ok(found) => found,
         Err(refused) => return Ok(refused),
-    };
-    let Some(mut fan) = current_fan(work, run, index)? else {
-        return Ok(not_dispatched(run, step));
     };
     if fan.mode != Some(FanOutMode::Server) {
         return Ok(refusal(
@@ -1302,12 +1314,9 @@ pub(crate) fn parallel_advance(
     step_id: &str,
     merge_status: Option<&Value>,
 ) -> Result<Response, StoreError> {
-    let (header, index, step) = match fan_out_step(work, run, step_id)? {
-        Ok(current) => current,
+    let (header, index, step, mut fan) = match dispatched_step(work, run, step_id)? {
+        Ok(found) => found,
         Err(refused) => return Ok(refused),
-    };
-    let Some(mut fan) = current_fan(work, run, index)? else {
-        return Ok(not_dispatched(run, step));
     };
     if fan.mode != Some(FanOutMode::Server) {
         return Ok(refusal(
