@@ -1166,6 +1166,115 @@ async fn a_fan_out_the_server_runs_is_merged_into_the_project_and_polled_to_its_
 }
 
 #[tokio::test]
+async fn a_call_waiting_for_a_fan_out_reports_each_task_and_a_heartbeat_as_progress() {
+    use stratum_test_support::fake_agent::{Format, TaskAction, task_agent};
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let agents = tempfile::tempdir().unwrap();
+    let root = project.path().canonicalize().unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("shared.txt"), "base\n").unwrap();
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-q", "-m", "base"]);
+    let done = |summary: &str| format!("Done.\n```json\n{{\"summary\": \"{summary}\"}}\n```");
+    // `slow` takes longer than a heartbeat, so the waiting call has nothing new for a while.
+    task_agent(
+        agents.path(),
+        Format::Claude,
+        &[
+            ("a", vec![TaskAction::edit("a.txt", "from a", &done("a"))]),
+            (
+                "slow",
+                vec![TaskAction::Answer {
+                    shell: "sleep 7; printf 'slow\\n' > slow.txt".to_owned(),
+                    text: done("slow"),
+                }],
+            ),
+            ("c", vec![TaskAction::edit("c.txt", "from c", &done("c"))]),
+        ],
+    );
+    let mut path = std::ffi::OsString::from(agents.path());
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    let mut server =
+        McpServer::start_with_path(home.path(), &root, Protocol::Handshake, Some(&path)).await;
+    let tasks = json!([
+        {"id": "a", "description": "write a"},
+        {"id": "slow", "description": "write slowly", "depends_on": ["a"]},
+        {"id": "c", "description": "write c"}
+    ]);
+    server
+        .call(
+            "stratum_plan",
+            json!({"spec": SERVER_SPEC, "flow": "build", "inputs": {"tasks": tasks}}),
+        )
+        .await;
+    let flow = server.flow(1);
+
+    let too_long = server
+        .refused(
+            "stratum_parallel_start",
+            json!({"flow_id": flow, "step_id": "work", "wait_seconds": 601}),
+        )
+        .await;
+    assert_eq!(too_long["error_type"], "invalid_argument", "{too_long:#}");
+    assert_eq!(too_long["argument"], "wait_seconds", "{too_long:#}");
+
+    // One call starts the tasks and answers once the server evaluated the step.
+    let waited = server
+        .call(
+            "stratum_parallel_start",
+            json!({"flow_id": flow, "step_id": "work", "wait_seconds": 120}),
+        )
+        .await;
+    assert_eq!(status(&waited), "parallel_status", "{waited:#}");
+    assert_eq!(waited["running"], false, "{waited:#}");
+    assert_eq!(waited["can_advance"], true, "{waited:#}");
+    assert_eq!(status(&waited["outcome"]), "execute_step", "{waited:#}");
+    assert_eq!(waited["outcome"]["step_id"], "report", "{waited:#}");
+
+    let progress = server.received.progress();
+    let messages: Vec<String> = progress
+        .iter()
+        .map(|note| note.message.clone().unwrap_or_default())
+        .collect();
+    assert!(
+        progress.iter().all(|note| note.total == Some(3.0)),
+        "{messages:#?}"
+    );
+    assert!(
+        progress
+            .windows(2)
+            .all(|pair| pair[1].progress > pair[0].progress),
+        "progress must grow with every notification: {progress:#?}"
+    );
+    for task in ["a", "c", "slow"] {
+        assert!(
+            messages
+                .iter()
+                .any(|message| message.contains(&format!("'{task}' complete"))),
+            "no notification for {task}: {messages:#?}"
+        );
+    }
+    assert!(
+        messages
+            .iter()
+            .any(|message| message.ends_with("; 1 running")),
+        "no heartbeat while `slow` ran: {messages:#?}"
+    );
+    let last = progress.last().unwrap();
+    assert_eq!(last.progress, 3.0, "{messages:#?}");
+    assert!(
+        last.message
+            .as_deref()
+            .unwrap()
+            .starts_with("3 of 3 tasks settled"),
+        "{messages:#?}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn a_spec_with_thousands_of_errors_gets_a_bounded_answer() {
     // 20,000 bad lines (330 KB) drew a 19 MB answer listing every one.
     let (home, work) = dirs();

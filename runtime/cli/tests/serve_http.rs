@@ -1378,3 +1378,102 @@ async fn a_gate_dispatch_says_how_a_person_decides_it() {
     );
     agent.stop().await;
 }
+
+#[tokio::test]
+async fn a_call_waiting_for_a_fan_out_over_http_streams_its_progress() {
+    use stratum_test_support::fake_agent::{Format, TaskAction, task_agent};
+    let state = State::new();
+    let home = tempfile::tempdir().unwrap();
+    let agents = tempfile::tempdir().unwrap();
+    let root = state.dir.path();
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["commit", "-q", "--allow-empty", "-m", "base"],
+    ] {
+        let out = Process::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(root)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}");
+    }
+    let done = |summary: &str| format!("Done.\n```json\n{{\"summary\": \"{summary}\"}}\n```");
+    task_agent(
+        agents.path(),
+        Format::Claude,
+        &[
+            ("a", vec![TaskAction::edit("a.txt", "from a", &done("a"))]),
+            ("b", vec![TaskAction::edit("b.txt", "from b", &done("b"))]),
+        ],
+    );
+    let path = format!(
+        "{}:{}",
+        agents.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let secret = state.token("ci-agent", false);
+    let serve = Serve::start_with_env(
+        &state,
+        &[
+            ("PATH", &path),
+            ("STRATUM_HOME", &home.path().display().to_string()),
+        ],
+        &[],
+    );
+    let mut server = McpServer::start_http(
+        &serve.url("/mcp"),
+        &secret,
+        Protocol::Handshake,
+        state.dir.path(),
+    )
+    .await;
+    let spec = r#"version: "0.3"
+contracts:
+  Change:
+    summary: {type: string}
+flows:
+  build:
+    input: {tasks: {type: array}}
+    steps:
+      - id: work
+        type: parallel_dispatch
+        source: "$.input.tasks"
+        intent_template: "Task TASK[{id}]: {description}"
+        agent: claude
+        output_contract: Change
+        isolation: none
+        merge: manual
+        task_timeout: 60
+"#;
+    let tasks = json!([
+        {"id": "a", "description": "write a"},
+        {"id": "b", "description": "write b", "depends_on": ["a"]}
+    ]);
+    let envelope = server
+        .call(
+            "stratum_plan",
+            json!({"spec": spec, "flow": "build", "inputs": {"tasks": tasks}}),
+        )
+        .await;
+    assert_eq!(status(&envelope), "parallel_dispatch", "{envelope:#}");
+    let flow = envelope["flow_id"].as_str().unwrap().to_owned();
+    let waited = server
+        .call(
+            "stratum_parallel_start",
+            json!({"flow_id": flow, "step_id": "work", "wait_seconds": 120}),
+        )
+        .await;
+    assert_eq!(status(&waited), "parallel_status", "{waited:#}");
+    assert_eq!(waited["running"], false, "{waited:#}");
+    // Over HTTP the answer becomes an event stream once a notification goes out first.
+    let progress = server.received.progress();
+    let last = progress.last().expect("progress notifications over HTTP");
+    assert_eq!(last.total, Some(2.0), "{progress:#?}");
+    let message = last.message.as_deref().unwrap();
+    assert!(
+        message.starts_with("2 of 2 tasks settled; latest: ") && message.ends_with("'b' complete"),
+        "{progress:#?}"
+    );
+    server.stop().await;
+}

@@ -148,6 +148,35 @@ pub struct ParallelStepArgs {
     pub flow_id: String,
     /// The parallel_dispatch step.
     pub step_id: String,
+    /// Wait up to this many seconds (at most 600) for the tasks to settle before answering,
+    /// with a progress notification (tasks settled of total, the latest one) each time a task
+    /// settles and every few seconds between, when the request carries a `progressToken`.
+    /// Left out or 0: answer at once.
+    #[serde(default)]
+    #[schemars(range(max = 600))]
+    pub wait_seconds: u64,
+}
+
+/// `stratum_parallel_start`'s and `stratum_parallel_poll`'s arguments, `wait_seconds` within
+/// its bound.
+pub fn parallel_step(
+    tool: &str,
+    arguments: Map<String, Value>,
+) -> Result<ParallelStepArgs, ArgumentError> {
+    let args: ParallelStepArgs = parse(tool, arguments)?;
+    if args.wait_seconds > limits::MAX_WAIT_SECONDS {
+        return Err(ArgumentError {
+            argument: Some("wait_seconds".to_owned()),
+            message: format!(
+                "wait_seconds is {}, more than the {} a call may wait; wait at most {} and call \
+                 stratum_parallel_poll again",
+                args.wait_seconds,
+                limits::MAX_WAIT_SECONDS,
+                limits::MAX_WAIT_SECONDS
+            ),
+        });
+    }
+    Ok(args)
 }
 
 /// `stratum_parallel_advance`.

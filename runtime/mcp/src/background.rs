@@ -9,11 +9,11 @@
 //! without a JSON object is `no_json`, never `{}`; a background flow is driven under a lease
 //! that fences every other writer, and its poll returns the completion.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -28,6 +28,8 @@ use crate::args::{AgentRunArgs, FlowArgs, FlowRunBgArgs, ParallelStepArgs, RunId
 use crate::command::Command;
 use crate::ids::FlowId;
 use crate::outputs::ToolError;
+use crate::progress::{self, Progress};
+use crate::response::{FanOutReport, TaskView};
 use crate::store::StoreError;
 use crate::{Runtime, now_ms};
 
@@ -37,6 +39,20 @@ const SETTLE: Duration = Duration::from_secs(5);
 
 /// The longest deadline an agent run may ask for: a day.
 const MAX_TIMEOUT_S: u64 = 86_400;
+/// How often a call waiting for a fan-out reads the store.
+const POLL_INTERVAL: Duration = Duration::from_millis(250);
+
+/// One read of a fan-out step: its report, or what the runtime answered instead (a refusal,
+/// a step that is not a fan-out).
+enum Polled {
+    FanOut(Box<FanOutReport>),
+    Other(Value),
+}
+
+/// A task that will not change any more (its merge aside).
+fn is_settled(state: &str) -> bool {
+    !matches!(state, "pending" | "running")
+}
 
 /// An agent run as the tools show it.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
@@ -485,6 +501,7 @@ impl Background {
         self: &Arc<Self>,
         driver: &Driver,
         args: ParallelStepArgs,
+        progress: &Progress,
     ) -> Result<Value, ToolError> {
         let Some(id) = FlowId::parse(&args.flow_id) else {
             return Err(ToolError::new(
@@ -500,13 +517,7 @@ impl Background {
             .get(&key)
             .is_some_and(|job| job.running);
         if running {
-            return self.parallel_poll(
-                &driver.runtime,
-                ParallelStepArgs {
-                    flow_id: args.flow_id,
-                    step_id: args.step_id,
-                },
-            );
+            return self.parallel_poll(&driver.runtime, args, progress);
         }
         if self.stopping.load(Ordering::SeqCst) {
             return Err(ToolError::new(
@@ -552,9 +563,9 @@ impl Background {
                     outcome: None,
                 },
             );
-        let (this, driver) = (self.clone(), driver.clone());
+        let (this, job_driver) = (self.clone(), driver.clone());
         std::thread::spawn(move || {
-            let ended = driver.drive_fan_out(&key.0, &key.1, &stop, &mut ());
+            let ended = job_driver.drive_fan_out(&key.0, &key.1, &stop, &mut ());
             let outcome = match ended {
                 Ok(Some(FanOutEnd::Advanced(answer) | FanOutEnd::Answered(answer))) => {
                     Some(answer.to_json())
@@ -589,16 +600,76 @@ impl Background {
                 job.outcome = outcome;
             }
         });
+        if args.wait_seconds > 0 {
+            return self.parallel_poll(&driver.runtime, args, progress);
+        }
         Ok(started.to_json())
     }
 
     /// `stratum_parallel_poll`: the tasks as stored, whether this server still runs them,
-    /// and what the step's evaluation answered.
+    /// and what the step's evaluation answered. With `wait_seconds`, the answer waits until
+    /// the tasks settle (and this server, when it runs them, has evaluated the step), the
+    /// wait is over or the client cancels; meanwhile each settled task and a heartbeat go to
+    /// `progress`. The store is read, not this server's memory, so the tasks may as well run
+    /// on a worker elsewhere.
     pub fn parallel_poll(
         &self,
         runtime: &Runtime,
         args: ParallelStepArgs,
+        progress: &Progress,
     ) -> Result<Value, ToolError> {
+        let until = Instant::now() + Duration::from_secs(args.wait_seconds);
+        let mut settled: BTreeSet<String> = BTreeSet::new();
+        let mut heartbeat = Instant::now();
+        loop {
+            let report = match self.poll_once(runtime, &args)? {
+                Polled::FanOut(report) => report,
+                Polled::Other(answer) => return Ok(answer),
+            };
+            let over = report.can_advance && report.running != Some(true)
+                || Instant::now() >= until
+                || progress.cancelled();
+            if progress.wanted() {
+                let newly: Vec<&TaskView> = report
+                    .tasks
+                    .iter()
+                    .filter(|task| is_settled(task.state) && !settled.contains(&task.task_id))
+                    .collect();
+                for task in &newly {
+                    settled.insert(task.task_id.clone());
+                }
+                let total = report.task_count as u64;
+                if !newly.is_empty() {
+                    let latest: Vec<String> = newly
+                        .iter()
+                        .map(|task| format!("'{}' {}", task.task_id, task.state))
+                        .collect();
+                    let message = format!(
+                        "{} of {total} tasks settled; latest: {}",
+                        settled.len(),
+                        latest.join(", ")
+                    );
+                    progress.report(settled.len() as u64, Some(total), &message);
+                    heartbeat = Instant::now();
+                } else if heartbeat.elapsed() >= progress::HEARTBEAT {
+                    let running = report.summary.get("running").copied().unwrap_or_default();
+                    let message = format!(
+                        "{} of {total} tasks settled; {running} running",
+                        settled.len()
+                    );
+                    progress.report(settled.len() as u64, Some(total), &message);
+                    heartbeat = Instant::now();
+                }
+            }
+            if over {
+                return Ok(to_value(&report));
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        }
+    }
+
+    /// One read of the step's tasks, with this server's knowledge of its job.
+    fn poll_once(&self, runtime: &Runtime, args: &ParallelStepArgs) -> Result<Polled, ToolError> {
         let polled = runtime
             .call(&Command::ParallelPoll {
                 flow_id: args.flow_id.clone(),
@@ -606,19 +677,19 @@ impl Background {
             })
             .map_err(store_error)?;
         let crate::response::Response::FanOut(mut report) = polled else {
-            return Ok(polled.to_json());
+            return Ok(Polled::Other(polled.to_json()));
         };
         if let Some(id) = FlowId::parse(&args.flow_id)
             && let Some(job) = self
                 .fan_outs
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .get(&(id, args.step_id))
+                .get(&(id, args.step_id.clone()))
         {
             report.running = Some(job.running);
             report.outcome = job.outcome.clone();
         }
-        Ok(to_value(&report))
+        Ok(Polled::FanOut(report))
     }
 
     /// `stratum_flow_cancel_bg`: ends the drive (its driver stops at its next renewal and

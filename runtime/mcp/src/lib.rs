@@ -22,6 +22,7 @@ pub mod limits;
 pub mod location;
 pub mod outputs;
 pub mod paths;
+pub mod progress;
 pub mod server;
 pub mod setup;
 pub mod tools;

@@ -8,6 +8,7 @@
 //! | a spec's text (`spec`) | [`MAX_SPEC_BYTES`] |
 //! | any other argument, serialized | [`MAX_ARGUMENT_BYTES`] |
 //! | nesting of an argument | [`MAX_ARGUMENT_DEPTH`] levels |
+//! | a call's `wait_seconds` | [`MAX_WAIT_SECONDS`] |
 
 use serde_json::Value;
 
@@ -20,6 +21,9 @@ pub const MAX_SPEC_BYTES: usize = 4 * 1024 * 1024;
 pub const MAX_ARGUMENT_BYTES: usize = 4 * 1024 * 1024;
 /// Deepest nesting of objects and arrays in an argument.
 pub const MAX_ARGUMENT_DEPTH: usize = 64;
+/// The longest a call waits for a fan-out to settle (`wait_seconds`); a longer wait is
+/// refused, since clients give up on a call long before.
+pub const MAX_WAIT_SECONDS: u64 = 600;
 
 /// Checks one argument against the bounds.
 pub fn check_argument(name: &str, value: &Value) -> Result<(), String> {

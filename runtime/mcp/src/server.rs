@@ -24,6 +24,7 @@ use super::background::Background;
 use super::diagnostics;
 use super::outputs::{SpecRejected, ToolError, Validation};
 use super::paths::{self, PathScope};
+use super::progress::Progress;
 use super::tools::{self, ToolName, ToolSpec};
 use crate::command::Command;
 use crate::compile::{self, CompileError};
@@ -132,19 +133,23 @@ impl StratumServer {
                 unknown_tool_message(name),
             )));
         };
-        match self.shared.call(spec, arguments, &Caller::default()) {
+        match self
+            .shared
+            .call(spec, arguments, &Caller::default(), &Progress::none())
+        {
             Outcome::Answer(value) => Ok(value),
             Outcome::Refused(error) => Err(to_value(&error)),
         }
     }
 
-    /// Runs one `tools/call` for `caller` on tokio's blocking pool. A tool that is not
-    /// read-only is refused to a read-only caller (`isError`, `error_type: forbidden`) before
-    /// its arguments are read.
+    /// Runs one `tools/call` for `caller` on tokio's blocking pool, reporting to `progress`
+    /// when it waits. A tool that is not read-only is refused to a read-only caller
+    /// (`isError`, `error_type: forbidden`) before its arguments are read.
     pub async fn call_tool_as(
         &self,
         request: CallToolRequestParams,
         caller: Caller,
+        progress: Progress,
     ) -> Result<CallToolResponse, ErrorData> {
         let Some(spec) = tools::find(&request.name) else {
             return Err(ErrorData::invalid_params(
@@ -168,14 +173,15 @@ impl StratumServer {
         }
         let shared = self.shared.clone();
         let arguments = request.arguments.unwrap_or_default();
-        let outcome = tokio::task::spawn_blocking(move || shared.call(spec, arguments, &caller))
-            .await
-            .unwrap_or_else(|panic| {
-                Outcome::Refused(ToolError::new(
-                    "internal_error",
-                    format!("the server failed while running {}: {panic}", spec.name),
-                ))
-            });
+        let outcome =
+            tokio::task::spawn_blocking(move || shared.call(spec, arguments, &caller, &progress))
+                .await
+                .unwrap_or_else(|panic| {
+                    Outcome::Refused(ToolError::new(
+                        "internal_error",
+                        format!("the server failed while running {}: {panic}", spec.name),
+                    ))
+                });
         Ok(CallToolResponse::Complete(match outcome {
             Outcome::Answer(value) => CallToolResult::structured(value),
             Outcome::Refused(error) => CallToolResult::structured_error(to_value(&error)),
@@ -210,9 +216,10 @@ impl ServerHandler for StratumServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call_tool_as(request, Caller::default()).await
+        self.call_tool_as(request, Caller::default(), Progress::of(&context))
+            .await
     }
 
     async fn on_custom_request(
@@ -297,8 +304,14 @@ fn to_value(value: &impl Serialize) -> Value {
 }
 
 impl Shared {
-    fn call(&self, spec: &ToolSpec, arguments: JsonObject, caller: &Caller) -> Outcome {
-        match self.run(spec, arguments, caller) {
+    fn call(
+        &self,
+        spec: &ToolSpec,
+        arguments: JsonObject,
+        caller: &Caller,
+        progress: &Progress,
+    ) -> Outcome {
+        match self.run(spec, arguments, caller, progress) {
             Ok(value) => Outcome::Answer(value),
             Err(Refusal::Argument(error)) => Outcome::Refused(ToolError {
                 argument: error.argument,
@@ -316,6 +329,7 @@ impl Shared {
         spec: &ToolSpec,
         arguments: JsonObject,
         caller: &Caller,
+        progress: &Progress,
     ) -> Result<Value, Refusal> {
         let name = spec.name;
         let actor = caller.actor.as_ref();
@@ -361,12 +375,12 @@ impl Shared {
                 });
             }
             ToolName::ParallelStart => {
-                let args: args::ParallelStepArgs = args::parse(name, arguments)?;
-                return Ok(background.parallel_start(&self.driver()?, args)?);
+                let args = args::parallel_step(name, arguments)?;
+                return Ok(background.parallel_start(&self.driver()?, args, progress)?);
             }
             ToolName::ParallelPoll => {
-                let args: args::ParallelStepArgs = args::parse(name, arguments)?;
-                return Ok(background.parallel_poll(&self.runtime()?, args)?);
+                let args = args::parallel_step(name, arguments)?;
+                return Ok(background.parallel_poll(&self.runtime()?, args, progress)?);
             }
             ToolName::ParallelDone => {
                 let args: args::ParallelDoneArgs = args::parse(name, arguments)?;

@@ -477,7 +477,8 @@ with its `task_timeout`, in its own git worktree (`isolation: worktree`), runs t
 them to the project in dependency order (a conflict bounces its task). Then it evaluates the \
 step, unless the step sets `defer_advance` (call stratum_parallel_advance). While it runs, your \
 own calls that change the flow are refused (`flow_leased`). Follow it with \
-stratum_parallel_poll; answers `started` with the tasks.",
+stratum_parallel_poll; answers `started` with the tasks, or, with `wait_seconds`, what \
+stratum_parallel_poll with that wait answers.",
         read_only: false,
         destructive: false,
         idempotent: true,
@@ -503,7 +504,10 @@ stratum_parallel_poll; answers `started` with the tasks.",
 (pending, running, complete, failed, cancelled), result, violations, pre-merge bounce, diff and \
 merge state, with a summary, `require_satisfied`, `can_advance`, and `running` while the \
 server still works on them. Once the server evaluated the step, `outcome` holds what it \
-answered (the next dispatch, a retry of this step, or the flow's end). Read-only.",
+answered (the next dispatch, a retry of this step, or the flow's end). With `wait_seconds` \
+the answer waits (up to 600 s) until the tasks settle and the step is evaluated, sending a \
+progress notification as each task settles and every 5 s between when the request carries a \
+`progressToken`. Read-only.",
         read_only: true,
         destructive: false,
         idempotent: true,

@@ -146,7 +146,8 @@ impl ServerHandler for HttpTools {
             read_only: identity.read_only,
             paths: stratum_mcp::PathScope::UnderRoot,
         };
-        self.server.call_tool_as(request, caller).await
+        let progress = stratum_mcp::progress::Progress::of(&context);
+        self.server.call_tool_as(request, caller, progress).await
     }
 
     async fn on_custom_request(

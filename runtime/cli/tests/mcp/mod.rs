@@ -11,13 +11,39 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ProtocolVersion, Tool};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ProgressNotificationParam, ProtocolVersion, Tool,
+};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
+
+/// The client's handler: it keeps the progress notifications the server sends.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+}
+
+impl Recorder {
+    /// The progress notifications received so far, in order.
+    pub fn progress(&self) -> Vec<ProgressNotificationParam> {
+        self.progress.lock().unwrap().clone()
+    }
+}
+
+impl rmcp::ClientHandler for Recorder {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+}
 
 /// How a client opens the conversation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,7 +57,9 @@ pub enum Protocol {
 pub const BOTH: [Protocol; 2] = [Protocol::Handshake, Protocol::Stateless];
 
 pub struct McpServer {
-    client: RunningService<RoleClient, ()>,
+    client: RunningService<RoleClient, Recorder>,
+    /// What the client received besides answers.
+    pub received: Recorder,
     pub tools: Vec<Tool>,
     validators: HashMap<String, jsonschema::Validator>,
     full_validators: HashMap<String, jsonschema::Validator>,
@@ -98,9 +126,11 @@ impl McpServer {
         T: rmcp::transport::IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
+        let received = Recorder::default();
         let client = match protocol {
-            Protocol::Handshake => ().serve(transport).await.expect("initialize"),
-            Protocol::Stateless => ()
+            Protocol::Handshake => received.clone().serve(transport).await.expect("initialize"),
+            Protocol::Stateless => received
+                .clone()
                 .serve_with_lifecycle(
                     transport,
                     ClientLifecycleMode::Discover {
@@ -132,6 +162,7 @@ impl McpServer {
             .collect();
         McpServer {
             client,
+            received,
             tools,
             validators,
             full_validators,

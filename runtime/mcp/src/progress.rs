@@ -1,0 +1,114 @@
+//! MCP progress notifications from a long call: a call that waits (a fan-out running on the
+//! server, a judge asking agents) tells its client how far it got and that it is alive, so a
+//! client that resets its idle timeout on progress (Claude Code does) keeps waiting, and a
+//! person sees what happens.
+//!
+//! A call reports only when its request carried a `progressToken` (`_meta`); the notifications
+//! go out from the async side through a channel, so the blocking call that reports never waits
+//! on the client. The protocol wants `progress` to increase with every notification, even a
+//! heartbeat that has nothing new: a heartbeat adds a fraction, below the next whole step.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rmcp::RoleServer;
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::service::{Peer, RequestContext};
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use tokio_util::sync::CancellationToken;
+
+/// How often a waiting call says it is alive when nothing changed.
+pub const HEARTBEAT: Duration = Duration::from_secs(5);
+
+/// Where one call's progress goes: its client (with the request's token), or nowhere.
+#[derive(Default)]
+pub struct Progress {
+    sink: Option<UnboundedSender<ProgressNotificationParam>>,
+    token: Option<ProgressToken>,
+    cancelled: Option<CancellationToken>,
+    last: Mutex<Last>,
+}
+
+/// What was sent last, so the next value is larger.
+#[derive(Default)]
+struct Last {
+    whole: f64,
+    heartbeats: u32,
+}
+
+impl Progress {
+    /// A call that reports nothing and is never cancelled (the operator CLI, tests).
+    pub fn none() -> Progress {
+        Progress::default()
+    }
+
+    /// The progress of the request `context` belongs to: notifications go to its peer when
+    /// the request asked for them, and [`Progress::cancelled`] follows the client's
+    /// `notifications/cancelled`.
+    pub fn of(context: &RequestContext<RoleServer>) -> Progress {
+        let token = context.meta.get_progress_token();
+        let sink = token.as_ref().map(|_| forward_to(context.peer.clone()));
+        Progress {
+            sink,
+            token,
+            cancelled: Some(context.ct.clone()),
+            last: Mutex::default(),
+        }
+    }
+
+    /// Whether the client asked for progress.
+    pub fn wanted(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    /// Whether the client cancelled the request: a waiting call stops waiting.
+    pub fn cancelled(&self) -> bool {
+        self.cancelled
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled)
+    }
+
+    /// `done` of `total` (when known), with a short message. A value no larger than the last
+    /// one is sent as a heartbeat of it.
+    pub fn report(&self, done: u64, total: Option<u64>, message: &str) {
+        let (Some(sink), Some(token)) = (&self.sink, &self.token) else {
+            return;
+        };
+        let mut last = self
+            .last
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        let whole = done as f64;
+        let progress = if whole > last.whole {
+            last.whole = whole;
+            last.heartbeats = 0;
+            whole
+        } else {
+            // Always growing, and always below the next whole step.
+            last.heartbeats = last.heartbeats.saturating_add(1);
+            let beats = f64::from(last.heartbeats);
+            last.whole + beats / (beats + 1.0) * 0.999
+        };
+        let mut param = ProgressNotificationParam::new(token.clone(), progress);
+        param.total = total.map(|total| total as f64);
+        param.message = Some(message.to_owned());
+        // The client may be gone: its notification has nowhere to go, and the call goes on.
+        let _ = sink.send(param);
+    }
+}
+
+/// A task that sends what the channel receives to `peer`, in order, until the call's
+/// [`Progress`] is dropped.
+fn forward_to(peer: Peer<RoleServer>) -> UnboundedSender<ProgressNotificationParam> {
+    let (sender, mut receiver) = unbounded_channel::<ProgressNotificationParam>();
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move {
+            while let Some(param) = receiver.recv().await {
+                if peer.notify_progress(param).await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    sender
+}
