@@ -218,6 +218,10 @@ pub struct TaskState {
     /// then failed with `template_field_missing`).
     pub prompt: String,
     pub depends_on: Vec<String>,
+    /// Its prompt waits for the result of its one dependency (`{prev}` in a parallel step's
+    /// template): it is rendered once that completes, and the task dispatched after.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub awaiting_prev: bool,
     /// The connector that runs it (server dispatch), as the spec names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
@@ -416,6 +420,10 @@ pub struct FailedAttempt {
 /// `skip_serializing_if = "Option::is_none"` and `default`, `None` is left out and `Some(null)`
 /// written as `null`, so that a stored state reads back as it was (plain `Option<Value>` reads
 /// `null` as `None`, and a flow that ended with a null output would lose it).
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
 fn kept_null<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
     Value::deserialize(deserializer).map(Some)
 }

@@ -740,3 +740,162 @@ fn a_met_verdict_completes_the_judge_step() {
     let next = judge(&mut s, &flow, verdict("met", "met"));
     assert_eq!(next["step_id"], "ship", "{next}");
 }
+
+const PREV_SPEC: &str = r#"version: "0.3"
+contracts:
+  Change:
+    summary: {type: string}
+flows:
+  chain:
+    input: {tasks: {type: array}}
+    steps:
+      - id: build
+        type: parallel_dispatch
+        source: "$.input.tasks"
+        intent_template: "Do {description} [{prev}]"
+        output_contract: Change
+        retries: 2
+"#;
+
+fn chain() -> Value {
+    json!({"tasks": [
+        {"id": "a", "description": "A"},
+        {"id": "b", "description": "B", "depends_on": ["a"]},
+        {"id": "c", "description": "C", "depends_on": ["b"]},
+        {"id": "d", "description": "D"}
+    ]})
+}
+
+fn prompts(envelope: &Value) -> Vec<String> {
+    envelope["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|task| task["prompt"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_prev_task_is_handed_out_once_its_dependency_completed_with_its_result_in_the_prompt() {
+    let mut s = Scenario::new(PREV_SPEC);
+    let first = s.start(Some("chain"), chain());
+    let flow = s.flow(1);
+    assert_eq!(status(&first), "parallel_dispatch", "{first}");
+    assert_eq!(ids(&first), ["a", "d"], "b and c wait for their {{prev}}");
+    assert_eq!(
+        prompts(&first),
+        ["Do A []", "Do D []"],
+        "a chain's head reads it empty"
+    );
+
+    let second = s.parallel_done(&flow, "build", json!([ok("a"), ok("d")]), json!("clean"));
+    assert_eq!(status(&second), "parallel_dispatch", "{second}");
+    assert_eq!(
+        second["attempt"], 1,
+        "the same attempt, its next round: {second}"
+    );
+    assert_eq!(ids(&second), ["b"]);
+    assert_eq!(prompts(&second), [r#"Do B [{"summary":"did a"}]"#]);
+
+    // b fails: c can never be told its {prev}, so it is cancelled, and the attempt fails.
+    let failed = s.parallel_done(
+        &flow,
+        "build",
+        json!([{"task_id": "b", "status": "failed"}]),
+        json!("clean"),
+    );
+    assert_eq!(status(&failed), "ensure_failed", "{failed}");
+    let text = failed["violations"].to_string();
+    assert!(
+        text.contains(
+            "task 'c' cancelled: its intent template needs {prev}, and its dependency 'b' is failed"
+        ),
+        "{text}"
+    );
+    // The retry keeps a and d; b's dependency is kept, so b is handed out at once.
+    assert_eq!(failed["attempt"], 2);
+    assert_eq!(failed["kept"], json!(["a", "d"]));
+    assert_eq!(ids(&failed), ["b"]);
+    let prompt = &prompts(&failed)[0];
+    assert!(
+        prompt.starts_with(r#"Do B [{"summary":"did a"}]"#)
+            && prompt.contains("the agent reported task 'b' failed"),
+        "{prompt}"
+    );
+
+    let third = s.parallel_done(&flow, "build", json!([ok("b")]), json!("clean"));
+    assert_eq!(ids(&third), ["c"], "{third}");
+    assert_eq!(prompts(&third)[0], r#"Do C [{"summary":"did b"}]"#);
+    let done = s.parallel_done(&flow, "build", json!([ok("c")]), json!("clean"));
+    assert_eq!(status(&done), "complete", "{done}");
+}
+
+#[test]
+fn the_server_renders_a_prev_prompt_when_the_dependency_s_result_is_recorded() {
+    let mut s = Scenario::new(PREV_SPEC);
+    s.start(Some("chain"), chain());
+    let flow = s.flow(1);
+    let started = s.parallel_start(&flow, "build", None);
+    let prompt_of = |report: &Value, id: &str| {
+        report["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|task| task["task_id"] == id)
+            .map(|task| task["prompt"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    assert_eq!(
+        prompt_of(&started, "b"),
+        "",
+        "not rendered before a completes"
+    );
+    let finished = |summary: &str| TaskReport::Finished {
+        result: json!({"summary": summary}),
+        diff: None,
+        usage: None,
+    };
+    let recorded = s.task(&flow, "build", 1, "a", finished("parser"));
+    assert_eq!(prompt_of(&recorded, "b"), r#"Do B [{"summary":"parser"}]"#);
+    assert_eq!(prompt_of(&recorded, "c"), "");
+    s.task(&flow, "build", 1, "d", finished("docs"));
+    let failed = s.task(
+        &flow,
+        "build",
+        1,
+        "b",
+        TaskReport::Failed {
+            violations: vec!["task 'b': the agent ran out of time (60 s)".into()],
+            bounce: None,
+            diff: None,
+            usage: None,
+        },
+    );
+    let c = failed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|task| task["task_id"] == "c")
+        .unwrap()
+        .clone();
+    assert_eq!(c["state"], "cancelled", "{failed}");
+    assert_eq!(failed["can_advance"], true, "{failed}");
+}
+
+#[test]
+fn a_prev_task_with_several_dependencies_does_not_fit_the_template() {
+    let mut s = Scenario::new(PREV_SPEC);
+    let refused = s.start(
+        Some("chain"),
+        json!({"tasks": [
+            {"id": "a", "description": "A"},
+            {"id": "b", "description": "B"},
+            {"id": "c", "description": "C", "depends_on": ["a", "b"]}
+        ]}),
+    );
+    let text = refused.to_string();
+    assert!(
+        text.contains("template_field_missing: the intent template's {prev} is the result of a task's one dependency, and task 'c' depends on 2"),
+        "{refused}"
+    );
+}

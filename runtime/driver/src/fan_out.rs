@@ -353,6 +353,14 @@ impl Driver {
                     Some(updated) => report = updated,
                     None => continue,
                 }
+                // The task as recorded now: a `{prev}` prompt is rendered when its dependency
+                // completes, after the list this loop walks was taken.
+                let task = report
+                    .tasks
+                    .iter()
+                    .find(|fresh| fresh.task_id == task.task_id)
+                    .cloned()
+                    .unwrap_or(task);
                 let token = cancel.child_token();
                 running.insert(task.task_id.clone(), token.clone());
                 let job = TaskJob {

@@ -547,3 +547,67 @@ fn a_pipeline_runs_its_fan_out_region_and_decides_when_and_exit_when_between_sta
         only_main_worktree(&project.root);
     }
 }
+
+const CHAIN_SPEC: &str = r#"version: "0.3"
+contracts:
+  Change:
+    summary: {type: string}
+flows:
+  chain:
+    input: {tasks: {type: array}}
+    steps:
+      - id: work
+        type: parallel_dispatch
+        source: "$.input.tasks"
+        intent_template: "Task TASK[{id}]: {description} after <{prev}>"
+        agent: claude
+        output_contract: Change
+        isolation: none
+        task_timeout: 60
+"#;
+
+#[test]
+fn a_task_reads_its_dependency_s_result_as_prev_when_the_server_runs_it() {
+    for (kind, open) in STORES {
+        let project = project();
+        let claude = task_agent(
+            &project.agents,
+            Format::Claude,
+            &[
+                ("a", vec![TaskAction::answer(&done("parsed"))]),
+                ("b", vec![TaskAction::answer(&done("printed"))]),
+            ],
+        );
+        let driver = driver(open(), &project, claude);
+        let id = start_enrolled(
+            &driver.runtime,
+            CHAIN_SPEC,
+            Some("chain"),
+            &json!({"tasks": [
+                {"id": "a", "description": "parse"},
+                {"id": "b", "description": "print", "depends_on": ["a"]}
+            ]}),
+            1,
+        )
+        .remove(0);
+        let ended = drive(&driver, &id);
+        assert_eq!(
+            ended,
+            Ended::Finished {
+                status: "complete".to_owned()
+            },
+            "{kind}"
+        );
+        let first = std::fs::read_to_string(project.agents.join("prompts.a")).unwrap();
+        assert!(
+            first.contains("Task TASK[a]: parse after <>"),
+            "{kind}: {first}"
+        );
+        // Claude Code reads its prompt as a stream-json event: the quotes are escaped.
+        let second = std::fs::read_to_string(project.agents.join("prompts.b")).unwrap();
+        assert!(
+            second.contains(r#"Task TASK[b]: print after <{\"summary\":\"parsed\"}>"#),
+            "{kind}: {second}"
+        );
+    }
+}

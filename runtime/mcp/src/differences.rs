@@ -335,7 +335,10 @@ pub static DIFFERENCES: &[Difference] = &[
                retry, the `violations` of its previous attempt); `attempt` (from 1); `kept`, the \
                tasks accepted in an earlier attempt, which count without running again; \
                `dispatch` (`consumer`, or `server` once stratum_parallel_start took the tasks). \
-               A retry lists only the tasks that must run again. `bounced_tasks` is on the retry \
+               A retry lists only the tasks that must run again. A task whose template reads \
+               `{prev}` is listed once its dependency completed, in the next round's envelope \
+               (the reference sends such a template unrendered when the task has no single \
+               dependency). `bounced_tasks` is on the retry \
                envelope when a task bounced; on `retries_exhausted` and an `on_fail` route the \
                bounces are named in `violations`. As in the reference, `task_timeout`, \
                `capture_diff`, `defer_advance` and the reasoning template are not in the \

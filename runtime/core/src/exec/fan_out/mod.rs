@@ -21,7 +21,9 @@ mod render;
 mod tasks;
 
 use serde_json::{Map, Value, json};
-use stratum_compiler::plan::{Action, FanOut, Isolation, Merge, Require, Step, Verify};
+use stratum_compiler::plan::{
+    Action, FanOut, Isolation, Merge, Require, Step, Template, TemplatePart, TemplateRoot, Verify,
+};
 
 use super::certificate::Certificate;
 use super::dispatch::{self, Note};
@@ -76,19 +78,127 @@ fn task_contract_of(step: &Step) -> Option<u32> {
     }
 }
 
-/// Creates the pipeline tasks now ready (none for a parallel step).
+/// Creates the pipeline tasks now ready; renders the prompts of a parallel step's tasks
+/// whose `{prev}` is now known.
 fn expand(run: &Run<'_>, step: &Step, fan: &mut FanOutState, previous: Vec<(String, Vec<String>)>) {
-    if let Some((fan_out, Shape::Pipeline { stages })) = fan_out_of(step) {
-        let maker = pipeline::Maker {
-            run,
-            fan_out,
-            stages,
-            attempt: fan.attempt,
-            now_ms: run.ctx.now_ms,
-            previous,
-        };
-        maker.expand(fan);
+    match fan_out_of(step) {
+        Some((fan_out, Shape::Pipeline { stages })) => {
+            let maker = pipeline::Maker {
+                run,
+                fan_out,
+                stages,
+                attempt: fan.attempt,
+                now_ms: run.ctx.now_ms,
+                previous,
+            };
+            maker.expand(fan);
+        }
+        Some((fan_out, Shape::Parallel { template, .. })) => {
+            render_awaiting(run, fan_out, template, fan);
+        }
+        None => {}
     }
+}
+
+/// Whether a template reads the result of the task's dependency.
+fn uses_prev(template: &Template) -> bool {
+    template.parts.iter().any(|part| {
+        matches!(
+            part,
+            TemplatePart::Value {
+                root: TemplateRoot::Prev | TemplateRoot::PrevRaw,
+                ..
+            }
+        )
+    })
+}
+
+/// The prompts of the attempt's tasks that wait for `{prev}`, rendered once their dependency
+/// completed. A task whose dependency ended otherwise (or is not a task of the step) cannot
+/// be told what it needs: it is cancelled, with the reason, and runs again on a retry.
+fn render_awaiting(run: &Run<'_>, fan_out: &FanOut, template: &Template, fan: &mut FanOutState) {
+    // A chain settles in one call: a task cancelled in a pass cancels its dependants in the
+    // next. Each pass that goes on settled a task, so there are at most as many as tasks.
+    while render_awaiting_once(run, fan_out, template, fan) {}
+}
+
+/// One pass of [`render_awaiting`]; whether it settled a task.
+fn render_awaiting_once(
+    run: &Run<'_>,
+    fan_out: &FanOut,
+    template: &Template,
+    fan: &mut FanOutState,
+) -> bool {
+    let mut settled = false;
+    let waiting: Vec<usize> = fan
+        .tasks
+        .iter()
+        .enumerate()
+        .filter(|(_, task)| {
+            task.awaiting_prev && task.attempt == fan.attempt && task.status == TaskStatus::Pending
+        })
+        .map(|(position, _)| position)
+        .collect();
+    for position in waiting {
+        let Some(dependency) = fan
+            .tasks
+            .get(position)
+            .and_then(|task| task.depends_on.first())
+            .cloned()
+        else {
+            continue;
+        };
+        let found = fan
+            .tasks
+            .iter()
+            .find(|other| other.id == dependency)
+            .map(|other| (other.status, other.result.clone()));
+        let Some(task) = fan.tasks.get_mut(position) else {
+            continue;
+        };
+        match found {
+            Some((TaskStatus::Pending | TaskStatus::Running, _)) => {}
+            Some((TaskStatus::Complete, result)) => {
+                let result = result.unwrap_or(Value::Null);
+                let bound = render::Bound {
+                    item: Some(&task.element),
+                    task_id: &task.id,
+                    prev: Some(&result),
+                    ..render::Bound::default()
+                };
+                match render::render(&run.plan, template, &bound) {
+                    Ok(prompt) => {
+                        let prompt =
+                            with_certificate(prompt, fan_out.task_reasoning_template.as_ref());
+                        task.prompt = with_violations(prompt, &task.violations);
+                        task.awaiting_prev = false;
+                    }
+                    Err(problem) => {
+                        task.status = TaskStatus::Failed;
+                        task.violations = vec![problem];
+                        task.finished_ms = Some(run.ctx.now_ms);
+                        settled = true;
+                    }
+                }
+            }
+            other => {
+                let why = match other {
+                    None => format!("its dependency '{dependency}' is not a task of the step"),
+                    Some((status, _)) => {
+                        format!("its dependency '{dependency}' is {}", status.as_str())
+                    }
+                };
+                task.status = TaskStatus::Cancelled;
+                task.violations = vec![format!(
+                    "task '{}' cancelled: its intent template needs {{prev}}, and {why}",
+                    task.id
+                )];
+                task.finished_ms = Some(run.ctx.now_ms);
+                settled = true;
+            }
+        }
+    }
+    settled
 }
 
 /// What the VM decides once a pipeline task completed (none for a parallel step).
@@ -202,15 +312,50 @@ fn ensure_attempt(
     };
     let mut problems = Vec::new();
     let mut built = Vec::with_capacity(specs.len());
+    let needs_prev = uses_prev(template);
     for spec in specs {
         let before = previous.as_ref().and_then(|fan| fan.task(&spec.id));
         if let Some(kept) = before.filter(|task| is_accepted(task)) {
             built.push(kept.clone());
             continue;
         }
+        // What refused its last run; a task never handed out (its `{prev}` never came) has
+        // nothing to fix.
+        let carried = before
+            .filter(|task| !task.awaiting_prev)
+            .map(|task| task.violations.clone())
+            .unwrap_or_default();
+        // `{prev}` is the result of the task's one dependency: its prompt waits for it. A
+        // task without one (the head of a chain) reads it as empty text; with several, which
+        // one it means is unclear, and the source does not fit the template.
+        if needs_prev && spec.depends_on.len() > 1 {
+            problems.push(format!(
+                "template_field_missing: the intent template's {{prev}} is the result of a \
+                 task's one dependency, and task '{}' depends on {}",
+                spec.id,
+                spec.depends_on.len()
+            ));
+            continue;
+        }
+        if needs_prev && spec.depends_on.len() == 1 {
+            built.push(TaskState {
+                id: spec.id,
+                element: spec.element,
+                depends_on: spec.depends_on,
+                awaiting_prev: true,
+                agent: fan_out.agent.clone(),
+                timeout_s: fan_out.task_timeout,
+                attempt,
+                violations: carried,
+                ..TaskState::default()
+            });
+            continue;
+        }
+        let nothing = Value::String(String::new());
         let bound = render::Bound {
             item: Some(&spec.element),
             task_id: &spec.id,
+            prev: needs_prev.then_some(&nothing),
             ..render::Bound::default()
         };
         let prompt = match render::render(&run.plan, template, &bound) {
@@ -220,9 +365,6 @@ fn ensure_attempt(
                 continue;
             }
         };
-        let carried = before
-            .map(|task| task.violations.clone())
-            .unwrap_or_default();
         built.push(TaskState {
             prompt: with_violations(prompt, &carried),
             id: spec.id,
@@ -238,7 +380,7 @@ fn ensure_attempt(
     if !problems.is_empty() {
         return Ok(Err(problems));
     }
-    let fan = FanOutState {
+    let mut fan = FanOutState {
         attempt,
         mode: None,
         base: None,
@@ -248,6 +390,8 @@ fn ensure_attempt(
         items: Vec::new(),
         bounced,
     };
+    // A kept dependency's result is known already.
+    render_awaiting(run, fan_out, template, &mut fan);
     work.update_step(&run.id, index, |state| state.fan_out = Some(fan))?;
     Ok(Ok(()))
 }
@@ -368,7 +512,7 @@ fn envelope(
     // The tasks to run now: a parallel step's all at once; a pipeline's as they become ready.
     let tasks = fan
         .dispatched()
-        .filter(|task| task.status == TaskStatus::Pending)
+        .filter(|task| task.status == TaskStatus::Pending && !task.awaiting_prev)
         .map(|task| {
             let mut object = match (&task.element, task.slot) {
                 (_, Some(slot)) => {
@@ -653,12 +797,10 @@ pub(crate) fn parallel_done(
     }
     let now = run.ctx.now_ms;
     let attempt = fan.attempt;
-    let pipeline = matches!(fan_out_of(step), Some((_, Shape::Pipeline { .. })));
-    for task in fan
-        .tasks
-        .iter_mut()
-        .filter(|task| task.attempt == attempt && task.status == TaskStatus::Pending)
-    {
+    // A task whose prompt waits for `{prev}` was not dispatched in this round.
+    for task in fan.tasks.iter_mut().filter(|task| {
+        task.attempt == attempt && task.status == TaskStatus::Pending && !task.awaiting_prev
+    }) {
         task.finished_ms = Some(now);
         task.violations.clear();
         task.bounce = None;
@@ -712,12 +854,12 @@ pub(crate) fn parallel_done(
     fan.mode = Some(FanOutMode::Consumer);
     fan.merge_status = Some(merge.value.clone());
     let conflict = merge.conflict;
-    // A pipeline goes on in rounds: the stages its reports made ready are the next envelope.
+    // A pipeline goes on in rounds: the stages its reports made ready are the next envelope;
+    // so does a parallel step whose `{prev}` tasks could now be rendered.
     expand(run, step, &mut fan, Vec::new());
-    let more = pipeline
-        && fan
-            .dispatched()
-            .any(|task| task.status == TaskStatus::Pending);
+    let more = fan
+        .dispatched()
+        .any(|task| task.status == TaskStatus::Pending && !task.awaiting_prev);
     work.update_step(&run.id, index, |state| state.fan_out = Some(fan.clone()))?;
     if more {
         return envelope(work, run, index, step, &fan, Note::default());
