@@ -76,6 +76,10 @@ struct Cli {
     /// expressions are confined to (default: the current directory; `serve` takes it too).
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
+    /// The servers' config file, `[gates] policy = "person-only"` or `"agent-may-resolve"`
+    /// (default: $STRATUM_HOME/config.toml when it exists); read by the MCP server and `serve`.
+    #[arg(long, value_name = "PATH", env = "STRATUM_CONFIG", global = true)]
+    config: Option<PathBuf>,
     /// Append logs to this file instead of standard error.
     #[arg(long, value_name = "PATH", global = true)]
     log_file: Option<PathBuf>,
@@ -453,7 +457,10 @@ fn main() -> ExitCode {
     };
     let store = operator::StoreAt { location, options };
     match cli.command {
-        None => serve(cli.root, store),
+        None => match settings(cli.config.as_deref()) {
+            Some(settings) => serve(cli.root, store, settings),
+            None => ExitCode::FAILURE,
+        },
         Some(Command::Query { what, json }) => match what {
             Query::Flows => operator::query_flows(&store, json),
             Query::Flow { id } => operator::query_flow(&store, &id, json),
@@ -488,21 +495,25 @@ fn main() -> ExitCode {
             root,
             workers,
             writes: _,
-        }) => operator::serve(
-            &store,
-            root.or(cli.root),
-            workers,
-            stratum_serve::ServeOptions {
-                listen,
-                allowed_hosts: allowed_host,
-                secure_cookies,
-                connections: stratum_serve::ConnectionLimits {
-                    header_timeout: std::time::Duration::from_secs(header_timeout),
-                    idle_timeout: std::time::Duration::from_secs(idle_timeout),
-                    max_connections: usize::try_from(max_connections).unwrap_or(usize::MAX),
+        }) => match settings(cli.config.as_deref()) {
+            Some(settings) => operator::serve(
+                &store,
+                root.or(cli.root),
+                workers,
+                settings,
+                stratum_serve::ServeOptions {
+                    listen,
+                    allowed_hosts: allowed_host,
+                    secure_cookies,
+                    connections: stratum_serve::ConnectionLimits {
+                        header_timeout: std::time::Duration::from_secs(header_timeout),
+                        idle_timeout: std::time::Duration::from_secs(idle_timeout),
+                        max_connections: usize::try_from(max_connections).unwrap_or(usize::MAX),
+                    },
                 },
-            },
-        ),
+            ),
+            None => ExitCode::FAILURE,
+        },
         Some(Command::Token { what, json }) => match what {
             TokenCommand::Create { name, read_only } => {
                 operator::token_create(&store, &name, read_only, json)
@@ -571,8 +582,27 @@ fn main() -> ExitCode {
     }
 }
 
+/// The servers' settings: of `--config`, else of `$STRATUM_HOME/config.toml`; `None` (said
+/// on standard error) when the file cannot be used.
+fn settings(explicit: Option<&std::path::Path>) -> Option<stratum_mcp::settings::Settings> {
+    let home = stratum_store_sqlite::SqliteStore::default_path()
+        .ok()
+        .and_then(|path| path.parent().map(std::path::Path::to_owned));
+    match stratum_mcp::settings::resolve(explicit, home.as_deref()) {
+        Ok(settings) => Some(settings),
+        Err(error) => {
+            eprintln!("stratum-mcp: {error}");
+            None
+        }
+    }
+}
+
 /// The MCP server on standard input and output.
-fn serve(root: Option<PathBuf>, store: operator::StoreAt) -> ExitCode {
+fn serve(
+    root: Option<PathBuf>,
+    store: operator::StoreAt,
+    settings: stratum_mcp::settings::Settings,
+) -> ExitCode {
     let root = match root.map_or_else(std::env::current_dir, Ok) {
         Ok(root) => root,
         Err(error) => {
@@ -587,7 +617,8 @@ fn serve(root: Option<PathBuf>, store: operator::StoreAt) -> ExitCode {
     };
     let config = Config::default()
         .with_root(root)
-        .with_console_url(std::env::var(CONSOLE_URL_ENV).ok());
+        .with_console_url(std::env::var(CONSOLE_URL_ENV).ok())
+        .with_gate_policy(settings.gate_policy);
     let server = StratumServer::new(choice, config);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -493,6 +493,7 @@ pub fn serve(
     at: &StoreAt,
     root: Option<std::path::PathBuf>,
     workers: usize,
+    settings: stratum_mcp::settings::Settings,
     options: stratum_serve::ServeOptions,
 ) -> ExitCode {
     use stratum_serve::{self as http, App, ServeError};
@@ -532,7 +533,8 @@ pub fn serve(
         .or_else(|| console_url(&options));
     let config = Config::default()
         .with_root(root.clone())
-        .with_console_url(console);
+        .with_console_url(console)
+        .with_gate_policy(settings.gate_policy);
     let pool = (workers > 0).then(|| {
         let root = root.canonicalize().unwrap_or(root);
         let driver = stratum_driver::Driver::new(

@@ -21,7 +21,7 @@ fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
     )
 }
 
-const TOOL_NAMES: [&str; 27] = [
+const TOOL_NAMES: [&str; 28] = [
     "stratum_validate",
     "stratum_plan",
     "stratum_step_done",
@@ -46,6 +46,7 @@ const TOOL_NAMES: [&str; 27] = [
     "stratum_flow_cancel_bg",
     "stratum_parallel_done",
     "stratum_parallel_start",
+    "stratum_gate_wait",
     "stratum_parallel_poll",
     "stratum_parallel_advance",
     "stratum_judge",

@@ -658,6 +658,7 @@ impl Agent {
                         rationale: "because".to_owned(),
                         resolved_by: self.rng.pick(&["human", "agent"]).to_string(),
                         actor: None,
+                        via: None,
                     }
                 }
                 Pending::Step {

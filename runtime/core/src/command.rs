@@ -51,6 +51,9 @@ pub enum Command {
         /// request (`stratum-mcp serve`), recorded beside `resolved_by` in the gate's audit
         /// record. `None` on stdio and from the operator CLI.
         actor: Option<String>,
+        /// How a person's decision reached the server, when the server knows: through the
+        /// agent's client asking them (`elicitation`, with the client's name and version).
+        via: Option<Via>,
     },
     CheckTimeouts {
         flow_id: String,
@@ -127,6 +130,15 @@ pub enum Command {
         flow_id: String,
         step_id: String,
     },
+}
+
+/// How a person's decision reached the server: the channel (`elicitation`: the agent's client
+/// asked them in its own UI, without the model in between) and the client as it declared itself
+/// (`claude-code 2.1.76`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Via {
+    pub channel: String,
+    pub client: Option<String>,
 }
 
 /// One event in the life of a task the server runs.
@@ -248,6 +260,32 @@ pub struct Config {
     /// The web console's address (`http://127.0.0.1:7777`), which an `await_gate` dispatch
     /// links people to; `None` when no console is known.
     pub console_url: Option<String>,
+    /// Who may decide a gate through the MCP tools (the server's config file).
+    pub gate_policy: GatePolicy,
+}
+
+/// Who may decide a gate through the MCP tools. The console and the operator CLI, where the
+/// server knows who decides, are not affected.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GatePolicy {
+    /// The agent may call `stratum_gate_resolve` (the reference's behaviour).
+    #[default]
+    AgentMayResolve,
+    /// Only a person decides: an agent's `stratum_gate_resolve` is refused, and the agent
+    /// hands the decision over with `stratum_gate_wait` (the person answers in the client's
+    /// form) or asks the person to use the console or the CLI.
+    PersonOnly,
+}
+
+impl GatePolicy {
+    /// The policy as the config file names it.
+    pub fn parse(name: &str) -> Option<GatePolicy> {
+        match name {
+            "agent-may-resolve" => Some(GatePolicy::AgentMayResolve),
+            "person-only" => Some(GatePolicy::PersonOnly),
+            _ => None,
+        }
+    }
 }
 
 /// The bound on routing back into a step when a flow sets no `max_rounds`.
@@ -263,6 +301,7 @@ impl Default for Config {
             pricing: Pricing::default(),
             guardrail_backtrack_limit: 1_000_000,
             console_url: None,
+            gate_policy: GatePolicy::default(),
         }
     }
 }
@@ -275,6 +314,11 @@ impl Config {
     }
 
     /// Links `await_gate` dispatches to the web console at `url` (none: no link).
+    pub fn with_gate_policy(mut self, policy: GatePolicy) -> Config {
+        self.gate_policy = policy;
+        self
+    }
+
     pub fn with_console_url(mut self, url: Option<String>) -> Config {
         self.console_url = url
             .map(|url| url.trim().trim_end_matches('/').to_owned())

@@ -28,7 +28,7 @@ pub mod testing;
 
 use std::sync::Arc;
 
-pub use command::{Command, Config, Context, ModelPrice, Pricing, TaskReport};
+pub use command::{Command, Config, Context, GatePolicy, ModelPrice, Pricing, TaskReport, Via};
 pub use ids::FlowId;
 pub use response::Response;
 pub use store::{MemoryStore, Store, StoreError};

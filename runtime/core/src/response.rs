@@ -567,6 +567,13 @@ pub struct GateRecord {
     /// policy or by a timeout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
+    /// How the person's decision reached the server, when it knows: `elicitation` (the
+    /// agent's client asked the person in its own UI). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// The client that asked the person, as it declared itself (name and version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
     pub duration_ms: u64,
     pub round: u32,
     pub round_start_step_id: Option<String>,

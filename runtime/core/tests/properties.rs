@@ -1039,6 +1039,7 @@ impl Driver {
                     rationale: "looks good".to_owned(),
                     resolved_by: "human".to_owned(),
                     actor: None,
+                    via: None,
                 },
                 Some(PlanAction::Flow { .. }) => {
                     let child = current
@@ -1107,6 +1108,7 @@ impl Driver {
                 rationale: "because".to_owned(),
                 resolved_by: pick(&RESOLVERS, *by).unwrap_or_default().to_owned(),
                 actor: None,
+                via: None,
             },
             Act::Iterate { high, .. } => {
                 let active =
@@ -1328,6 +1330,7 @@ fn garbage(flow_id: String, command: u8) -> Command {
             rationale: "x".to_owned(),
             resolved_by: "human".to_owned(),
             actor: None,
+            via: None,
         },
         3 => Command::CheckTimeouts { flow_id },
         4 => Command::Commit {

@@ -179,6 +179,24 @@ pub fn parallel_step(
     Ok(args)
 }
 
+/// `stratum_gate_wait`'s arguments, `wait_seconds` within its bound.
+pub fn gate_wait(tool: &str, arguments: Map<String, Value>) -> Result<GateWaitArgs, ArgumentError> {
+    let args: GateWaitArgs = parse(tool, arguments)?;
+    if let Some(seconds) = args.wait_seconds
+        && !(1..=crate::gate_wait::MAX_WAIT_SECONDS).contains(&seconds)
+    {
+        return Err(ArgumentError {
+            argument: Some("wait_seconds".to_owned()),
+            message: format!(
+                "wait_seconds is {seconds}; wait between 1 and {} seconds, or leave it out to \
+                 wait until the gate's timeout",
+                crate::gate_wait::MAX_WAIT_SECONDS
+            ),
+        });
+    }
+    Ok(args)
+}
+
 /// `stratum_parallel_advance`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -205,6 +223,20 @@ pub struct GateResolveArgs {
     pub rationale: String,
     /// Who decided: `human`, `agent` or `system`.
     pub resolved_by: String,
+}
+
+/// `stratum_gate_wait`.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GateWaitArgs {
+    pub flow_id: String,
+    /// The gate step waiting (`step_id` of the `await_gate` dispatch).
+    pub step_id: String,
+    /// How long to wait for the person, in seconds (at most 86400): by default until the
+    /// gate's `timeout`, or an hour when it has none.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 86400))]
+    pub wait_seconds: Option<u64>,
 }
 
 /// `stratum_skip_step`.

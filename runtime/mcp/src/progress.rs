@@ -1,4 +1,5 @@
-//! MCP progress notifications from a long call: a call that waits (a fan-out running on the
+//! A call's link back to its client: MCP progress notifications, the client's cancellation,
+//! and the peer a call may ask (elicitation). Progress notifications from a long call: a call that waits (a fan-out running on the
 //! server, a judge asking agents) tells its client how far it got and that it is alive, so a
 //! client that resets its idle timeout on progress (Claude Code does) keeps waiting, and a
 //! person sees what happens.
@@ -23,6 +24,8 @@ pub const HEARTBEAT: Duration = Duration::from_secs(5);
 /// Where one call's progress goes: its client (with the request's token), or nowhere.
 #[derive(Default)]
 pub struct Progress {
+    /// The client, when the server may ask it something during the call (stdio).
+    peer: Option<Peer<RoleServer>>,
     sink: Option<UnboundedSender<ProgressNotificationParam>>,
     token: Option<ProgressToken>,
     cancelled: Option<CancellationToken>,
@@ -49,11 +52,24 @@ impl Progress {
         let token = context.meta.get_progress_token();
         let sink = token.as_ref().map(|_| forward_to(context.peer.clone()));
         Progress {
+            peer: Some(context.peer.clone()),
             sink,
             token,
             cancelled: Some(context.ct.clone()),
             last: Mutex::default(),
         }
+    }
+
+    /// The same, for a transport whose server cannot send the client a request during a call
+    /// (stateless HTTP): nothing is asked.
+    pub fn without_asking(mut self) -> Progress {
+        self.peer = None;
+        self
+    }
+
+    /// The client to ask, when the transport lets the server ask during the call.
+    pub fn peer(&self) -> Option<&Peer<RoleServer>> {
+        self.peer.as_ref()
     }
 
     /// Whether the client asked for progress.

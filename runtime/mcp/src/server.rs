@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
@@ -22,6 +23,7 @@ use stratum_compiler::source::SourceMap;
 use super::args::{self, ArgumentError};
 use super::background::Background;
 use super::diagnostics;
+use super::gate_wait;
 use super::outputs::{SpecRejected, ToolError, Validation};
 use super::paths::{self, PathScope};
 use super::progress::Progress;
@@ -173,6 +175,13 @@ impl StratumServer {
         }
         let shared = self.shared.clone();
         let arguments = request.arguments.unwrap_or_default();
+        if spec.tool == ToolName::GateWait {
+            let outcome = self.gate_wait(arguments, caller, &progress).await;
+            return Ok(CallToolResponse::Complete(match outcome {
+                Outcome::Answer(value) => CallToolResult::structured(value),
+                Outcome::Refused(error) => CallToolResult::structured_error(to_value(&error)),
+            }));
+        }
         let outcome =
             tokio::task::spawn_blocking(move || shared.call(spec, arguments, &caller, &progress))
                 .await
@@ -187,6 +196,130 @@ impl StratumServer {
             Outcome::Refused(error) => CallToolResult::structured_error(to_value(&error)),
         }))
     }
+}
+
+impl StratumServer {
+    /// `stratum_gate_wait`: the gate read on the blocking pool, the person asked on the
+    /// async side (the form may stay open for an hour without holding a thread), the decision
+    /// applied on the blocking pool.
+    async fn gate_wait(
+        &self,
+        arguments: JsonObject,
+        caller: Caller,
+        progress: &Progress,
+    ) -> Outcome {
+        let args: args::GateWaitArgs = match args::gate_wait("stratum_gate_wait", arguments) {
+            Ok(args) => args,
+            Err(error) => {
+                return Outcome::Refused(ToolError {
+                    argument: error.argument,
+                    ..ToolError::new("invalid_argument", error.message)
+                });
+            }
+        };
+        let shared = self.shared.clone();
+        let asked = args.clone();
+        let read = tokio::task::spawn_blocking(move || shared.gate_view(&asked)).await;
+        let gate = match read {
+            Ok(Ok(gate)) => gate,
+            Ok(Err(outcome)) => return outcome,
+            Err(panic) => {
+                return Outcome::Refused(ToolError::new(
+                    "internal_error",
+                    format!("the server failed while reading the gate: {panic}"),
+                ));
+            }
+        };
+        let Some(peer) = progress
+            .peer()
+            .filter(|peer| gate_wait::can_ask(Some(*peer)))
+        else {
+            return Outcome::Answer(to_value(&gate_wait::GatePending {
+                status: "gate_pending",
+                flow_id: gate.flow_id.clone(),
+                step_id: gate.step_id.clone(),
+                reason: "not_asked",
+                message: "this client cannot show the person a form (it declared no \
+                          elicitation capability, or the transport cannot ask during a call); \
+                          the gate still waits"
+                    .to_owned(),
+                how_to_decide: gate.how_to_decide.clone(),
+            }));
+        };
+        let asked_for = args
+            .wait_seconds
+            .map_or(gate_wait::DEFAULT_WAIT, Duration::from_secs);
+        let until_timeout = gate.remaining_s.map(Duration::from_secs);
+        let wait = until_timeout.map_or(asked_for, |left| left.min(asked_for));
+        let answer = match gate_wait::ask(peer, &gate, wait, progress).await {
+            Ok(answer) => answer,
+            Err(error) => return Outcome::Refused(error),
+        };
+        let shared = self.shared.clone();
+        let (flow_id, step_id) = (gate.flow_id.clone(), gate.step_id.clone());
+        let command = match answer {
+            gate_wait::Answer::Decided {
+                outcome,
+                rationale,
+                client,
+            } => Command::GateResolve {
+                flow_id,
+                step_id,
+                outcome,
+                rationale,
+                resolved_by: "human".to_owned(),
+                actor: caller.actor.clone(),
+                via: Some(stratum_runtime::Via {
+                    channel: "elicitation".to_owned(),
+                    client,
+                }),
+            },
+            // The form ended with the gate's time: its timeout rule decides now.
+            gate_wait::Answer::Pending(pending)
+                if pending.reason == "no_answer"
+                    && until_timeout.is_some_and(|left| left <= wait) =>
+            {
+                Command::CheckTimeouts { flow_id }
+            }
+            gate_wait::Answer::Pending(pending) => return Outcome::Answer(to_value(&pending)),
+        };
+        tokio::task::spawn_blocking(move || {
+            match shared.runtime().and_then(|runtime| runtime.call(&command)) {
+                Ok(response) => Outcome::Answer(response.to_json()),
+                Err(error) => {
+                    Outcome::Refused(ToolError::new("store_unavailable", error.to_string()))
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|panic| {
+            Outcome::Refused(ToolError::new(
+                "internal_error",
+                format!("the server failed while deciding the gate: {panic}"),
+            ))
+        })
+    }
+}
+
+/// The field `key` of an answer, null when it has none.
+fn at<'v>(value: &'v Value, key: &str) -> &'v Value {
+    value.get(key).unwrap_or(&Value::Null)
+}
+
+/// The refusal of an agent's `stratum_gate_resolve` under the `person-only` policy.
+fn person_required(flow_id: &str, step_id: &str, console: Option<&str>) -> ToolError {
+    let console = console.map_or_else(
+        || "the web console's Gates page".to_owned(),
+        |base| format!("the web console, {}/gates", base.trim_end_matches('/')),
+    );
+    ToolError::new(
+        "person_required",
+        format!(
+            "this server lets only a person decide gates: call stratum_gate_wait(flow_id, \
+             step_id) to ask the person in your client, or ask them to decide in {console} or \
+             with `stratum-mcp gate approve {flow_id} {step_id} --note \"why\"`"
+        ),
+    )
 }
 
 impl ServerHandler for StratumServer {
@@ -374,6 +507,12 @@ impl Shared {
                     Err(error) => to_value(&error),
                 });
             }
+            ToolName::GateWait => {
+                return Err(Refusal::Tool(ToolError::new(
+                    "not_over_mcp",
+                    "stratum_gate_wait asks a person through the MCP client; call it over MCP",
+                )));
+            }
             ToolName::ParallelStart => {
                 let args = args::parallel_step(name, arguments)?;
                 return Ok(background.parallel_start(&self.driver()?, args, progress)?);
@@ -435,6 +574,13 @@ impl Shared {
             },
             ToolName::GateResolve => {
                 let args: args::GateResolveArgs = args::parse(name, arguments)?;
+                if self.config.gate_policy == stratum_runtime::GatePolicy::PersonOnly {
+                    return Err(Refusal::Tool(person_required(
+                        &args.flow_id,
+                        &args.step_id,
+                        self.config.console_url.as_deref(),
+                    )));
+                }
                 Command::GateResolve {
                     flow_id: args.flow_id,
                     step_id: args.step_id,
@@ -442,6 +588,7 @@ impl Shared {
                     rationale: args.rationale,
                     resolved_by: args.resolved_by,
                     actor: actor.cloned(),
+                    via: None,
                 }
             }
             ToolName::SkipStep => {
@@ -552,6 +699,106 @@ impl Shared {
     }
 
     /// The store, opened on first use (so that starting the server touches nothing).
+    /// The gate `args` names, as the form shows it; or the answer instead: the flow is not
+    /// waiting at that gate (its current dispatch, or a refusal), or the gate timed out now.
+    fn gate_view(&self, args: &args::GateWaitArgs) -> Result<gate_wait::GateView, Outcome> {
+        let store_error = |error: StoreError| {
+            Outcome::Refused(ToolError::new("store_unavailable", error.to_string()))
+        };
+        let runtime = self.runtime().map_err(store_error)?;
+        let flow_id = args.flow_id.clone();
+        // A gate past its timeout is decided by it now, as on any call of the flow.
+        let timeouts = runtime
+            .call(&Command::CheckTimeouts {
+                flow_id: flow_id.clone(),
+            })
+            .map_err(store_error)?
+            .to_json();
+        if at(&timeouts, "status") != "no_timeout" {
+            return Err(Outcome::Answer(timeouts));
+        }
+        let current = runtime
+            .call(&Command::Resume {
+                flow_id: flow_id.clone(),
+            })
+            .map_err(store_error)?
+            .to_json();
+        if at(&current, "status") != "await_gate"
+            || at(&current, "step_id") != args.step_id.as_str()
+        {
+            return Err(Outcome::Refused(ToolError::new(
+                "not_at_gate",
+                format!(
+                    "flow '{}' is not waiting at gate '{}': it is at {} '{}'; call stratum_resume",
+                    args.flow_id,
+                    args.step_id,
+                    at(&current, "status").as_str().unwrap_or("error"),
+                    at(&current, "step_id").as_str().unwrap_or_default()
+                ),
+            )));
+        }
+        let audit = runtime
+            .call(&Command::Audit {
+                flow_id: flow_id.clone(),
+            })
+            .map_err(store_error)?
+            .to_json();
+        let text = |value: &Value| value.as_str().map(str::to_owned);
+        let outputs = self.gate_context(&runtime, &flow_id).map_err(store_error)?;
+        Ok(gate_wait::GateView {
+            flow_id,
+            step_id: args.step_id.clone(),
+            flow_name: text(at(&audit, "flow_name")).unwrap_or_default(),
+            function: text(at(&current, "function")).unwrap_or_default(),
+            round: at(&audit, "round").as_u64().unwrap_or_default(),
+            on_approve: text(at(&current, "on_approve")),
+            on_revise: text(at(&current, "on_revise")),
+            on_kill: text(at(&current, "on_kill")),
+            how_to_decide: text(at(&current, "how_to_decide")).unwrap_or_default(),
+            outputs,
+            remaining_s: at(&timeouts, "remaining_seconds")
+                .as_f64()
+                .map(|seconds| seconds.max(0.0).ceil() as u64),
+        })
+    }
+
+    /// The outputs of the steps before the flow's current one, in plan order.
+    fn gate_context(
+        &self,
+        runtime: &Runtime,
+        flow_id: &str,
+    ) -> Result<Vec<(String, Value)>, StoreError> {
+        let Some(id) = crate::ids::FlowId::parse(flow_id) else {
+            return Ok(Vec::new());
+        };
+        let mut outputs = Vec::new();
+        runtime.store().read(&mut |snapshot| {
+            outputs.clear();
+            let Some(header) = snapshot.flow(&id)? else {
+                return Ok(());
+            };
+            let Some(plan) = snapshot.plan(&header.plan)? else {
+                return Ok(());
+            };
+            let current = crate::exec::current(&header).unwrap_or(u32::MAX);
+            let steps = plan
+                .flows
+                .get(header.flow as usize)
+                .map(|flow| flow.steps.as_slice())
+                .unwrap_or_default();
+            for (index, state) in snapshot.steps_from(&id, 0)? {
+                if index >= current {
+                    continue;
+                }
+                if let (Some(output), Some(step)) = (state.output, steps.get(index as usize)) {
+                    outputs.push((step.id.clone(), output));
+                }
+            }
+            Ok(())
+        })?;
+        Ok(outputs)
+    }
+
     fn runtime(&self) -> Result<Runtime, StoreError> {
         let mut slot = self.runtime.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(runtime) = slot.as_ref() {

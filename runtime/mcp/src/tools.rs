@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::args;
 use super::background::{Cancelled, FlowPoll, FlowStarted, RunStarted, RunView};
 use super::compact;
+use super::gate_wait::GatePending;
 use super::judge::Judged;
 use super::outputs::{SpecRejected, ToolError, Validation};
 use crate::response::{
@@ -49,6 +50,7 @@ pub enum ToolName {
     ParallelPoll,
     ParallelAdvance,
     Judge,
+    GateWait,
 }
 
 /// One tool as clients see it.
@@ -194,6 +196,33 @@ its `on_kill` cleanup step). `rationale` is recorded; `resolved_by` is `human`, 
         idempotent: false,
         input: input::<args::GateResolveArgs>,
         outputs: MOVES,
+    },
+    ToolSpec {
+        tool: ToolName::GateWait,
+        name: "stratum_gate_wait",
+        title: "Hand a gate's decision to the person",
+        description: "At a gate (`await_gate`), let the person decide, not you: the server asks \
+them in your client's own form (MCP elicitation: approve, revise or kill, and why), showing the \
+flow, the gate, what each decision leads to and the outputs of the steps before it. Their answer \
+is applied as the gate's resolution (`resolved_by: human`, `via: elicitation`) and the answer is \
+what the flow does next, as from stratum_gate_resolve. The call waits until they answer, the \
+gate's `timeout` (the form is withdrawn and the timeout rule applies) or `wait_seconds`, sending \
+progress notifications meanwhile. Answers `gate_pending` (with `how_to_decide`) when they decline \
+or close the form, when nobody answers in time, or when the client cannot show a form.",
+        read_only: false,
+        destructive: true,
+        idempotent: false,
+        input: input::<args::GateWaitArgs>,
+        outputs: any_of![
+            StepDispatch,
+            ParallelDispatch,
+            GateDispatch,
+            FlowDispatch,
+            Finished,
+            GatePending,
+            ErrorResponse,
+            ToolError
+        ],
     },
     ToolSpec {
         tool: ToolName::CheckTimeouts,

@@ -137,6 +137,7 @@ fn an_agent_verdict_without_a_real_citation_is_ambiguous_and_a_person_decides() 
                 rationale: "I read it".to_owned(),
                 resolved_by: "human".to_owned(),
                 actor: None,
+                via: None,
             })
             .unwrap()
             .to_json();

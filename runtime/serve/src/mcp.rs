@@ -146,7 +146,8 @@ impl ServerHandler for HttpTools {
             read_only: identity.read_only,
             paths: stratum_mcp::PathScope::UnderRoot,
         };
-        let progress = stratum_mcp::progress::Progress::of(&context);
+        // Stateless HTTP has no way to answer a request the server sends during a call.
+        let progress = stratum_mcp::progress::Progress::of(&context).without_asking();
         self.server.call_tool_as(request, caller, progress).await
     }
 

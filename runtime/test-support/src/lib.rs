@@ -312,6 +312,7 @@ impl Scenario {
                 rationale: rationale.to_owned(),
                 resolved_by: by.to_owned(),
                 actor: None,
+                via: None,
             },
         )
     }

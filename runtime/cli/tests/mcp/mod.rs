@@ -22,20 +22,77 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-/// The client's handler: it keeps the progress notifications the server sends.
+/// The client's handler: it keeps the progress notifications the server sends and, when made
+/// with [`Recorder::asking`], answers elicitations as a person would, in turn.
 #[derive(Clone, Default)]
 pub struct Recorder {
     progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    /// What the person answers to each form, in turn; `None`: the client declares no
+    /// elicitation capability.
+    answers: Option<Arc<Mutex<std::collections::VecDeque<Reply>>>>,
+    /// The forms the server sent (their message and schema).
+    asked: Arc<Mutex<Vec<Value>>>,
+}
+
+/// What the person does with a form.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// Answers it: `accept` with the content, `decline` or `cancel`.
+    Answer(Value),
+    /// Leaves it open.
+    Never,
 }
 
 impl Recorder {
+    /// A client whose person answers the forms with `replies`, in turn.
+    pub fn asking(replies: Vec<Reply>) -> Recorder {
+        Recorder {
+            answers: Some(Arc::new(Mutex::new(replies.into()))),
+            ..Recorder::default()
+        }
+    }
+
     /// The progress notifications received so far, in order.
     pub fn progress(&self) -> Vec<ProgressNotificationParam> {
         self.progress.lock().unwrap().clone()
     }
+
+    /// The forms the server sent so far.
+    pub fn asked(&self) -> Vec<Value> {
+        self.asked.lock().unwrap().clone()
+    }
 }
 
 impl rmcp::ClientHandler for Recorder {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::default();
+        info.client_info = rmcp::model::Implementation::new("stratum-test-client", "1.2.3");
+        if self.answers.is_some() {
+            info.capabilities.elicitation = Some(rmcp::model::ElicitationCapability::default());
+        }
+        info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        self.asked
+            .lock()
+            .unwrap()
+            .push(serde_json::to_value(&request).unwrap());
+        let reply = self
+            .answers
+            .as_ref()
+            .and_then(|answers| answers.lock().unwrap().pop_front());
+        match reply {
+            Some(Reply::Answer(result)) => Ok(serde_json::from_value(result).unwrap()),
+            Some(Reply::Never) => std::future::pending().await,
+            None => Err(rmcp::ErrorData::internal_error("no answer scripted", None)),
+        }
+    }
+
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
@@ -121,12 +178,43 @@ impl McpServer {
         McpServer::connect(transport, protocol, home).await
     }
 
+    /// The binary on stdio with `env` set, its client `received` (say, one that answers forms).
+    pub async fn start_with_client(
+        home: &Path,
+        cwd: &Path,
+        protocol: Protocol,
+        env: &[(&str, &str)],
+        received: Recorder,
+    ) -> McpServer {
+        let mut command = tokio::process::Command::new(binary());
+        command
+            .env("STRATUM_HOME", home)
+            .env_remove("STRATUM_DB")
+            .envs(env.iter().copied())
+            .current_dir(cwd)
+            .stderr(Stdio::inherit());
+        let transport = TokioChildProcess::new(command).expect("stratum-mcp starts");
+        McpServer::connect_with(transport, protocol, home, received).await
+    }
+
     async fn connect<T, E, A>(transport: T, protocol: Protocol, home: &Path) -> McpServer
     where
         T: rmcp::transport::IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        let received = Recorder::default();
+        McpServer::connect_with(transport, protocol, home, Recorder::default()).await
+    }
+
+    async fn connect_with<T, E, A>(
+        transport: T,
+        protocol: Protocol,
+        home: &Path,
+        received: Recorder,
+    ) -> McpServer
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
         let client = match protocol {
             Protocol::Handshake => received.clone().serve(transport).await.expect("initialize"),
             Protocol::Stateless => received

@@ -6,6 +6,7 @@ use stratum_compiler::plan::{Action, Target};
 
 use super::dispatch::{self, Move, Note};
 use super::{Run, current, finish, running_step};
+use crate::command::Via;
 use crate::response::{ErrorResponse, GateRecord, NoTimeout, Record, Response};
 use crate::state::{Cursor, EventBody, FlowStatus};
 use crate::store::StoreError;
@@ -23,6 +24,8 @@ pub(crate) struct Decision<'a> {
     pub resolved_by: &'a str,
     /// The server's knowledge: the access token's name over HTTP.
     pub actor: Option<&'a str>,
+    /// How a person's decision reached the server.
+    pub via: Option<&'a Via>,
 }
 
 pub(crate) fn resolve(
@@ -146,6 +149,8 @@ fn record_gate(
             rationale: decision.rationale.to_owned(),
             resolved_by: decision.resolved_by.to_owned(),
             actor: decision.actor.map(str::to_owned),
+            via: decision.via.map(|via| via.channel.clone()),
+            client: decision.via.and_then(|via| via.client.clone()),
             duration_ms: header
                 .dispatched_ms
                 .map_or(0, |at| at_ms.saturating_sub(at)),
@@ -271,6 +276,7 @@ pub(crate) fn expire(work: &mut Work<'_>, run: &Run<'_>) -> Result<Option<Respon
         rationale: "timeout",
         resolved_by: "system",
         actor: None,
+        via: None,
     };
     record_gate(work, run, index, &timeout, deadline)?;
     kill(work, run, index, on_kill, Some("timeout"), deadline).map(Some)

@@ -110,6 +110,7 @@ pub fn run(work: &mut Work<'_>, command: &Command, ctx: &Context) -> Result<Resp
             rationale,
             resolved_by,
             actor,
+            via,
             ..
         } => gates::resolve(
             work,
@@ -120,6 +121,7 @@ pub fn run(work: &mut Work<'_>, command: &Command, ctx: &Context) -> Result<Resp
                 rationale,
                 resolved_by,
                 actor: actor.as_deref(),
+                via: via.as_ref(),
             },
         ),
         Command::CheckTimeouts { .. } => gates::check_timeouts(work, &run),

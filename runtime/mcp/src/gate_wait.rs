@@ -1,0 +1,265 @@
+//! `stratum_gate_wait`: an agent hands a gate's decision to the person in its own client. The
+//! server asks them through MCP elicitation (a form: the decision, a rationale), without the
+//! model in between, and their answer goes through the gate's one resolution path, recorded
+//! `resolved_by: human`, `via: elicitation`, with the client's name and version. While the form
+//! is open the call sends a progress heartbeat; at the gate's `timeout` the form is withdrawn
+//! and the timeout rule applies. Declined, cancelled, or a client that cannot ask: the gate
+//! stays pending and the answer says how else to decide.
+//!
+//! Over stdio on 2025-11-25 the question is `elicitation/create`, sent during the call. Over
+//! HTTP (stateless) and on 2026-07-28 a server cannot send requests mid-call; the
+//! multi-round-trip form (an `InputRequiredResult`) is not built yet, so there the answer
+//! is `gate_pending` with `reason: not_asked`.
+
+use std::time::{Duration, Instant};
+
+use rmcp::RoleServer;
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
+use rmcp::service::{ElicitationMode, Peer};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::outputs::ToolError;
+use crate::progress::{self, Progress};
+
+/// The longest a call waits for a person when the gate has no timeout and the call sets none.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(3600);
+/// The longest `wait_seconds` may ask for.
+pub const MAX_WAIT_SECONDS: u64 = 86_400;
+/// How much of each earlier output the form shows.
+const FOLD: usize = 600;
+
+/// `stratum_gate_wait`'s answer when nobody decided in the call: the gate still waits.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct GatePending {
+    #[schemars(extend("const" = "gate_pending"))]
+    pub status: &'static str,
+    pub flow_id: String,
+    pub step_id: String,
+    /// `declined` or `cancelled` (the person closed the form), `no_answer` (the wait ended
+    /// before the gate's timeout), `not_asked` (the client cannot show a form).
+    #[schemars(extend("enum" = ["declined", "cancelled", "no_answer", "not_asked"]))]
+    pub reason: &'static str,
+    pub message: String,
+    /// How else the person can decide: the console, the CLI.
+    pub how_to_decide: String,
+}
+
+/// What the form shows about the gate.
+pub struct GateView {
+    pub flow_id: String,
+    pub step_id: String,
+    pub flow_name: String,
+    pub function: String,
+    pub round: u64,
+    pub on_approve: Option<String>,
+    pub on_revise: Option<String>,
+    pub on_kill: Option<String>,
+    pub how_to_decide: String,
+    /// The outputs of the steps before the gate in this round, oldest first.
+    pub outputs: Vec<(String, Value)>,
+    /// Seconds until the gate's timeout, when it has one.
+    pub remaining_s: Option<u64>,
+}
+
+/// What the person answered.
+pub enum Answer {
+    Decided {
+        outcome: String,
+        rationale: String,
+        client: Option<String>,
+    },
+    Pending(GatePending),
+}
+
+/// Whether the client of `peer` can show a form now.
+pub fn can_ask(peer: Option<&Peer<RoleServer>>) -> bool {
+    peer.is_some_and(|peer| {
+        peer.supported_elicitation_modes()
+            .contains(&ElicitationMode::Form)
+    })
+}
+
+/// The client's name and version, as it declared them.
+pub fn client_of(peer: &Peer<RoleServer>) -> Option<String> {
+    peer.peer_info().map(|info| {
+        format!(
+            "{} {}",
+            info.client_info.name.trim(),
+            info.client_info.version.trim()
+        )
+    })
+}
+
+/// Asks the person through `peer` and waits up to `wait` (the gate's timeout ends the form
+/// too), sending a heartbeat to `progress` meanwhile.
+pub async fn ask(
+    peer: &Peer<RoleServer>,
+    gate: &GateView,
+    wait: Duration,
+    progress: &Progress,
+) -> Result<Answer, ToolError> {
+    let params = ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: message(gate),
+        requested_schema: form()?,
+    };
+    let started = Instant::now();
+    let asked = peer.create_elicitation_with_timeout(params, Some(wait));
+    tokio::pin!(asked);
+    let mut heartbeat = tokio::time::interval(progress::HEARTBEAT);
+    heartbeat.tick().await;
+    let answered = loop {
+        tokio::select! {
+            answered = &mut asked => break answered,
+            _ = heartbeat.tick() => {
+                let waited = started.elapsed().as_secs();
+                progress.report(
+                    0,
+                    None,
+                    &format!(
+                        "waiting {waited} s for a person to decide gate '{}' in the client's form",
+                        gate.step_id
+                    ),
+                );
+            }
+        }
+    };
+    let pending = |reason: &'static str, message: String| {
+        Answer::Pending(GatePending {
+            status: "gate_pending",
+            flow_id: gate.flow_id.clone(),
+            step_id: gate.step_id.clone(),
+            reason,
+            message,
+            how_to_decide: gate.how_to_decide.clone(),
+        })
+    };
+    let result: ElicitResult = match answered {
+        Ok(result) => result,
+        Err(rmcp::ServiceError::Timeout { timeout }) => {
+            return Ok(pending(
+                "no_answer",
+                format!(
+                    "nobody answered the form within {} s; it was withdrawn and the gate still \
+                     waits",
+                    timeout.as_secs()
+                ),
+            ));
+        }
+        Err(error) => {
+            return Err(ToolError::new(
+                "elicitation_failed",
+                format!(
+                    "the client could not ask the person ({error}); the gate still waits: {}",
+                    gate.how_to_decide
+                ),
+            ));
+        }
+    };
+    match result.action {
+        ElicitationAction::Decline => Ok(pending(
+            "declined",
+            "the person declined to decide in the form; the gate still waits".to_owned(),
+        )),
+        ElicitationAction::Accept => {
+            let content = result.content.unwrap_or(Value::Null);
+            let outcome = content.get("decision").and_then(Value::as_str);
+            let rationale = content
+                .get("rationale")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .trim();
+            match outcome {
+                Some(outcome @ ("approve" | "revise" | "kill")) if !rationale.is_empty() => {
+                    Ok(Answer::Decided {
+                        outcome: outcome.to_owned(),
+                        rationale: rationale.to_owned(),
+                        client: client_of(peer),
+                    })
+                }
+                _ => Ok(pending(
+                    "declined",
+                    format!(
+                        "the form came back without a decision (approve, revise or kill) and a \
+                         rationale ({content}); the gate still waits"
+                    ),
+                )),
+            }
+        }
+        // A future action of the protocol is not a decision either.
+        _ => Ok(pending(
+            "cancelled",
+            "the person closed the form; the gate still waits".to_owned(),
+        )),
+    }
+}
+
+/// The form: the decision and why.
+fn form() -> Result<ElicitationSchema, ToolError> {
+    serde_json::from_value(json!({
+        "type": "object",
+        "properties": {
+            "decision": {
+                "type": "string",
+                "title": "Decision",
+                "description": "approve: go on; revise: do the work again from the revise step; kill: stop the flow",
+                "enum": ["approve", "revise", "kill"]
+            },
+            "rationale": {
+                "type": "string",
+                "title": "Why",
+                "description": "Kept in the flow's audit with your decision"
+            }
+        },
+        "required": ["decision", "rationale"]
+    }))
+    .map_err(|error| ToolError::new("internal_error", format!("the gate form: {error}")))
+}
+
+/// What the person reads above the form: the flow, the gate, what it decides between, and
+/// the work it is about, each output folded.
+fn message(gate: &GateView) -> String {
+    let mut text = format!(
+        "Flow '{}' waits at gate '{}' ({}), round {}.\n",
+        gate.flow_name, gate.step_id, gate.function, gate.round
+    );
+    let place = |target: &Option<String>, otherwise: &str| {
+        target
+            .as_ref()
+            .map_or_else(|| otherwise.to_owned(), |step| format!("step '{step}'"))
+    };
+    text.push_str(&format!(
+        "approve → {}; revise → {}; kill → {}.\n",
+        place(&gate.on_approve, "the next step"),
+        place(&gate.on_revise, "the first step"),
+        place(&gate.on_kill, "the flow ends"),
+    ));
+    if let Some(remaining) = gate.remaining_s {
+        text.push_str(&format!(
+            "The gate times out in {remaining} s (then its timeout rule applies).\n"
+        ));
+    }
+    if !gate.outputs.is_empty() {
+        text.push_str("\nThe work before the gate:\n");
+        for (step, output) in &gate.outputs {
+            text.push_str(&format!("- {step}: {}\n", fold(output)));
+        }
+    }
+    text
+}
+
+/// A value as text, at most [`FOLD`] characters.
+fn fold(value: &Value) -> String {
+    let text = match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    let count = text.chars().count();
+    if count <= FOLD {
+        return text;
+    }
+    let head: String = text.chars().take(FOLD).collect();
+    format!("{head}… ({} more characters)", count - FOLD)
+}
