@@ -27,6 +27,8 @@ pub struct Progress {
     /// The client, when the server may ask it something during the call (stdio).
     peer: Option<Peer<RoleServer>>,
     sink: Option<UnboundedSender<ProgressNotificationParam>>,
+    /// The task that sends what `sink` takes, awaited by [`Progress::finish`].
+    forwarder: Option<tokio::task::JoinHandle<()>>,
     token: Option<ProgressToken>,
     cancelled: Option<CancellationToken>,
     last: Mutex<Last>,
@@ -50,10 +52,14 @@ impl Progress {
     /// `notifications/cancelled`.
     pub fn of(context: &RequestContext<RoleServer>) -> Progress {
         let token = context.meta.get_progress_token();
-        let sink = token.as_ref().map(|_| forward_to(context.peer.clone()));
+        let (sink, forwarder) = match token {
+            Some(_) => forward_to(context.peer.clone()),
+            None => (None, None),
+        };
         Progress {
             peer: Some(context.peer.clone()),
             sink,
+            forwarder,
             token,
             cancelled: Some(context.ct.clone()),
             last: Mutex::default(),
@@ -70,6 +76,15 @@ impl Progress {
     /// The client to ask, when the transport lets the server ask during the call.
     pub fn peer(&self) -> Option<&Peer<RoleServer>> {
         self.peer.as_ref()
+    }
+
+    /// Sends what was reported and not sent yet, so that every notification of a call goes
+    /// out before its answer.
+    pub async fn finish(mut self) {
+        self.sink = None;
+        if let Some(forwarder) = self.forwarder.take() {
+            let _ = forwarder.await;
+        }
     }
 
     /// Whether the client asked for progress.
@@ -114,17 +129,24 @@ impl Progress {
 }
 
 /// A task that sends what the channel receives to `peer`, in order, until the call's
-/// [`Progress`] is dropped.
-fn forward_to(peer: Peer<RoleServer>) -> UnboundedSender<ProgressNotificationParam> {
+/// [`Progress`] is finished or dropped; no channel outside a tokio runtime.
+#[allow(clippy::type_complexity)]
+fn forward_to(
+    peer: Peer<RoleServer>,
+) -> (
+    Option<UnboundedSender<ProgressNotificationParam>>,
+    Option<tokio::task::JoinHandle<()>>,
+) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return (None, None);
+    };
     let (sender, mut receiver) = unbounded_channel::<ProgressNotificationParam>();
-    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-        runtime.spawn(async move {
-            while let Some(param) = receiver.recv().await {
-                if peer.notify_progress(param).await.is_err() {
-                    break;
-                }
+    let forwarder = runtime.spawn(async move {
+        while let Some(param) = receiver.recv().await {
+            if peer.notify_progress(param).await.is_err() {
+                break;
             }
-        });
-    }
-    sender
+        }
+    });
+    (Some(sender), Some(forwarder))
 }

@@ -182,15 +182,22 @@ impl StratumServer {
                 Outcome::Refused(error) => CallToolResult::structured_error(to_value(&error)),
             }));
         }
-        let outcome =
-            tokio::task::spawn_blocking(move || shared.call(spec, arguments, &caller, &progress))
-                .await
-                .unwrap_or_else(|panic| {
-                    Outcome::Refused(ToolError::new(
-                        "internal_error",
-                        format!("the server failed while running {}: {panic}", spec.name),
-                    ))
-                });
+        let outcome = tokio::task::spawn_blocking(move || {
+            let outcome = shared.call(spec, arguments, &caller, &progress);
+            (outcome, progress)
+        })
+        .await;
+        let outcome = match outcome {
+            Ok((outcome, progress)) => {
+                // Every notification of the call goes out before its answer.
+                progress.finish().await;
+                outcome
+            }
+            Err(panic) => Outcome::Refused(ToolError::new(
+                "internal_error",
+                format!("the server failed while running {}: {panic}", spec.name),
+            )),
+        };
         Ok(CallToolResponse::Complete(match outcome {
             Outcome::Answer(value) => CallToolResult::structured(value),
             Outcome::Refused(error) => CallToolResult::structured_error(to_value(&error)),
