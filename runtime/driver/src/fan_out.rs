@@ -716,7 +716,19 @@ impl TaskJob {
                 Value::Object(object.clone())
             }
             (_, Some(Outcome::NoJson)) if self.settings.task_contract.is_none() => {
-                Value::String(run.as_ref().map(|run| run.text.clone()).unwrap_or_default())
+                let text = run.as_ref().map(|run| run.text.clone()).unwrap_or_default();
+                // Without a contract the text is the result, but an empty one is no answer: it
+                // fails the task like any other missing result, so the retry runs it again
+                // instead of accepting (and merging) nothing.
+                if text.trim().is_empty() {
+                    return Some(TaskReport::Failed {
+                        violations: vec![format!("task '{id}': the agent answered nothing")],
+                        bounce: None,
+                        diff: None,
+                        usage: Some(row.usage.clone()),
+                    });
+                }
+                Value::String(text)
             }
             _ => {
                 return Some(TaskReport::Failed {
