@@ -248,6 +248,9 @@ pub struct Config {
     /// The web console's address (`http://127.0.0.1:7777`), which an `await_gate` dispatch
     /// links people to; `None` when no console is known.
     pub console_url: Option<String>,
+    /// The most bytes of diff a fan-out step's tasks may hold together
+    /// ([`crate::state::MAX_STEP_DIFF_BYTES`] by default).
+    pub max_step_diff_bytes: u64,
 }
 
 /// The bound on routing back into a step when a flow sets no `max_rounds`.
@@ -263,6 +266,7 @@ impl Default for Config {
             pricing: Pricing::default(),
             guardrail_backtrack_limit: 1_000_000,
             console_url: None,
+            max_step_diff_bytes: crate::state::MAX_STEP_DIFF_BYTES,
         }
     }
 }
