@@ -318,15 +318,28 @@ fn unknown_flow(id: &str) -> ExitCode {
 
 pub fn prune(at: &StoreAt, older_than_ms: u64, json: bool) -> ExitCode {
     with_store(at, |store| {
-        let report = pruning::prune(store.as_ref(), stratum_runtime::now_ms(), older_than_ms)?;
+        let dirs = pruning::Dirs::of_home();
+        let report = pruning::prune(
+            store.as_ref(),
+            stratum_runtime::now_ms(),
+            older_than_ms,
+            Some(&dirs),
+        )?;
+        // The flows are gone from the store either way; what stayed on disk is told, not fatal.
+        for problem in &report.problems {
+            eprintln!("warning: could not remove {problem}");
+        }
         Ok(if wants_json(json) {
             print::json_with(&to_json(&report), 0)
         } else {
             print::text_with(
                 &format!(
-                    "removed {} finished flow(s) and {} plan(s) no flow runs on\n",
+                    "removed {} finished flow(s), {} plan(s) no flow runs on, the judge turns \
+                     of {} flow(s) and {} task worktree(s)\n",
                     report.removed_flows.len(),
-                    report.removed_plans
+                    report.removed_plans,
+                    report.removed_judge_dirs,
+                    report.removed_worktrees
                 ),
                 0,
             )

@@ -352,11 +352,71 @@ async fn prune_removes_finished_flows_only() {
         json!([])
     );
 
+    // What the flows left on disk: judge turns and task worktrees of a real repository, a link
+    // out of the home inside a pruned flow's turn, and the running flow's own.
+    let outside = work.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("keep.txt"), "not the home's").unwrap();
+    let turn = home
+        .path()
+        .join("judge")
+        .join(&finished)
+        .join("s1")
+        .join("turn-1");
+    std::fs::create_dir_all(&turn).unwrap();
+    std::fs::write(turn.join("verdict.json"), "{}").unwrap();
+    std::os::unix::fs::symlink(&outside, turn.join("link")).unwrap();
+    let running_turn = home.path().join("judge").join(&running).join("review");
+    std::fs::create_dir_all(&running_turn).unwrap();
+    let project = work.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    git(&project, &["init", "-q", "-b", "main"]);
+    std::fs::write(project.join("a.txt"), "a\n").unwrap();
+    git(&project, &["add", "-A"]);
+    git(&project, &["commit", "-q", "-m", "base"]);
+    let worktrees = home.path().join("worktrees");
+    for task in ["a", "b"] {
+        let dir = worktrees.join(&finished).join("work").join("1").join(task);
+        std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
+        git(
+            &project,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "--detach",
+                dir.to_str().unwrap(),
+                "HEAD",
+            ],
+        );
+        std::fs::write(dir.join("changed.txt"), task).unwrap();
+    }
+    let running_tree = worktrees.join(&running).join("work").join("1").join("a");
+    std::fs::create_dir_all(&running_tree).unwrap();
+    assert_eq!(worktree_count(&project), 3);
+
     let pruned = cli(home.path(), &["prune", "--older-than", "0s"]);
     assert_eq!(code(&pruned), 0, "{}", stderr(&pruned));
     let pruned = json_of(&pruned, "prune.schema.json");
     assert_eq!(pruned["removed_flows"], json!([finished]));
     assert_eq!(pruned["removed_plans"], 1);
+    assert_eq!(pruned["removed_judge_dirs"], 1, "{pruned}");
+    assert_eq!(pruned["removed_worktrees"], 2, "{pruned}");
+    assert!(pruned.get("problems").is_none(), "{pruned}");
+    assert!(!home.path().join("judge").join(&finished).exists());
+    assert!(!worktrees.join(&finished).exists());
+    assert_eq!(
+        worktree_count(&project),
+        1,
+        "the project's records are pruned"
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.join("keep.txt")).unwrap(),
+        "not the home's",
+        "a link is removed, never followed"
+    );
+    assert!(running_turn.is_dir(), "the running flow's turns stay");
+    assert!(running_tree.is_dir(), "the running flow's worktrees stay");
     let flows = json_of(
         &cli(home.path(), &["query", "flows"]),
         "query-flows.schema.json",
@@ -370,6 +430,29 @@ async fn prune_removes_finished_flows_only() {
     let bad = cli(home.path(), &["prune", "--older-than", "soon"]);
     assert_eq!(code(&bad), 2);
     server.stop().await;
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// How many worktrees `project` records, its own included.
+fn worktree_count(project: &Path) -> usize {
+    git(project, &["worktree", "list", "--porcelain"])
+        .lines()
+        .filter(|line| line.starts_with("worktree "))
+        .count()
 }
 
 #[test]

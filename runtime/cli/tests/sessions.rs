@@ -209,11 +209,12 @@ fn a_version_2_sqlite_database_gains_the_sessions_table_and_keeps_its_tokens() {
         .add_token(&token("alice", &"a".repeat(64)))
         .unwrap();
     // As the program of schema version 2 left it: no sessions table, no checkpoint positions,
-    // no drives or agent runs.
+    // no drives or agent runs, no task diffs.
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
         "DROP TABLE sessions; ALTER TABLE checkpoints DROP COLUMN position; \
-         DROP TABLE drives; DROP TABLE agent_runs; PRAGMA user_version = 2;",
+         DROP TABLE drives; DROP TABLE agent_runs; DROP TABLE task_diffs; \
+         PRAGMA user_version = 2;",
     )
     .unwrap();
     drop(conn);
@@ -226,7 +227,7 @@ fn a_version_2_sqlite_database_gains_the_sessions_table_and_keeps_its_tokens() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
     assert_eq!(version, stratum_store_sqlite::SCHEMA_VERSION);
 }
 
@@ -242,6 +243,7 @@ fn a_version_2_postgres_schema_gains_the_sessions_table() {
             "DROP TABLE stratum_sessions; \
              ALTER TABLE stratum_checkpoints DROP COLUMN position; \
              DROP TABLE stratum_drives; DROP TABLE stratum_agent_runs; \
+             DROP TABLE stratum_task_diffs; \
              UPDATE stratum_schema SET version = 2",
         )
     })
@@ -257,7 +259,7 @@ fn a_version_2_postgres_schema_gains_the_sessions_table() {
             .map(|row| row.get::<_, i64>(0))
     })
     .unwrap();
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
     assert_eq!(version, stratum_store_postgres::SCHEMA_VERSION);
 }
 

@@ -99,11 +99,12 @@ fn a_version_3_database_keeps_its_checkpoints_in_commit_order() {
     s.commit(&flow, "zeta");
     s.commit(&flow, "alpha");
     drop(s);
-    // As the program of schema version 3 left it: no position column, no drives or runs.
+    // As the program of schema version 3 left it: no position column, no drives, runs or task
+    // diffs.
     let conn = rusqlite::Connection::open(&path).expect("the database opens");
     conn.execute_batch(
         "ALTER TABLE checkpoints DROP COLUMN position; DROP TABLE drives; \
-         DROP TABLE agent_runs; PRAGMA user_version = 3;",
+         DROP TABLE agent_runs; DROP TABLE task_diffs; PRAGMA user_version = 3;",
     )
     .expect("the schema is taken back to version 3");
     drop(conn);
@@ -213,14 +214,14 @@ fn a_database_from_a_newer_program_is_refused_and_left_alone() {
             error,
             StoreError::NewerSchema {
                 found: 99,
-                supported: 5
+                supported: 6
             }
         ),
         "{error:?}"
     );
     assert_eq!(
         error.to_string(),
-        "the state database has schema version 99, newer than this program's 5; upgrade \
+        "the state database has schema version 99, newer than this program's 6; upgrade \
          stratum-mcp, or use another state database"
     );
     let conn = rusqlite::Connection::open(&path).expect("sqlite opens");
@@ -267,7 +268,7 @@ fn reopening_an_up_to_date_database_migrates_nothing() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("user_version");
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
     let journal: String = conn
         .query_row("PRAGMA journal_mode", [], |row| row.get(0))
         .expect("journal_mode");

@@ -109,7 +109,8 @@ fn a_version_1_sqlite_database_gains_the_tokens_table_and_keeps_its_flows() {
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
         "DROP TABLE sessions; DROP TABLE tokens; ALTER TABLE checkpoints DROP COLUMN position; \
-         DROP TABLE drives; DROP TABLE agent_runs; PRAGMA user_version = 1;",
+         DROP TABLE drives; DROP TABLE agent_runs; DROP TABLE task_diffs; \
+         PRAGMA user_version = 1;",
     )
     .unwrap();
     drop(conn);

@@ -262,6 +262,9 @@ pub struct Config {
     pub console_url: Option<String>,
     /// Who may decide a gate through the MCP tools (the server's config file).
     pub gate_policy: GatePolicy,
+    /// The most bytes of diff a fan-out step's tasks may hold together
+    /// ([`crate::state::MAX_STEP_DIFF_BYTES`] by default).
+    pub max_step_diff_bytes: u64,
 }
 
 /// Who may decide a gate through the MCP tools. The console and the operator CLI, where the
@@ -302,6 +305,7 @@ impl Default for Config {
             guardrail_backtrack_limit: 1_000_000,
             console_url: None,
             gate_policy: GatePolicy::default(),
+            max_step_diff_bytes: crate::state::MAX_STEP_DIFF_BYTES,
         }
     }
 }

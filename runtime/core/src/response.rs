@@ -234,8 +234,16 @@ pub struct TaskView {
     pub violations: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate_bounce: Option<Value>,
+    /// Its changes (`git diff --binary` against the base; `base64:` and the bytes when they
+    /// are not text): in `stratum_parallel_poll` answers, read from the task's diff row.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
+    /// The size of its changes in bytes, when they were captured (in every answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff_bytes: Option<u64>,
+    /// The SHA-256 of its changes' text, lower-case hex.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff_sha256: Option<String>,
     /// `unmerged`, `merging`, `merged` or `conflict`.
     pub merge: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]

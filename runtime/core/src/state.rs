@@ -242,7 +242,13 @@ pub struct TaskState {
     /// A pre-merge check or merge that refused its changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bounce: Option<Value>,
-    /// Its changes (`git diff --binary` against the base), when captured.
+    /// Its changes (`git diff --binary` against the base), when captured: where they are. The
+    /// text is in the store's diff rows (see [`crate::store::DiffKey`]), written once, so
+    /// that rewriting the step's row on every task event does not rewrite every diff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff_ref: Option<DiffRef>,
+    /// The text of its changes as rows written before diffs had rows of their own held it;
+    /// read (and merged) as it is, never written now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
     /// Whether its changes are in the flow's working tree (server `sequential_apply`).
@@ -258,6 +264,39 @@ pub struct TaskState {
     pub started_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_ms: Option<u64>,
+}
+
+/// The most bytes of diff a fan-out step's tasks may hold together: a task whose diff would
+/// take them past it fails (its retry can split the work) rather than fill the store.
+pub const MAX_STEP_DIFF_BYTES: u64 = 256 * 1024 * 1024;
+
+/// A task's diff as its step's row refers to it: the size and SHA-256 of the text in its diff
+/// row, so that a row the key no longer holds (overwritten when the step was entered again,
+/// before a revert brought this reference back) is told from the diff it names.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiffRef {
+    /// The text's length in bytes.
+    pub bytes: u64,
+    /// The text's SHA-256, lower-case hex.
+    pub sha256: String,
+}
+
+impl DiffRef {
+    pub fn of(text: &str) -> DiffRef {
+        use sha2::{Digest, Sha256};
+        DiffRef {
+            bytes: u64::try_from(text.len()).unwrap_or(u64::MAX),
+            sha256: Sha256::digest(text.as_bytes())
+                .iter()
+                .map(|byte| format!("{byte:02x}"))
+                .collect(),
+        }
+    }
+
+    /// Whether `text` is the diff this refers to.
+    pub fn names(&self, text: &str) -> bool {
+        *self == DiffRef::of(text)
+    }
 }
 
 /// A pipeline task's place: item `item` (from 0) at stage `stage`, in lane `lane` of the

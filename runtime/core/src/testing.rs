@@ -19,8 +19,8 @@ use crate::command::{Command, Config, Context};
 use crate::ids::FlowId;
 use crate::state::FlowHeader;
 use crate::store::{
-    AgentRun, Changes, Drive, DriveState, Enrolled, FlowChange, Parked, Release, RunStatus,
-    Session, Store, StoreError, Token,
+    AgentRun, Changes, DiffKey, Drive, DriveState, Enrolled, FlowChange, Parked, Release,
+    RunStatus, Session, Store, StoreError, Token,
 };
 
 /// What opens a fresh, empty store of the kind under test.
@@ -47,6 +47,10 @@ pub const CHECKS: &[(&str, Check)] = &[
     (
         "prune_takes_whole_finished_trees",
         prune_takes_whole_finished_trees,
+    ),
+    (
+        "task_diffs_are_rows_of_their_own",
+        task_diffs_are_rows_of_their_own,
     ),
     ("tokens_are_kept_by_name", tokens_are_kept_by_name),
     (
@@ -238,6 +242,7 @@ fn a_stale_version_is_a_conflict(open: &OpenStore<'_>) {
                 events: Vec::new(),
                 revert_events_from: None,
                 checkpoints: Vec::new(),
+                diffs: BTreeMap::new(),
             },
         );
         changes
@@ -303,6 +308,145 @@ fn prune_takes_whole_finished_trees(open: &OpenStore<'_>) {
     assert_eq!(last.flows, vec![running]);
     assert_eq!(last.plans, 1);
     assert_eq!(ids(&store.list_flows().expect("the store lists")), vec![]);
+}
+
+fn diff_key(attempt: u32, task: &str) -> DiffKey {
+    DiffKey {
+        step: "s0".to_owned(),
+        attempt,
+        task: task.to_owned(),
+    }
+}
+
+/// Writes (`Some`) or deletes (`None`) task diffs of flow `id` in one command's transaction;
+/// `fail`: the transaction then fails.
+fn write_diffs(
+    store: &dyn Store,
+    id: &FlowId,
+    diffs: &[(DiffKey, Option<&str>)],
+    fail: bool,
+) -> Result<(), StoreError> {
+    store.transact(&mut |snapshot| {
+        let mut work = crate::exec::Work::new(snapshot);
+        for (key, diff) in diffs {
+            work.put_task_diff(id, key.clone(), diff.map(str::to_owned))?;
+        }
+        if fail {
+            return Err(StoreError::Database("refused by the check".to_owned()));
+        }
+        Ok(work.into_changes(EPOCH_MS))
+    })
+}
+
+/// The stored diff under `key` of flow `id`.
+fn stored_diff(store: &dyn Store, id: &FlowId, key: &DiffKey) -> Option<String> {
+    let mut found = None;
+    store
+        .read(&mut |snapshot| {
+            found = snapshot.task_diff(id, key)?;
+            Ok(())
+        })
+        .expect("the store reads");
+    found
+}
+
+/// A fan-out task's diff is a row keyed by flow, step, attempt and task: written, replaced
+/// and deleted in a command's transaction (never by a failed one), read back by its key and
+/// its reference, copied with the store, and pruned with its flow.
+fn task_diffs_are_rows_of_their_own(open: &OpenStore<'_>) {
+    let store = open();
+    let plan = plan();
+    let id = start(store.as_ref(), &plan, EPOCH_MS);
+    let other = start(store.as_ref(), &plan, EPOCH_MS + 1);
+    let big = format!("diff --git a/big b/big\n{}", "+x\n".repeat(100_000));
+    write_diffs(
+        store.as_ref(),
+        &id,
+        &[
+            (diff_key(1, "a"), Some("diff a")),
+            (diff_key(1, "b"), Some("diff b")),
+            (diff_key(2, "a"), Some(big.as_str())),
+        ],
+        false,
+    )
+    .expect("the diffs are written");
+    let read = |key: &DiffKey| stored_diff(store.as_ref(), &id, key);
+    assert_eq!(read(&diff_key(1, "a")).as_deref(), Some("diff a"));
+    assert_eq!(read(&diff_key(1, "b")).as_deref(), Some("diff b"));
+    assert_eq!(read(&diff_key(2, "a")), Some(big.clone()));
+    assert_eq!(read(&diff_key(3, "a")), None, "another attempt's key");
+    assert_eq!(
+        stored_diff(store.as_ref(), &other, &diff_key(1, "a")),
+        None,
+        "another flow's key"
+    );
+
+    let failed = write_diffs(
+        store.as_ref(),
+        &id,
+        &[(diff_key(1, "c"), Some("diff c")), (diff_key(1, "a"), None)],
+        true,
+    );
+    assert!(failed.is_err(), "{failed:?}");
+    assert_eq!(
+        read(&diff_key(1, "c")),
+        None,
+        "a failed command writes nothing"
+    );
+    assert_eq!(read(&diff_key(1, "a")).as_deref(), Some("diff a"));
+
+    write_diffs(
+        store.as_ref(),
+        &id,
+        &[
+            (diff_key(1, "a"), Some("diff a, again")),
+            (diff_key(1, "b"), None),
+        ],
+        false,
+    )
+    .expect("the diffs are replaced and deleted");
+    assert_eq!(read(&diff_key(1, "a")).as_deref(), Some("diff a, again"));
+    assert_eq!(read(&diff_key(1, "b")), None);
+
+    let reference = crate::state::DiffRef::of("diff a, again");
+    let named = crate::store::read_task_diff(store.as_ref(), &id, &diff_key(1, "a"), &reference)
+        .expect("the store reads");
+    assert_eq!(named.as_deref(), Some("diff a, again"));
+    let stale = crate::state::DiffRef::of("diff a");
+    let replaced = crate::store::read_task_diff(store.as_ref(), &id, &diff_key(1, "a"), &stale)
+        .expect("the store reads");
+    assert_eq!(
+        replaced, None,
+        "a row that holds another text is not the diff named"
+    );
+
+    match store.export() {
+        Ok(mut dump) => {
+            dump.sort();
+            assert_eq!(dump.counts().diffs, 2);
+            let copy = open();
+            copy.import(&dump).expect("an empty store imports");
+            assert_eq!(
+                stored_diff(copy.as_ref(), &id, &diff_key(2, "a")),
+                Some(big.clone()),
+                "the copy holds the diffs"
+            );
+            let mut again = copy.export().expect("the copy exports");
+            again.sort();
+            assert_eq!(again, dump);
+        }
+        Err(StoreError::NotCopyable(_)) => {}
+        Err(error) => panic!("the store cannot export: {error}"),
+    }
+
+    finish(store.as_ref(), &id, EPOCH_MS + 2_000);
+    let pruned = store.prune(EPOCH_MS + 3_000).expect("the store prunes");
+    assert_eq!(pruned.flows, vec![id.clone()]);
+    assert_eq!(read(&diff_key(1, "a")), None, "pruned with its flow");
+    assert_eq!(read(&diff_key(2, "a")), None, "pruned with its flow");
+    if let Ok(dump) = store.export() {
+        assert_eq!(dump.counts().diffs, 0, "no diff row outlives its flow");
+    }
 }
 
 fn token(name: &str, digit: char) -> Token {

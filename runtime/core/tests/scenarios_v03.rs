@@ -453,6 +453,88 @@ fn the_server_runs_the_tasks_one_event_at_a_time() {
     insta::assert_snapshot!(s.transcript());
 }
 
+/// The diff row of task `task` of step `build` in `attempt`, as the store holds it.
+fn stored_diff(s: &Scenario, flow: &str, attempt: u32, task: &str) -> Option<String> {
+    let id = stratum_runtime::FlowId::parse(flow).unwrap();
+    let key = stratum_runtime::store::DiffKey {
+        step: "build".to_owned(),
+        attempt,
+        task: task.to_owned(),
+    };
+    let mut found = None;
+    s.store
+        .read(&mut |snapshot| {
+            found = snapshot.task_diff(&id, &key)?;
+            Ok(())
+        })
+        .unwrap();
+    found
+}
+
+#[test]
+fn task_diffs_are_rows_of_their_own_capped_per_step() {
+    let mut s = Scenario::new(SPEC);
+    s.config = std::sync::Arc::new(stratum_runtime::Config {
+        max_step_diff_bytes: 100,
+        ..stratum_runtime::Config::default()
+    });
+    let (flow, _) = at_build(&mut s);
+    s.parallel_start(&flow, "build", Some("0123abcd"));
+    let finished = |summary: &str, diff: String| TaskReport::Finished {
+        result: json!({"summary": summary}),
+        diff: Some(diff),
+        usage: None,
+    };
+    let a = s.task(&flow, "build", 1, "a", finished("a", "A".repeat(60)));
+    assert_eq!(a["tasks"][0]["state"], "complete", "{a}");
+    assert_eq!(a["tasks"][0]["diff_bytes"], 60, "{a}");
+    assert!(
+        a["tasks"][0].get("diff").is_none(),
+        "a task event's answer carries no diff text: {a}"
+    );
+    let b = s.task(&flow, "build", 1, "b", finished("b", "B".repeat(50)));
+    assert_eq!(b["tasks"][1]["state"], "failed", "{b}");
+    let why = b["tasks"][1]["violations"].to_string();
+    assert!(
+        why.contains("task 'b': its diff (50 bytes) would take the step's diffs past their limit of 100 bytes (its other tasks hold 60)"),
+        "{why}"
+    );
+    assert_eq!(stored_diff(&s, &flow, 1, "b"), None, "{b}");
+    let poll = s.parallel_poll(&flow, "build");
+    assert_eq!(poll["tasks"][0]["diff"], "A".repeat(60), "{poll}");
+    assert!(poll["tasks"][1].get("diff").is_none(), "{poll}");
+
+    let retry = s.parallel_advance(&flow, "build", None);
+    assert_eq!(ids(&retry), ["b"], "{retry}");
+    s.parallel_start(&flow, "build", Some("0123abcd"));
+    let bounced = TaskReport::Failed {
+        violations: vec!["the check failed".into()],
+        bounce: None,
+        diff: Some("b".repeat(10)),
+        usage: None,
+    };
+    s.task(&flow, "build", 2, "b", bounced);
+    assert_eq!(stored_diff(&s, &flow, 2, "b"), Some("b".repeat(10)));
+    let again = s.parallel_advance(&flow, "build", None);
+    assert_eq!(ids(&again), ["b"], "{again}");
+    s.parallel_start(&flow, "build", Some("0123abcd"));
+    assert_eq!(
+        stored_diff(&s, &flow, 2, "b"),
+        None,
+        "the row of a task the new attempt runs again is deleted"
+    );
+    let fits = s.task(&flow, "build", 3, "b", finished("b", "b".repeat(40)));
+    assert_eq!(
+        fits["tasks"][1]["state"], "complete",
+        "up to the limit: {fits}"
+    );
+    let poll = s.parallel_poll(&flow, "build");
+    assert_eq!(poll["tasks"][0]["diff"], "A".repeat(60), "kept: {poll}");
+    assert_eq!(poll["tasks"][1]["diff"], "b".repeat(40), "{poll}");
+    let next = s.parallel_advance(&flow, "build", None);
+    assert_eq!(next["step_id"], "review", "{next}");
+}
+
 fn done_all(tasks: &Value, results: &[(&str, Value)]) -> Value {
     let mut reports = Vec::new();
     for task in tasks.as_array().unwrap() {

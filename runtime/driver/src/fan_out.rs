@@ -26,8 +26,9 @@ use stratum_agents::{Outcome, Prompt, Request};
 use stratum_compiler::plan::{Action, FanOut, Isolation, Merge};
 use stratum_runtime::ids::FlowId;
 use stratum_runtime::response::{FanOutReport, Response, TaskView};
+use stratum_runtime::state::DiffRef;
 use stratum_runtime::store::drives::mint_run_id;
-use stratum_runtime::store::{AgentRun, RunStatus};
+use stratum_runtime::store::{AgentRun, DiffKey, RunStatus, read_task_diff};
 use stratum_runtime::{Command, TaskReport, fresh_seed, now_ms};
 use tokio_util::sync::CancellationToken;
 
@@ -570,7 +571,17 @@ impl Driver {
             if task.state != "complete" || !matches!(task.merge, "unmerged" | "merging") {
                 continue;
             }
-            let patch = task.diff.as_deref().map(diff_bytes).unwrap_or_default();
+            let patch = match self.task_patch(settings, task)? {
+                Ok(patch) => patch,
+                Err(message) => {
+                    let lost = TaskReport::Conflict {
+                        files: Vec::new(),
+                        message,
+                    };
+                    self.record(settings, &task.task_id, Some(lost), owner)?;
+                    continue;
+                }
+            };
             if task.merge == "merging"
                 && !patch.is_empty()
                 && self.git.is_applied(&self.root, &patch)
@@ -602,6 +613,44 @@ impl Driver {
             self.record(settings, &task.task_id, Some(event), owner)?;
         }
         Ok(())
+    }
+
+    /// The bytes of a complete task's patch, read from its diff row (the reports of task
+    /// events carry only its size and hash); `Err` with why when the row no longer holds it.
+    fn task_patch(
+        &self,
+        settings: &Settings,
+        task: &TaskView,
+    ) -> Result<Result<Vec<u8>, String>, DriveError> {
+        // Written inline by an earlier build, and reported as it is.
+        if let Some(text) = &task.diff {
+            return Ok(Ok(diff_bytes(text)));
+        }
+        let (Some(bytes), Some(sha256)) = (task.diff_bytes, &task.diff_sha256) else {
+            return Ok(Ok(Vec::new()));
+        };
+        let key = DiffKey {
+            step: settings.step.clone(),
+            attempt: task.attempt,
+            task: task.task_id.clone(),
+        };
+        let reference = DiffRef {
+            bytes,
+            sha256: sha256.clone(),
+        };
+        match read_task_diff(
+            self.runtime.store().as_ref(),
+            &settings.flow,
+            &key,
+            &reference,
+        )? {
+            Some(text) => Ok(Ok(diff_bytes(&text))),
+            None => Ok(Err(format!(
+                "task '{}': its recorded diff is no longer in the store (the step was entered \
+                 again since), so it was not merged",
+                task.task_id
+            ))),
+        }
     }
 
     fn remove_worktrees(&self, settings: &Settings, report: &FanOutReport) {
@@ -724,7 +773,19 @@ impl TaskJob {
                 Value::Object(object.clone())
             }
             (_, Some(Outcome::NoJson)) if self.settings.task_contract.is_none() => {
-                Value::String(run.as_ref().map(|run| run.text.clone()).unwrap_or_default())
+                let text = run.as_ref().map(|run| run.text.clone()).unwrap_or_default();
+                // Without a contract the text is the result, but an empty one is no answer: it
+                // fails the task like any other missing result, so the retry runs it again
+                // instead of accepting (and merging) nothing.
+                if text.trim().is_empty() {
+                    return Some(TaskReport::Failed {
+                        violations: vec![format!("task '{id}': the agent answered nothing")],
+                        bounce: None,
+                        diff: None,
+                        usage: Some(row.usage.clone()),
+                    });
+                }
+                Value::String(text)
             }
             _ => {
                 return Some(TaskReport::Failed {
@@ -777,14 +838,19 @@ fn require_text(fan_out: &FanOut) -> String {
 }
 
 /// A diff as the store keeps it: the text when it is UTF-8 (git's binary patches are ASCII),
-/// else `base64:` and the bytes encoded, so that no byte is lost.
+/// else `base64:` and the bytes encoded, so that no byte is lost. A NUL byte is encoded too:
+/// PostgreSQL's text columns cannot hold one.
 pub fn diff_text(bytes: Vec<u8>) -> String {
-    match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(error) => format!(
+    let encoded = |bytes: &[u8]| {
+        format!(
             "base64:{}",
-            base64::engine::general_purpose::STANDARD.encode(error.into_bytes())
-        ),
+            base64::engine::general_purpose::STANDARD.encode(bytes)
+        )
+    };
+    match String::from_utf8(bytes) {
+        Ok(text) if text.contains('\0') => encoded(text.as_bytes()),
+        Ok(text) => text,
+        Err(error) => encoded(error.as_bytes()),
     }
 }
 

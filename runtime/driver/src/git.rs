@@ -427,6 +427,123 @@ pub fn task_dir(
     Ok(dir)
 }
 
+/// Removes `<root>/<flow_id>` and everything in it: what a pruned flow left under the server's
+/// home (its judge turns); whether there was one. The flow id must be one safe component, and
+/// neither `root` nor the flow's directory may be a symbolic link: the directory removed is
+/// always inside the canonical root, and links inside it are removed, never followed.
+pub fn remove_flow_dir(root: &Path, flow_id: &str) -> Result<bool, GitError> {
+    let Some(dir) = flow_dir(root, flow_id)? else {
+        return Ok(false);
+    };
+    std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
+    Ok(true)
+}
+
+/// `<root>/<flow_id>` resolved, through no symbolic link and checked to be under the canonical
+/// root; `None` when it does not exist.
+fn flow_dir(root: &Path, flow_id: &str) -> Result<Option<PathBuf>, GitError> {
+    if !is_component(flow_id) {
+        return Err(GitError::BadComponent {
+            what: "flow id",
+            value: flow_id.to_owned(),
+        });
+    }
+    if std::fs::symlink_metadata(root).is_err() {
+        return Ok(None);
+    }
+    refuse_symlink(root)?;
+    let canonical_root = root.canonicalize().map_err(io(root))?;
+    let dir = canonical_root.join(flow_id);
+    match std::fs::symlink_metadata(&dir) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(io(&dir)(error)),
+        Ok(_) => refuse_symlink(&dir)?,
+    }
+    let canonical = dir.canonicalize().map_err(io(&dir))?;
+    if !canonical.starts_with(&canonical_root) || canonical == canonical_root {
+        return Err(GitError::OutsideRoot {
+            path: canonical,
+            root: canonical_root,
+        });
+    }
+    Ok(Some(canonical))
+}
+
+/// The directories exactly `depth` levels below `dir`, reached through real directories only
+/// (a link is not a directory here, so nothing outside is listed).
+fn dirs_at_depth(dir: &Path, depth: usize) -> Vec<PathBuf> {
+    let mut level = vec![dir.to_owned()];
+    for _ in 0..depth {
+        level = level
+            .iter()
+            .filter_map(|parent| std::fs::read_dir(parent).ok())
+            .flat_map(|entries| entries.filter_map(Result::ok))
+            .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
+            .map(|entry| entry.path())
+            .collect();
+    }
+    level
+}
+
+/// The git directory of the repository that registered the worktree `dir`: read from its
+/// `.git` file, and taken only when that repository's record of the worktree points back at
+/// `dir` (an agent may have rewritten `.git`; it cannot make another repository claim it).
+fn registering_repository(dir: &Path) -> Option<PathBuf> {
+    let dot_git = dir.join(".git");
+    if !std::fs::symlink_metadata(&dot_git).is_ok_and(|meta| meta.is_file()) {
+        return None;
+    }
+    let text = std::fs::read_to_string(&dot_git).ok()?;
+    let record = PathBuf::from(text.trim().strip_prefix("gitdir:")?.trim());
+    let record = if record.is_absolute() {
+        record
+    } else {
+        dir.join(record)
+    };
+    let back = std::fs::read_to_string(record.join("gitdir")).ok()?;
+    if resolve(Path::new(back.trim())) != resolve(&dot_git) {
+        return None;
+    }
+    let common = match std::fs::read_to_string(record.join("commondir")) {
+        Ok(relative) => record.join(relative.trim()),
+        Err(_) => record.join("..").join(".."),
+    };
+    common.canonicalize().ok()
+}
+
+impl Git {
+    /// Removes the task worktrees of flow `flow_id` under `root`
+    /// (`<root>/<flow>/<step>/<attempt>/<task>`, see [`task_dir`]) with the flow's directory,
+    /// then prunes each registering repository's records of them (`git worktree prune`); how
+    /// many task directories were removed. For `stratum-mcp prune`, which does not know the
+    /// project a flow ran in: the repository is found from each worktree's `.git` file.
+    pub fn remove_flow_worktrees(&self, root: &Path, flow_id: &str) -> Result<usize, GitError> {
+        let Some(dir) = flow_dir(root, flow_id)? else {
+            return Ok(0);
+        };
+        let tasks = dirs_at_depth(&dir, 3);
+        let repositories: std::collections::BTreeSet<PathBuf> = tasks
+            .iter()
+            .filter_map(|task| registering_repository(task))
+            .collect();
+        let _records = WORKTREE_RECORDS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
+        let mut first_error = None;
+        for repository in repositories {
+            let mut git_dir = OsString::from("--git-dir=");
+            git_dir.push(repository.as_os_str());
+            let mut argv = vec![git_dir];
+            argv.extend(args(["worktree", "prune"]));
+            if let Err(error) = self.run_ok(&repository, &argv) {
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(tasks.len()), Err)
+    }
+}
+
 /// Runs each of `commands` in `worktree`, in order, until one fails: each string is split into
 /// words as a POSIX shell splits them (quotes and backslashes; no variables, globs or
 /// redirections: no shell runs), its first word the program (looked up on `env`'s `PATH`, or

@@ -67,6 +67,15 @@ flows:
           - {intent_template: "Task TASK[{id}]: summarise {item}"}
           - {intent_template: "Task TASK[{id}]: join {prevs}", join: true, exit_when: "'stop' in result"}
           - {intent_template: "Task TASK[{id}]: finish {item}", when: "'skip' not in prev"}
+  plain:
+    input: {tasks: {type: array}}
+    steps:
+      - id: work
+        type: parallel_dispatch
+        source: "$.input.tasks"
+        intent_template: "Task TASK[{id}]: {description}"
+        task_timeout: 60
+        retries: 2
   checked:
     input: {tasks: {type: array}}
     steps:
@@ -328,6 +337,65 @@ fn a_task_without_a_result_is_re_run_alone_with_its_violation() {
         assert!(
             prompts.contains("previous attempt at this task was refused"),
             "{kind}: {prompts}"
+        );
+    }
+}
+
+#[test]
+fn an_empty_answer_without_a_contract_fails_the_task_and_its_retry_runs_it_again() {
+    for (kind, open) in STORES {
+        let project = project();
+        let claude = task_agent(
+            &project.agents,
+            Format::Claude,
+            &[
+                (
+                    "a",
+                    vec![TaskAction::answer(""), TaskAction::answer("a done")],
+                ),
+                (
+                    "b",
+                    vec![TaskAction::answer("   "), TaskAction::answer("b done")],
+                ),
+                ("c", vec![TaskAction::answer("c done")]),
+            ],
+        );
+        let driver = driver(open(), &project, claude);
+        let tasks = json!([
+            {"id": "a", "description": "a"},
+            {"id": "b", "description": "b"},
+            {"id": "c", "description": "c"}
+        ]);
+        let id = start(&driver, "plain", tasks);
+        assert_eq!(
+            drive(&driver, &id),
+            Ended::Finished {
+                status: "complete".to_owned()
+            },
+            "{kind}"
+        );
+        assert_eq!(task_calls(&project.agents, "a"), 2, "{kind}");
+        assert_eq!(task_calls(&project.agents, "b"), 2, "{kind}");
+        assert_eq!(task_calls(&project.agents, "c"), 1, "{kind}: c was kept");
+        for task in ["a", "b"] {
+            let prompts =
+                std::fs::read_to_string(project.agents.join(format!("prompts.{task}"))).unwrap();
+            assert!(
+                prompts.contains(&format!("task '{task}': the agent answered nothing")),
+                "{kind}: the retry's prompt says why: {prompts}"
+            );
+        }
+        let polled = poll(&driver, &id);
+        let results: Vec<&Value> = polled["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|task| &task["result"])
+            .collect();
+        assert_eq!(
+            results,
+            [&json!("a done"), &json!("b done"), &json!("c done")],
+            "{kind}: {polled}"
         );
     }
 }

@@ -396,7 +396,8 @@ pub static DIFFERENCES: &[Difference] = &[
                its `task_timeout` and its own process group; only the spec's own pre-merge \
                commands run (commands read from the flow's data only when the server's \
                allow-list names their program), under the agents' environment allow-list; \
-               diffs are binary-safe and `merge: sequential_apply` applies them to the project \
+               diffs are binary-safe, each stored once in a row of its own (at most 256 MiB a \
+               step) and `merge: sequential_apply` applies them to the project \
                in dependency order, a conflict bouncing its task to the retry. Every refusal is \
                `status: error` with an `error_type`; `started` lists the tasks as poll does.",
         why: "an agent's call must not move a flow it only looks at, and tasks written by a \

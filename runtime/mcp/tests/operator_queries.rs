@@ -138,9 +138,9 @@ fn prune_takes_whole_finished_trees_and_keeps_running_ones() {
         );
 
         let later = scenario.now_ms + 60_000;
-        let young = prune::prune(store.as_ref(), later, 3_600_000).expect("prune");
+        let young = prune::prune(store.as_ref(), later, 3_600_000, None).expect("prune");
         assert!(young.removed_flows.is_empty(), "{name}: too young to prune");
-        let report = prune::prune(store.as_ref(), later, 1_000).expect("prune");
+        let report = prune::prune(store.as_ref(), later, 1_000, None).expect("prune");
         let mut removed = report.removed_flows.clone();
         removed.sort();
         let mut expected = vec![done_parent.clone(), done_child.clone()];

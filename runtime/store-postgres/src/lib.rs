@@ -47,13 +47,13 @@ use stratum_runtime::ids::FlowId;
 use stratum_runtime::plan_cache::{PlanCache, plan_size};
 use stratum_runtime::state::{Checkpoint, Event, EventBody, FlowHeader, StepState};
 use stratum_runtime::store::dump::{
-    CacheRow, CheckpointRow, Dump, EventRow, FlowColumns, FlowRow, PlanRow, StepRow, ensure_empty,
-    header_of,
+    CacheRow, CheckpointRow, DiffRow, Dump, EventRow, FlowColumns, FlowRow, PlanRow, StepRow,
+    ensure_empty, header_of,
 };
 use stratum_runtime::store::rows::{decode, encode, load_plan, to_i64};
 use stratum_runtime::store::{
-    AgentRun, Changes, Drive, Enrolled, FlowChange, Pruned, Release, Session, Snapshot, Store,
-    StoreError, Token, prunable,
+    AgentRun, Changes, DiffKey, Drive, Enrolled, FlowChange, Pruned, Release, Session, Snapshot,
+    Store, StoreError, Token, prunable,
 };
 
 mod drives;
@@ -152,6 +152,16 @@ const MIGRATIONS: &[&str] = &[
         body TEXT NOT NULL
     );
     CREATE INDEX stratum_agent_runs_flow ON stratum_agent_runs (flow, started_ms);",
+    // 6: the diffs of fan-out tasks, a row each, written once when the task settles: kept in
+    // the step's row they were rewritten with it on every task event.
+    "CREATE TABLE stratum_task_diffs (
+        flow TEXT NOT NULL,
+        step TEXT NOT NULL,
+        attempt BIGINT NOT NULL,
+        task TEXT NOT NULL,
+        diff TEXT NOT NULL,
+        PRIMARY KEY (flow, step, attempt, task)
+    );",
 ];
 
 /// The schema version this program writes (and the newest it reads).
@@ -602,6 +612,7 @@ impl Store for PostgresStore {
                 "DELETE FROM stratum_steps WHERE flow = ANY($1)",
                 "DELETE FROM stratum_events WHERE flow = ANY($1)",
                 "DELETE FROM stratum_checkpoints WHERE flow = ANY($1)",
+                "DELETE FROM stratum_task_diffs WHERE flow = ANY($1)",
                 "DELETE FROM stratum_flows WHERE id = ANY($1)",
             ] {
                 tx.execute(sql, &[&ids])
@@ -701,6 +712,20 @@ impl Store for PostgresStore {
                 dump.cache.push(CacheRow {
                     key: get(&row, 0)?,
                     value: get(&row, 1)?,
+                });
+            }
+            for row in read(
+                "SELECT flow, step, attempt, task, diff FROM stratum_task_diffs \
+                 ORDER BY flow, step, attempt, task",
+            )
+            .await?
+            {
+                dump.diffs.push(DiffRow {
+                    flow: get(&row, 0)?,
+                    step: get(&row, 1)?,
+                    attempt: small(get(&row, 2)?, "an attempt number")?,
+                    task: get(&row, 3)?,
+                    diff: get(&row, 4)?,
                 });
             }
             tx.commit()
@@ -826,6 +851,22 @@ impl Store for PostgresStore {
                 tx.execute(&statement, &[&row.key, &row.value])
                     .await
                     .map_err(&copy)?;
+            }
+            let statement = tx
+                .prepare_cached(
+                    "INSERT INTO stratum_task_diffs (flow, step, attempt, task, diff) \
+                     VALUES ($1, $2, $3, $4, $5)",
+                )
+                .await
+                .map_err(&copy)?;
+            for row in &dump.diffs {
+                let attempt = i64::from(row.attempt);
+                tx.execute(
+                    &statement,
+                    &[&row.flow, &row.step, &attempt, &row.task, &row.diff],
+                )
+                .await
+                .map_err(&copy)?;
             }
             tx.commit().await.map_err(failed("commit the copy"))
         })
@@ -1409,6 +1450,16 @@ impl Snapshot for Reader<'_, '_, '_> {
             .map(|value| decode(&value, || format!("the cached result {key}")))
             .transpose()
     }
+
+    fn task_diff(&mut self, id: &FlowId, key: &DiffKey) -> Result<Option<String>, StoreError> {
+        self.one_text(
+            "SELECT diff FROM stratum_task_diffs WHERE flow = $1 AND step = $2 AND attempt = $3 \
+             AND task = $4",
+            &[&id.as_str(), &key.step, &i64::from(key.attempt), &key.task],
+            "read a task's diff",
+            None,
+        )
+    }
 }
 
 /// Writes what one command changed, row by row, and notifies the flows it changed.
@@ -1611,6 +1662,32 @@ async fn write_flow(tx: &Transaction<'_>, id: &FlowId, change: &FlowChange) -> R
             "append an event",
         )
         .await?;
+    }
+    for (key, diff) in &change.diffs {
+        let attempt = i64::from(key.attempt);
+        match diff {
+            Some(text) => {
+                run(
+                    tx,
+                    "INSERT INTO stratum_task_diffs (flow, step, attempt, task, diff) \
+                     VALUES ($1, $2, $3, $4, $5) \
+                     ON CONFLICT (flow, step, attempt, task) DO UPDATE SET diff = excluded.diff",
+                    &[&id_text, &key.step, &attempt, &key.task, text],
+                    "store a task's diff",
+                )
+                .await?
+            }
+            None => {
+                run(
+                    tx,
+                    "DELETE FROM stratum_task_diffs \
+                     WHERE flow = $1 AND step = $2 AND attempt = $3 AND task = $4",
+                    &[&id_text, &key.step, &attempt, &key.task],
+                    "delete a task's diff",
+                )
+                .await?
+            }
+        };
     }
     for checkpoint in &change.checkpoints {
         run(

@@ -48,13 +48,13 @@ use stratum_runtime::ids::FlowId;
 use stratum_runtime::plan_cache::{PlanCache, plan_size};
 use stratum_runtime::state::{Checkpoint, Event, EventBody, FlowHeader, StepState};
 use stratum_runtime::store::dump::{
-    CacheRow, CheckpointRow, Dump, EventRow, FlowColumns, FlowRow, PlanRow, StepRow, ensure_empty,
-    header_of,
+    CacheRow, CheckpointRow, DiffRow, Dump, EventRow, FlowColumns, FlowRow, PlanRow, StepRow,
+    ensure_empty, header_of,
 };
 use stratum_runtime::store::rows::{self, decode, load_plan, to_i64};
 use stratum_runtime::store::{
-    AgentRun, Changes, Drive, Enrolled, FlowChange, Pruned, Release, Session, Snapshot, Store,
-    StoreError, Token, prunable,
+    AgentRun, Changes, DiffKey, Drive, Enrolled, FlowChange, Pruned, Release, Session, Snapshot,
+    Store, StoreError, Token, prunable,
 };
 
 /// The database's file name in the state directory.
@@ -154,6 +154,16 @@ const MIGRATIONS: &[&str] = &[
         body TEXT NOT NULL
     );
     CREATE INDEX agent_runs_flow ON agent_runs (flow, started_ms);",
+    // 6: the diffs of fan-out tasks, a row each, written once when the task settles: kept in
+    // the step's row they were rewritten with it on every task event.
+    "CREATE TABLE task_diffs (
+        flow TEXT NOT NULL,
+        step TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        task TEXT NOT NULL,
+        diff TEXT NOT NULL,
+        PRIMARY KEY (flow, step, attempt, task)
+    );",
 ];
 
 /// The schema version this program writes (and the newest it reads).
@@ -471,6 +481,7 @@ impl Store for SqliteStore {
                 "DELETE FROM steps WHERE flow = ?1",
                 "DELETE FROM events WHERE flow = ?1",
                 "DELETE FROM checkpoints WHERE flow = ?1",
+                "DELETE FROM task_diffs WHERE flow = ?1",
                 "DELETE FROM flows WHERE id = ?1",
             ] {
                 tx.prepare_cached(table)
@@ -771,6 +782,19 @@ fn export(conn: &Connection) -> Result<Dump, StoreError> {
                 value: row.get(1)?,
             })
         })?,
+        diffs: collect(
+            conn,
+            "SELECT flow, step, attempt, task, diff FROM task_diffs",
+            |row| {
+                Ok(DiffRow {
+                    flow: row.get(0)?,
+                    step: row.get(1)?,
+                    attempt: row.get(2)?,
+                    task: row.get(3)?,
+                    diff: row.get(4)?,
+                })
+            },
+        )?,
     })
 }
 
@@ -843,6 +867,12 @@ fn import(conn: &Connection, dump: &Dump) -> Result<(), StoreError> {
         run(
             "INSERT INTO cache (key, value) VALUES (?1, ?2)",
             &[&row.key, &row.value],
+        )?;
+    }
+    for row in &dump.diffs {
+        run(
+            "INSERT INTO task_diffs (flow, step, attempt, task, diff) VALUES (?1, ?2, ?3, ?4, ?5)",
+            &[&row.flow, &row.step, &row.attempt, &row.task, &row.diff],
         )?;
     }
     Ok(())
@@ -1101,6 +1131,15 @@ impl Snapshot for Reader<'_> {
             .map(|value| decode(&value, || format!("the cached result {key}")))
             .transpose()
     }
+
+    fn task_diff(&mut self, id: &FlowId, key: &DiffKey) -> Result<Option<String>, StoreError> {
+        self.one_text(
+            "SELECT diff FROM task_diffs WHERE flow = ?1 AND step = ?2 AND attempt = ?3 \
+             AND task = ?4",
+            params![id.as_str(), key.step, key.attempt, key.task],
+            "read a task's diff",
+        )
+    }
 }
 
 /// Writes what one command changed, row by row.
@@ -1237,6 +1276,29 @@ fn write_flow(conn: &Connection, id: &FlowId, change: &FlowChange) -> Result<(),
             ])
         })
         .map_err(failed("append an event"))?;
+    }
+    for (key, diff) in &change.diffs {
+        match diff {
+            Some(text) => conn
+                .prepare_cached(
+                    "INSERT INTO task_diffs (flow, step, attempt, task, diff) \
+                     VALUES (?1, ?2, ?3, ?4, ?5) \
+                     ON CONFLICT (flow, step, attempt, task) DO UPDATE SET diff = excluded.diff",
+                )
+                .and_then(|mut statement| {
+                    statement.execute(params![id.as_str(), key.step, key.attempt, key.task, text])
+                })
+                .map_err(failed("store a task's diff"))?,
+            None => conn
+                .prepare_cached(
+                    "DELETE FROM task_diffs WHERE flow = ?1 AND step = ?2 AND attempt = ?3 \
+                     AND task = ?4",
+                )
+                .and_then(|mut statement| {
+                    statement.execute(params![id.as_str(), key.step, key.attempt, key.task])
+                })
+                .map_err(failed("delete a task's diff"))?,
+        };
     }
     for checkpoint in &change.checkpoints {
         conn.prepare_cached(

@@ -12,7 +12,7 @@ use stratum_compiler::plan::Plan;
 
 use crate::ids::FlowId;
 use crate::state::{Checkpoint, Event, EventBody, FlowHeader, StepState};
-use crate::store::{Changes, FlowChange, Snapshot, StoreError};
+use crate::store::{Changes, DiffKey, FlowChange, Snapshot, StoreError};
 
 pub struct Work<'s> {
     snapshot: &'s mut dyn Snapshot,
@@ -34,6 +34,7 @@ struct FlowWork {
     events: Vec<Event>,
     revert_events_from: Option<u64>,
     checkpoints: Vec<Checkpoint>,
+    diffs: BTreeMap<DiffKey, Option<String>>,
 }
 
 impl FlowWork {
@@ -48,6 +49,7 @@ impl FlowWork {
             events: Vec::new(),
             revert_events_from: None,
             checkpoints: Vec::new(),
+            diffs: BTreeMap::new(),
         }
     }
 }
@@ -330,6 +332,31 @@ impl<'s> Work<'s> {
         Ok(())
     }
 
+    /// The text of a fan-out task's diff: written by this command, or stored.
+    pub fn task_diff(&mut self, id: &FlowId, key: &DiffKey) -> Result<Option<String>, StoreError> {
+        let flow = self.loaded(id)?;
+        if let Some(written) = flow.diffs.get(key) {
+            return Ok(written.clone());
+        }
+        if flow.base_version.is_none() {
+            return Ok(None);
+        }
+        self.snapshot.task_diff(id, key)
+    }
+
+    /// Stores a fan-out task's diff under `key` (`None`: deletes it).
+    pub fn put_task_diff(
+        &mut self,
+        id: &FlowId,
+        key: DiffKey,
+        diff: Option<String>,
+    ) -> Result<(), StoreError> {
+        let flow = self.loaded(id)?;
+        flow.dirty = true;
+        flow.diffs.insert(key, diff);
+        Ok(())
+    }
+
     pub fn cached(&mut self, key: &str) -> Result<Option<Value>, StoreError> {
         if let Some((_, value)) = self.cache.iter().rev().find(|(stored, _)| stored == key) {
             return Ok(Some(value.clone()));
@@ -372,6 +399,7 @@ impl<'s> Work<'s> {
                     events: flow.events,
                     revert_events_from: flow.revert_events_from,
                     checkpoints: flow.checkpoints,
+                    diffs: flow.diffs,
                 },
             );
         }

@@ -22,6 +22,7 @@ pub struct Dump {
     pub events: Vec<EventRow>,
     pub checkpoints: Vec<CheckpointRow>,
     pub cache: Vec<CacheRow>,
+    pub diffs: Vec<DiffRow>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -69,6 +70,16 @@ pub struct CacheRow {
     pub value: String,
 }
 
+/// A fan-out task's diff (see [`super::DiffKey`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DiffRow {
+    pub flow: String,
+    pub step: String,
+    pub attempt: u32,
+    pub task: String,
+    pub diff: String,
+}
+
 /// How many rows each table of a [`Dump`] has.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
@@ -78,6 +89,7 @@ pub struct Counts {
     pub events: usize,
     pub checkpoints: usize,
     pub cache: usize,
+    pub diffs: usize,
 }
 
 impl Dump {
@@ -89,6 +101,7 @@ impl Dump {
             events: self.events.len(),
             checkpoints: self.checkpoints.len(),
             cache: self.cache.len(),
+            diffs: self.diffs.len(),
         }
     }
 
@@ -104,6 +117,9 @@ impl Dump {
         self.checkpoints
             .sort_by(|a, b| (&a.flow, &a.label).cmp(&(&b.flow, &b.label)));
         self.cache.sort_by(|a, b| a.key.cmp(&b.key));
+        self.diffs.sort_by(|a, b| {
+            (&a.flow, &a.step, a.attempt, &a.task).cmp(&(&b.flow, &b.step, b.attempt, &b.task))
+        });
     }
 
     /// SHA-256 of every row, in order, as hex: equal exactly when the two stores hold the same
@@ -157,6 +173,19 @@ impl Dump {
         }
         for row in &self.cache {
             feed("cache", &[row.key.as_bytes(), row.value.as_bytes()]);
+        }
+        for row in &self.diffs {
+            let attempt = row.attempt.to_le_bytes();
+            feed(
+                "diff",
+                &[
+                    row.flow.as_bytes(),
+                    row.step.as_bytes(),
+                    &attempt,
+                    row.task.as_bytes(),
+                    row.diff.as_bytes(),
+                ],
+            );
         }
         hasher
             .finalize()

@@ -13,8 +13,8 @@ use stratum_compiler::plan::Plan;
 
 use super::drives::released;
 use super::{
-    AgentRun, Changes, Drive, DriveState, Enrolled, Pruned, Release, Session, Snapshot, Store,
-    StoreError, Token,
+    AgentRun, Changes, DiffKey, Drive, DriveState, Enrolled, Pruned, Release, Session, Snapshot,
+    Store, StoreError, Token,
 };
 use crate::ids::FlowId;
 use crate::state::{Checkpoint, Event, FlowHeader, StepState};
@@ -52,6 +52,8 @@ struct Rows {
     events: Vec<Event>,
     /// In the order their labels were first committed; a label committed again keeps its place.
     checkpoints: Vec<Checkpoint>,
+    /// Fan-out task diffs, shared so that the copy every transaction makes does not copy them.
+    diffs: BTreeMap<DiffKey, Arc<str>>,
 }
 
 impl MemoryStore {
@@ -150,6 +152,14 @@ impl Snapshot for Data {
     fn cached(&mut self, key: &str) -> Result<Option<Value>, StoreError> {
         Ok(self.cache.get(key).cloned())
     }
+
+    fn task_diff(&mut self, id: &FlowId, key: &DiffKey) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .flows
+            .get(id)
+            .and_then(|rows| rows.diffs.get(key))
+            .map(|text| text.to_string()))
+    }
 }
 
 impl Data {
@@ -200,6 +210,12 @@ impl Data {
                 }
             }
             rows.events.extend(change.events);
+            for (key, diff) in change.diffs {
+                match diff {
+                    Some(text) => rows.diffs.insert(key, Arc::from(text)),
+                    None => rows.diffs.remove(&key),
+                };
+            }
             for checkpoint in change.checkpoints {
                 match rows
                     .checkpoints

@@ -82,6 +82,40 @@ pub trait Snapshot {
     fn checkpoint(&mut self, id: &FlowId, label: &str) -> Result<Option<Checkpoint>, StoreError>;
     fn checkpoint_labels(&mut self, id: &FlowId) -> Result<Vec<String>, StoreError>;
     fn cached(&mut self, key: &str) -> Result<Option<Value>, StoreError>;
+    /// The text of a fan-out task's diff, stored under `key` in flow `id`.
+    fn task_diff(&mut self, id: &FlowId, key: &DiffKey) -> Result<Option<String>, StoreError>;
+}
+
+/// Where a fan-out task's diff is stored: a row of its own per flow, step, attempt and task,
+/// written once when the task settles. The step's row holds only a
+/// [`crate::state::DiffRef`]: it is rewritten on every task event, and a diff may be
+/// megabytes.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DiffKey {
+    /// The step's id.
+    pub step: String,
+    /// The step attempt that ran the task.
+    pub attempt: u32,
+    pub task: String,
+}
+
+/// The diff `reference` names, read from `store` (`None` when its row is gone, or holds
+/// another text since the step was entered again).
+pub fn read_task_diff(
+    store: &dyn Store,
+    flow: &FlowId,
+    key: &DiffKey,
+    reference: &crate::state::DiffRef,
+) -> Result<Option<String>, StoreError> {
+    if reference.bytes == 0 {
+        return Ok(Some(String::new()));
+    }
+    let mut found = None;
+    store.read(&mut |snapshot| {
+        found = snapshot.task_diff(flow, key)?;
+        Ok(())
+    })?;
+    Ok(found.filter(|text| reference.names(text)))
 }
 
 /// What one command changed: written in the command's transaction, nothing else.
@@ -120,6 +154,9 @@ pub struct FlowChange {
     /// Mark events numbered from this on as reverted.
     pub revert_events_from: Option<u64>,
     pub checkpoints: Vec<Checkpoint>,
+    /// Fan-out task diffs to write (`Some`, replacing a row under the same key) or delete
+    /// (`None`).
+    pub diffs: BTreeMap<DiffKey, Option<String>>,
 }
 
 /// A durable home for flow executions.
@@ -155,7 +192,7 @@ pub trait Store: Send + Sync {
     /// `finished_before_ms`, then the plans no remaining flow runs on. A tree with a running
     /// flow is kept whole, so an audit never meets a half-deleted tree. The pruned flows'
     /// drives and agent runs go with them, and so do runs of no flow that ended before the
-    /// cut-off.
+    /// cut-off. Their task diffs go with them.
     fn prune(&self, finished_before_ms: u64) -> Result<Pruned, StoreError>;
 
     /// Waits until a flow may have changed, or `timeout` passed: either way the caller looks

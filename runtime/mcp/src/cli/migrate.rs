@@ -42,6 +42,8 @@ pub struct TableCounts {
     pub events: usize,
     pub checkpoints: usize,
     pub cache: usize,
+    /// The diffs of fan-out tasks.
+    pub diffs: usize,
 }
 
 impl From<Counts> for TableCounts {
@@ -53,6 +55,7 @@ impl From<Counts> for TableCounts {
             events: counts.events,
             checkpoints: counts.checkpoints,
             cache: counts.cache,
+            diffs: counts.diffs,
         }
     }
 }

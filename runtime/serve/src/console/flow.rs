@@ -627,7 +627,7 @@ fn fan_out_tasks(html: &mut String, view: &FlowView) {
         };
         let _ = write!(
             body,
-            "<h3>Step {step} · attempt {attempt} · {dispatch}</h3><table class=\"tasks\"><thead><tr><th>Task</th><th>State</th><th>Attempt</th><th>Merge</th><th>Why</th></tr></thead><tbody>",
+            "<h3>Step {step} · attempt {attempt} · {dispatch}</h3><table class=\"tasks\"><thead><tr><th>Task</th><th>State</th><th>Attempt</th><th>Merge</th><th>Diff</th><th>Why</th></tr></thead><tbody>",
             step = shown_name(step_id),
             attempt = fan.attempt,
         );
@@ -645,9 +645,15 @@ fn fan_out_tasks(html: &mut String, view: &FlowView) {
                 .map(|violation| shown_text(violation))
                 .collect::<Vec<_>>()
                 .join("<br>");
+            // Its size only: the text is in the task's diff row, and may be megabytes.
+            let diff = match (&task.diff_ref, &task.diff) {
+                (Some(reference), _) => byte_size(reference.bytes),
+                (None, Some(inline)) => byte_size(u64::try_from(inline.len()).unwrap_or(u64::MAX)),
+                (None, None) => String::new(),
+            };
             let _ = write!(
                 body,
-                "<tr{live}><td><code class=\"id\">{id}</code></td><td>{state}</td><td>{attempt}</td><td>{merge}</td><td>{why}</td></tr>",
+                "<tr{live}><td><code class=\"id\">{id}</code></td><td>{state}</td><td>{attempt}</td><td>{merge}</td><td>{diff}</td><td>{why}</td></tr>",
                 live = if running { " data-running-agent" } else { "" },
                 id = escape(&task.id),
                 state = escape(task.status.as_str()),
@@ -664,7 +670,7 @@ fn fan_out_tasks(html: &mut String, view: &FlowView) {
                 let lines: Vec<&str> = run.events.iter().skip(skip).map(String::as_str).collect();
                 let _ = write!(
                     body,
-                    "<tr><td colspan=\"5\"><pre class=\"tail\" aria-label=\"live output of {id}\">{}</pre></td></tr>",
+                    "<tr><td colspan=\"6\"><pre class=\"tail\" aria-label=\"live output of {id}\">{}</pre></td></tr>",
                     escape(&lines.join("\n")),
                     id = escape(&task.id),
                 );
@@ -677,6 +683,18 @@ fn fan_out_tasks(html: &mut String, view: &FlowView) {
     }
     if !body.is_empty() {
         section(html, "tasks", "Tasks", &body);
+    }
+}
+
+/// A size for people: bytes, KiB or MiB.
+#[allow(clippy::cast_precision_loss)] // a tenth of a unit is all that is shown
+fn byte_size(bytes: u64) -> String {
+    const KIB: u64 = 1024;
+    match bytes {
+        0 => "empty".to_owned(),
+        b if b < KIB => format!("{b} B"),
+        b if b < KIB * KIB => format!("{:.1} KiB", b as f64 / KIB as f64),
+        b => format!("{:.1} MiB", b as f64 / (KIB * KIB) as f64),
     }
 }
 

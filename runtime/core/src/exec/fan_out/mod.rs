@@ -31,11 +31,12 @@ use super::results::{self, AfterFailure};
 use super::work::Work;
 use super::{Run, budget, gate_needs_resolve, inputs, running_step, validate, wrong_step};
 use crate::command::TaskReport;
+use crate::ids::FlowId;
 use crate::response::{ErrorResponse, FanOutReport, ParallelDispatch, Response, TaskView};
 use crate::state::{
-    FanOutMode, FanOutState, FlowHeader, MergeState, TaskState, TaskStatus, VerifyCommands,
+    DiffRef, FanOutMode, FanOutState, FlowHeader, MergeState, TaskState, TaskStatus, VerifyCommands,
 };
-use crate::store::StoreError;
+use crate::store::{DiffKey, StoreError};
 
 pub(crate) use tasks::task_graph_violations;
 
@@ -266,6 +267,7 @@ fn ensure_attempt(
     {
         return Ok(Ok(()));
     }
+    let stored_diffs = diff_keys(&step.id, state.fan_out.as_ref());
     // Tasks accepted in the previous attempt of this entry are kept; an older task set
     // (before routing entered the step again) is not.
     let previous = state
@@ -302,6 +304,12 @@ fn ensure_attempt(
                 bounced,
             };
             expand(run, step, &mut fan, again);
+            forget_diffs(
+                work,
+                &run.id,
+                stored_diffs,
+                &diff_keys(&step.id, Some(&fan)),
+            )?;
             work.update_step(&run.id, index, |state| state.fan_out = Some(fan))?;
             return Ok(Ok(()));
         }
@@ -392,8 +400,87 @@ fn ensure_attempt(
     };
     // A kept dependency's result is known already.
     render_awaiting(run, fan_out, template, &mut fan);
+    forget_diffs(
+        work,
+        &run.id,
+        stored_diffs,
+        &diff_keys(&step.id, Some(&fan)),
+    )?;
     work.update_step(&run.id, index, |state| state.fan_out = Some(fan))?;
     Ok(Ok(()))
+}
+
+/// The keys of the diff rows the tasks of `fan` refer to.
+fn diff_keys(step: &str, fan: Option<&FanOutState>) -> Vec<DiffKey> {
+    fan.iter()
+        .flat_map(|fan| &fan.tasks)
+        .filter(|task| task.diff_ref.as_ref().is_some_and(|diff| diff.bytes > 0))
+        .map(|task| DiffKey {
+            step: step.to_owned(),
+            attempt: task.attempt,
+            task: task.id.clone(),
+        })
+        .collect()
+}
+
+/// Deletes the diff rows of tasks a new attempt's task set no longer holds, so that a step's
+/// rows are what its state refers to (what [`crate::state::MAX_STEP_DIFF_BYTES`] bounds).
+fn forget_diffs(
+    work: &mut Work<'_>,
+    flow: &FlowId,
+    stored: Vec<DiffKey>,
+    kept: &[DiffKey],
+) -> Result<(), StoreError> {
+    for key in stored {
+        if !kept.contains(&key) {
+            work.put_task_diff(flow, key, None)?;
+        }
+    }
+    Ok(())
+}
+
+/// The bytes of diff a task holds (in its own row, or, written by an earlier build, inline).
+fn diff_size(task: &TaskState) -> u64 {
+    let inline = task
+        .diff
+        .as_ref()
+        .map_or(0, |diff| u64::try_from(diff.len()).unwrap_or(u64::MAX));
+    task.diff_ref
+        .as_ref()
+        .map_or(0, |diff| diff.bytes)
+        .saturating_add(inline)
+}
+
+/// Stores a settling task's diff in a row of its own; the reference its state keeps, or,
+/// when it would take the step's diffs past the configured limit
+/// ([`crate::state::MAX_STEP_DIFF_BYTES`] by default; `recorded`: what its other tasks hold), the violation
+/// that fails the task instead.
+fn keep_diff(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    key: DiffKey,
+    diff: Option<&String>,
+    recorded: u64,
+) -> Result<Result<Option<DiffRef>, String>, StoreError> {
+    let Some(text) = diff else {
+        return Ok(Ok(None));
+    };
+    let reference = DiffRef::of(text);
+    let limit = run.ctx.config.max_step_diff_bytes;
+    if recorded.saturating_add(reference.bytes) > limit {
+        return Ok(Err(format!(
+            "task '{}': its diff ({} bytes) would take the step's diffs past their limit of \
+             {limit} bytes (its other tasks hold {recorded}); split the work into smaller tasks",
+            key.task.chars().take(64).collect::<String>(),
+            reference.bytes,
+        )));
+    }
+    let flow = &run.id;
+    // An empty diff needs no row: the reference alone says it is empty.
+    if reference.bytes > 0 {
+        work.put_task_diff(flow, key, Some(text.clone()))?;
+    }
+    Ok(Ok(Some(reference)))
 }
 
 /// The tasks of a pipeline's previous attempt that stand (complete and not refused, or
@@ -1327,6 +1414,18 @@ pub(crate) fn task_update(
         ));
     }
     let now = run.ctx.now_ms;
+    // What the step's other tasks hold in diffs, against which a new one is capped.
+    let recorded: u64 = fan
+        .tasks
+        .iter()
+        .filter(|task| !(task.id == task_id && task.attempt == attempt))
+        .map(diff_size)
+        .fold(0, u64::saturating_add);
+    let diff_key = DiffKey {
+        step: step.id.clone(),
+        attempt,
+        task: task_id.to_owned(),
+    };
     let Some(task) = fan
         .tasks
         .iter_mut()
@@ -1376,9 +1475,13 @@ pub(crate) fn task_update(
             if settled {
                 return Ok(refused("its result was recorded before"));
             }
-            let problems = task_violations(run, step, task, result);
+            let mut problems = task_violations(run, step, task, result);
+            match keep_diff(work, run, diff_key, diff.as_ref(), recorded)? {
+                Ok(reference) => task.diff_ref = reference,
+                Err(violation) => problems.push(violation),
+            }
             task.result = Some(result.clone());
-            task.diff = diff.clone();
+            task.diff = None;
             task.finished_ms = Some(now);
             task.violations = problems;
             task.status = if task.violations.is_empty() {
@@ -1404,7 +1507,11 @@ pub(crate) fn task_update(
                 task.violations.push(gate_violation(task_id, bounce));
             }
             task.bounce = bounce.clone();
-            task.diff = diff.clone();
+            match keep_diff(work, run, diff_key, diff.as_ref(), recorded)? {
+                Ok(reference) => task.diff_ref = reference,
+                Err(violation) => task.violations.push(violation),
+            }
+            task.diff = None;
             task.finished_ms = Some(now);
             usage = used.clone();
         }
@@ -1552,9 +1659,46 @@ pub(crate) fn poll(
         return Ok(fan_out_step_only(run, step));
     }
     match work.step(&run.id, index)?.fan_out {
-        Some(fan) => Ok(report(run, step, &fan, "parallel_status")),
+        Some(fan) => {
+            let mut answer = report(run, step, &fan, "parallel_status");
+            if let Response::FanOut(view) = &mut answer {
+                with_diffs(work, run, step, &fan, view)?;
+            }
+            Ok(answer)
+        }
         None => Ok(not_dispatched(run, step)),
     }
+}
+
+/// Fills in each task's diff from its row: only a poll carries the texts (the answers to the
+/// server's task events do not, or each event would read every diff).
+fn with_diffs(
+    work: &mut Work<'_>,
+    run: &Run<'_>,
+    step: &Step,
+    fan: &FanOutState,
+    view: &mut FanOutReport,
+) -> Result<(), StoreError> {
+    for (task, shown) in fan.tasks.iter().zip(view.tasks.iter_mut()) {
+        let Some(reference) = &task.diff_ref else {
+            continue;
+        };
+        if reference.bytes == 0 {
+            shown.diff = Some(String::new());
+            continue;
+        }
+        let key = DiffKey {
+            step: step.id.clone(),
+            attempt: task.attempt,
+            task: task.id.clone(),
+        };
+        // A row that no longer holds this diff (the step was entered again since) shows none;
+        // its length is checked, not its hash: a poll may come often, and shows, not merges.
+        shown.diff = work
+            .task_diff(&run.id, &key)?
+            .filter(|text| u64::try_from(text.len()).is_ok_and(|length| length == reference.bytes));
+    }
+    Ok(())
 }
 
 fn fan_out_step_only(run: &Run<'_>, step: &Step) -> Response {
@@ -1616,6 +1760,8 @@ fn report(run: &Run<'_>, step: &Step, fan: &FanOutState, status: &str) -> Respon
             violations: task.violations.clone(),
             gate_bounce: task.bounce.clone(),
             diff: task.diff.clone(),
+            diff_bytes: (task.diff_ref.is_some() || task.diff.is_some()).then(|| diff_size(task)),
+            diff_sha256: task.diff_ref.as_ref().map(|diff| diff.sha256.clone()),
             merge: match task.merge {
                 MergeState::Unmerged => "unmerged",
                 MergeState::Merging => "merging",
