@@ -556,9 +556,13 @@ fn bad_citation(turn: &Path, item: &Value) -> Option<String> {
     {
         return Some(format!("`{source}` is not under artifacts/ or modified/"));
     }
-    let resolved =
-        stratum_authoring::confined::resolve_under(&turn.join(relative), Some(turn)).ok()?;
-    let text = stratum_authoring::confined::read_regular(&resolved, MAX_STAGED_FILE).ok();
+    // A path that does not resolve (no such file, a link out of the turn) is no staged file:
+    // `?` here once let a citation of a file that was never staged pass.
+    let text = stratum_authoring::confined::resolve_under(&turn.join(relative), Some(turn))
+        .ok()
+        .and_then(|resolved| {
+            stratum_authoring::confined::read_regular(&resolved, MAX_STAGED_FILE).ok()
+        });
     match text {
         None => Some(format!("`{path}` is not a staged file")),
         Some(bytes) if line == 0 || String::from_utf8_lossy(&bytes).lines().count() < line => {

@@ -145,6 +145,22 @@ fn an_agent_verdict_without_a_real_citation_is_ambiguous_and_a_person_decides() 
 }
 
 #[test]
+fn an_agent_citing_a_file_that_was_never_staged_is_ambiguous() {
+    let dir = tempfile::tempdir().unwrap();
+    let invented = agent_says("met", "modified/gone.rs:1");
+    let driver = driver(sqlite(), dir.path(), &[&invented]);
+    let flow = start(&driver);
+    let judged =
+        stratum_mcp::judge::judge(&driver, args(&flow, "all passed", &["lib.rs"])).unwrap();
+    let predicate = &judged["verdict"]["predicates"][1];
+    assert_eq!(predicate["verdict"], "ambiguous", "{judged}");
+    assert_eq!(
+        predicate["reason"],
+        "no TODO added (citation refused: `modified/gone.rs` is not a staged file)"
+    );
+}
+
+#[test]
 fn staging_refuses_paths_out_of_the_project_and_unsafe_names() {
     let dir = tempfile::tempdir().unwrap();
     let driver = driver(sqlite(), dir.path(), &["no"]);
