@@ -1,7 +1,9 @@
 //! `stratum-mcp` driven by a second client: the official Python MCP SDK, the one many agent
 //! frameworks build on, with its default output validation on (every answer checked against
 //! its tool's `outputSchema`). The cases are Python scripts in `tests/python/`, over the
-//! helpers of `tests/python/stratum_sdk.py`; `scripts/ensure-python-mcp` installs the pinned
+//! helpers of `tests/python/stratum_sdk.py`: flows, agent runs and background flows, fan-outs
+//! the client runs and fan-outs the server runs (fake agents editing a temporary git
+//! repository), and `stratum_judge`; `scripts/ensure-python-mcp` installs the pinned
 //! SDK from the registry when it is missing (the tests are never skipped).
 
 use std::path::{Path, PathBuf};
@@ -119,5 +121,93 @@ fn the_python_sdk_reports_a_fan_out_the_agent_runs_over_stdio() {
     assert_eq!(
         String::from_utf8_lossy(&output.stdout),
         "ok consumer_dispatch\nok refused_reports\n"
+    );
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let output = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn the_python_sdk_follows_a_fan_out_the_server_runs_over_stdio() {
+    use stratum_test_support::fake_agent::{Format, TaskAction, task_agent};
+    let home = tempfile::tempdir().expect("state dir");
+    let work = tempfile::tempdir().expect("work dir");
+    let agents = tempfile::tempdir().expect("fake agent dir");
+    let root = work.path().canonicalize().expect("work dir is canonical");
+    git(&root, &["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("shared.txt"), "base\n").expect("a file to commit");
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-q", "-m", "base"]);
+    // Each task writes `<id>.txt` in its worktree and answers its summary.
+    let script: Vec<(&str, Vec<TaskAction>)> = ["a", "b", "c", "d"]
+        .into_iter()
+        .map(|task| {
+            let answer = format!("Done.\n```json\n{{\"summary\": \"{task}\"}}\n```");
+            let action = TaskAction::edit(&format!("{task}.txt"), &format!("from {task}"), &answer);
+            (task, vec![action])
+        })
+        .collect();
+    task_agent(agents.path(), Format::Claude, &script);
+    let mut path = std::ffi::OsString::from(agents.path());
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    let output = run_python_with_path(
+        "server_dispatch_over_stdio.py",
+        &[
+            Path::new(env!("CARGO_BIN_EXE_stratum-mcp")),
+            home.path(),
+            &root,
+        ],
+        Some(&path),
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "ok sequential_apply\nok manual_merge\n"
+    );
+    // Every task ran once, in a worktree the server made under its home.
+    let calls = std::fs::read_to_string(agents.path().join("calls")).expect("the agent ran");
+    let worktrees = home
+        .path()
+        .join("worktrees")
+        .canonicalize()
+        .expect("the server made its worktrees directory");
+    let mut ran: Vec<&str> = calls
+        .lines()
+        .filter_map(|line| line.split(' ').next())
+        .collect();
+    ran.sort_unstable();
+    assert_eq!(ran, ["a", "b", "c", "d"], "{calls}");
+    for line in calls.lines() {
+        let cwd = line.splitn(3, ' ').nth(2).unwrap_or_default();
+        assert!(Path::new(cwd).starts_with(&worktrees), "{cwd}");
+    }
+}
+
+#[test]
+fn the_python_sdk_gets_a_binding_verdict_from_stratum_judge_over_stdio() {
+    let home = tempfile::tempdir().expect("state dir");
+    let work = tempfile::tempdir().expect("work dir");
+    let output = run_python(
+        "judge_over_stdio.py",
+        &[
+            Path::new(env!("CARGO_BIN_EXE_stratum-mcp")),
+            home.path(),
+            work.path(),
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "ok not_met_then_met\nok refused_calls\n"
     );
 }

@@ -42,7 +42,8 @@ pub fn find(topic: &str) -> Result<&'static Difference, String> {
         })
 }
 
-/// Every difference, the server's first, then the state machine's, then version 0.3's fan-outs.
+/// Every difference, the server's first, then the state machine's, then version 0.3's fan-outs
+/// and judge.
 pub static DIFFERENCES: &[Difference] = &[
     Difference {
         topic: "every-diagnostic",
@@ -403,6 +404,38 @@ pub static DIFFERENCES: &[Difference] = &[
         why: "an agent's call must not move a flow it only looks at, and tasks written by a \
               model must not reach the server's paths, secrets or other servers' state.",
     },
+    Difference {
+        topic: "judge",
+        summary: "a judge's verdict binds, its files stay staged, and paranoid stakes' cold read runs \
+                  with no container and no key on an argv",
+        reference: "the verdict does not bind (`step_done` with `{\"met\": true}` completes the \
+                    step after `met: false`); deterministic statements go through `eval` (a \
+                    `__subclasses__` predicate ran `os.system`) and read outside the staging \
+                    directory; wall time is checked only between predicates and `max_dollars` \
+                    never; the third tier (`paranoid`, after a second-tier `met`) runs Codex in \
+                    a read-only Docker container with `-e OPENAI_API_KEY=…` on docker's argv, \
+                    where any process of the machine can read it, and falls back to Claude.",
+        ours: "only the server's recorded verdict completes a judge step (`stratum_step_done` on \
+               it is refused with `judge_required`); deterministic predicates run in our VM with \
+               file built-ins rooted at the turn directory; every agent tier run counts a turn \
+               and gets what is left of the wall clock as its deadline, and a tier the budget \
+               has no room for leaves its predicate `ambiguous` with the reason. The third tier \
+               is a cold read: a fresh agent run told only the predicate and the staged files' \
+               names, on another CLI than the second tier's when one is installed (Codex after \
+               Claude, Claude after Codex), else the same CLI in a fresh session (`t3.mode`: \
+               `other_cli` or `same_cli_fresh_session`; the latter counts in \
+               `meta.t3_summary.any_degraded`), in the same turn directory, its citations checked \
+               as the second tier's. It runs the agent CLI in its own read-only mode (Codex's \
+               `--sandbox read-only`; Claude with only Read, Grep and Glob), under the agents' \
+               environment allow-list, not in a container (`all_jailed` is always false), and \
+               an API key reaches it only through that environment, never an argv. Anything but \
+               `met` from it makes the predicate `ambiguous` and adds a `tier_disagreements` \
+               entry (`predicate_id`, `tiers`, `verdicts`, `reasons`).",
+        why: "a judge that can be overruled by the client, or that leaks a key or the server's \
+              files, is worse than none; a container runtime is not something every machine \
+              running this server has, and the CLIs' own read-only modes keep the cold read from \
+              changing the staged files it judges.",
+    },
 ];
 
 #[cfg(test)]
@@ -444,6 +477,20 @@ mod tests {
             .unwrap_or_default();
         for field in ["prompt", "attempt", "kept", "dispatch", "violations"] {
             assert!(envelope.contains(&format!("`{field}`")), "{field}");
+        }
+    }
+
+    #[test]
+    fn the_cold_read_says_it_runs_without_a_container_or_a_key_on_an_argv() {
+        let judge = find("judge").map(|d| d.ours).unwrap_or_default();
+        for said in [
+            "not in a container",
+            "never an argv",
+            "read-only mode",
+            "`tier_disagreements`",
+            "`judge_required`",
+        ] {
+            assert!(judge.contains(said), "{said}");
         }
     }
 }

@@ -6,17 +6,29 @@
 //! `artifacts/<name>.txt`, `modified/<path>` copied from the project, `manifest.json` with
 //! each file's SHA-256); the first tier evaluates every deterministic predicate in our VM,
 //! its file built-ins rooted at the turn directory (no `eval`, no `..` or symbolic link out);
-//! the agent tier asks an agent CLI about each verified or judged predicate (unless the stakes
+//! the second tier asks an agent CLI about each verified or judged predicate (unless the stakes
 //! are `cheap`), working in the turn directory, and checks that every citation (`path:line`)
-//! exists there; a `met` below the predicate's `applied_gate` is `ambiguous`. The verdict goes
-//! to the runtime (`Command::JudgeVerdict`), which completes the step, fails its attempt, or
-//! waits for a person; the answer carries the verdict and what the flow does next.
+//! exists there; a `met` below the predicate's `applied_gate` is `ambiguous`. Under `paranoid`
+//! stakes a second-tier `met` goes to the third tier, a cold read: a fresh agent run told only
+//! the predicate and the staged files' names (nothing of the second tier's answer), on another
+//! CLI than the second tier's when one is installed (Codex after Claude, Claude after Codex),
+//! else on the same CLI in a fresh session (`t3.mode` says which), read-only, in the same turn
+//! directory, its citations checked the same way. Anything but a `met` from it makes the
+//! predicate `ambiguous` with a `tier_disagreements` entry. Every agent tier run counts a turn
+//! of the budget and gets what is left of its wall clock as its deadline; a tier the budget
+//! has no room for leaves the predicate `ambiguous` with the reason, never skipped. The
+//! verdict goes to the runtime (`Command::JudgeVerdict`), which completes the step, fails its
+//! attempt, or waits for a person; the answer carries the verdict and what the flow does next.
 //!
 //! What the reference did and this does not: `eval` of deterministic statements (a
 //! `__subclasses__` predicate ran `os.system`), reads escaping the staging directory, a
-//! verdict that does not bind, wall time checked only between predicates. Not done yet: the
-//! third tier (`paranoid`'s cold read in a container): paranoid stakes run the first two
-//! tiers and say so in the verdict's `meta`.
+//! verdict that does not bind, wall time checked only between predicates. The reference ran
+//! the cold read as Codex in a Docker container with `-e OPENAI_API_KEY=…` on docker's argv,
+//! where any process of the machine could read it. We use no container: the cold read runs the
+//! agent CLI in its own read-only mode (Codex's `--sandbox read-only`; Claude limited to its
+//! Read, Grep and Glob tools) under the agents' environment allow-list, and a key reaches the
+//! agent only through that environment, never an argv; `meta.t3_summary.all_jailed` is
+//! therefore always false.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -25,7 +37,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
-use stratum_agents::{Outcome, Prompt, Request};
+use stratum_agents::{Agent, Connector, Outcome, Prompt, Request};
 use stratum_compiler::plan::{Action, JudgeBudget, JudgePredicate, PredicateKind, Stakes, Step};
 use stratum_driver::Driver;
 use stratum_grammar::Bindings;
@@ -322,6 +334,52 @@ struct Consumed {
     dollars: f64,
 }
 
+/// How the cold read was done, as `t3.mode` and `meta.t3_summary.by_mode` name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ColdMode {
+    /// A different agent CLI than the second tier's: the independent read paranoid stakes ask for.
+    OtherCli,
+    /// The second tier's own CLI in a fresh session, because no other one with a read-only mode
+    /// is installed: independent of the second tier's reasoning, not of its model.
+    SameCliFreshSession,
+}
+
+impl ColdMode {
+    fn name(self) -> &'static str {
+        match self {
+            ColdMode::OtherCli => "other_cli",
+            ColdMode::SameCliFreshSession => "same_cli_fresh_session",
+        }
+    }
+}
+
+/// What the cold read did for one predicate: `t3` in the verdict.
+struct ColdRead {
+    /// `None` when it could not start (the budget was spent, no CLI could read read-only).
+    agent: Option<Agent>,
+    mode: Option<ColdMode>,
+    answer: TierAnswer,
+}
+
+/// One agent tier's answer about one predicate.
+struct TierAnswer {
+    verdict: &'static str,
+    confidence: u32,
+    reason: String,
+    evidence: Vec<Value>,
+}
+
+impl TierAnswer {
+    fn ambiguous(reason: String) -> TierAnswer {
+        TierAnswer {
+            verdict: "ambiguous",
+            confidence: 0,
+            reason,
+            evidence: Vec::new(),
+        }
+    }
+}
+
 /// One predicate's outcome.
 struct Decided {
     predicate: JudgePredicate,
@@ -330,6 +388,10 @@ struct Decided {
     reason: String,
     evidence: Vec<Value>,
     tiers: Vec<Value>,
+    /// The cold read, when paranoid stakes asked for one (after a second-tier `met`).
+    cold: Option<ColdRead>,
+    /// The tiers that disagreed, in the reference's `tier_disagreements` shape.
+    disagreement: Option<Value>,
 }
 
 fn decide(
@@ -348,6 +410,8 @@ fn decide(
         reason: String::new(),
         evidence: Vec::new(),
         tiers: Vec::new(),
+        cold: None,
+        disagreement: None,
     };
     if predicate.kind == PredicateKind::Deterministic {
         consumed.turns += 1;
@@ -375,40 +439,28 @@ fn decide(
         decided.reason = "cheap stakes run the deterministic tier only".to_owned();
         return decided;
     }
-    if let Some(max) = budget.max_turns
-        && consumed.turns + 1 > max
-    {
-        decided.reason = format!(
-            "turn budget exceeded: next turn would be {}, max_turns={max}",
-            consumed.turns + 1
-        );
-        return decided;
-    }
-    if let Some(max) = budget.max_dollars
-        && consumed.dollars >= max
-    {
-        decided.reason = format!("dollar budget spent: {:.4} of {max}", consumed.dollars);
-        return decided;
-    }
-    let left = budget
-        .max_wall_clock_s
-        .map(|seconds| Duration::from_secs_f64(seconds.max(0.0)).saturating_sub(started.elapsed()))
-        .unwrap_or(DEFAULT_TIER_DEADLINE);
-    if left.is_zero() {
-        decided.reason = "wall-clock budget spent".to_owned();
-        return decided;
-    }
+    let left = match time_left(budget, consumed, started) {
+        Ok(left) => left,
+        Err(reason) => {
+            decided.reason = reason;
+            return decided;
+        }
+    };
     consumed.turns += 1;
-    let (verdict, confidence, reason, evidence) =
-        agent_tier(driver, predicate, turn, left, consumed);
+    let answer = match driver.connectors.get(&driver.default_agent) {
+        Some(connector) => agent_tier(connector, &second_prompt(predicate), turn, left, consumed),
+        None => TierAnswer::ambiguous("no agent connector is configured".to_owned()),
+    };
+    let TierAnswer {
+        verdict,
+        confidence,
+        reason,
+        evidence,
+    } = answer;
     decided.tiers.push(
         json!({"tier": "T2", "verdict": verdict, "confidence": confidence, "reason": reason}),
     );
-    decided.verdict = if verdict == "met" && confidence < predicate.applied_gate {
-        "ambiguous"
-    } else {
-        verdict
-    };
+    decided.verdict = gated(verdict, confidence, predicate);
     decided.confidence = confidence;
     decided.reason = if decided.verdict == "ambiguous" && verdict == "met" {
         format!(
@@ -419,35 +471,228 @@ fn decide(
         reason
     };
     decided.evidence = evidence;
+    if stakes == Stakes::Paranoid && decided.verdict == "met" {
+        cold_read(driver, budget, turn, started, consumed, &mut decided);
+    }
     decided
 }
 
-/// Asks an agent about one predicate, in the turn directory; `(verdict, confidence, reason,
-/// evidence)`. Citations that do not exist make it ambiguous.
-fn agent_tier(
+/// A `met` below the predicate's `applied_gate` is `ambiguous`.
+fn gated(verdict: &'static str, confidence: u32, predicate: &JudgePredicate) -> &'static str {
+    if verdict == "met" && confidence < predicate.applied_gate {
+        "ambiguous"
+    } else {
+        verdict
+    }
+}
+
+/// What is left of the budget for one more tier run: its deadline, or why there is none. Every
+/// agent tier run counts a turn, so the caller counts it once this allows it.
+fn time_left(
+    budget: &JudgeBudget,
+    consumed: &Consumed,
+    started: Instant,
+) -> Result<Duration, String> {
+    if let Some(max) = budget.max_turns
+        && consumed.turns + 1 > max
+    {
+        return Err(format!(
+            "turn budget exceeded: next turn would be {}, max_turns={max}",
+            consumed.turns + 1
+        ));
+    }
+    if let Some(max) = budget.max_dollars
+        && consumed.dollars >= max
+    {
+        return Err(format!(
+            "dollar budget spent: {:.4} of {max}",
+            consumed.dollars
+        ));
+    }
+    let left = budget
+        .max_wall_clock_s
+        .map(|seconds| Duration::from_secs_f64(seconds.max(0.0)).saturating_sub(started.elapsed()))
+        .unwrap_or(DEFAULT_TIER_DEADLINE);
+    if left.is_zero() {
+        return Err("wall-clock budget spent".to_owned());
+    }
+    Ok(left)
+}
+
+/// The third tier, after a second-tier `met` under paranoid stakes: a fresh agent run told only
+/// the predicate and the staged files' names, preferably on another CLI, read-only, in the same
+/// turn directory. Anything but a `met` at the applied gate makes the predicate `ambiguous`
+/// and records the disagreement; a cold read that cannot run makes it `ambiguous` too.
+fn cold_read(
     driver: &Driver,
-    predicate: &JudgePredicate,
+    budget: &JudgeBudget,
+    turn: &Path,
+    started: Instant,
+    consumed: &mut Consumed,
+    decided: &mut Decided,
+) {
+    let started_read = time_left(budget, consumed, started)
+        .and_then(|left| cold_reader(driver).map(|(connector, mode)| (left, connector, mode)));
+    let cold = match started_read {
+        Err(why) => ColdRead {
+            agent: None,
+            mode: None,
+            answer: TierAnswer::ambiguous(format!("the cold read did not run: {why}")),
+        },
+        Ok((left, connector, mode)) => {
+            consumed.turns += 1;
+            let prompt = cold_prompt(&decided.predicate, turn);
+            let answer = agent_tier(&connector, &prompt, turn, left, consumed);
+            ColdRead {
+                agent: Some(connector.agent),
+                mode: Some(mode),
+                answer,
+            }
+        }
+    };
+    let answer = &cold.answer;
+    let verdict = gated(answer.verdict, answer.confidence, &decided.predicate);
+    let reason = if verdict == "ambiguous" && answer.verdict == "met" {
+        format!(
+            "{} (confidence {} is below the applied gate {})",
+            answer.reason, answer.confidence, decided.predicate.applied_gate
+        )
+    } else {
+        answer.reason.clone()
+    };
+    decided.tiers.push(json!({
+        "tier": "T3",
+        "verdict": verdict,
+        "confidence": answer.confidence,
+        "reason": reason,
+    }));
+    if verdict == "met" {
+        decided.confidence = decided.confidence.min(answer.confidence);
+    } else if cold.agent.is_none() {
+        decided.verdict = "ambiguous";
+        decided.reason = format!("the second tier said met, but {reason}");
+    } else {
+        decided.disagreement = Some(json!({
+            "predicate_id": decided.predicate.id,
+            "tiers": ["T2", "T3"],
+            "verdicts": ["met", verdict],
+            "reasons": [decided.reason, reason],
+        }));
+        decided.verdict = "ambiguous";
+        decided.reason =
+            format!("the second tier said met; the cold read said {verdict}: {reason}");
+    }
+    decided.cold = Some(cold);
+}
+
+/// The cold read's connector: another installed CLI with a read-only mode than the second
+/// tier's (Codex after Claude, Claude after Codex or OpenCode), else the second tier's own when
+/// it has one; with its operator arguments replaced by the read-only ones, since those may
+/// grant writes (Codex's `--sandbox workspace-write`).
+fn cold_reader(driver: &Driver) -> Result<(Connector, ColdMode), String> {
+    let second = driver.default_agent;
+    let others: &[Agent] = match second {
+        Agent::Claude => &[Agent::Codex],
+        Agent::Codex => &[Agent::Claude],
+        Agent::OpenCode => &[Agent::Codex, Agent::Claude],
+    };
+    let installed = |agent: &Agent| {
+        driver
+            .connectors
+            .get(agent)
+            .filter(|connector| connector.resolve().is_ok())
+    };
+    let (connector, mode) = match others.iter().find_map(installed) {
+        Some(connector) => (connector, ColdMode::OtherCli),
+        None if second != Agent::OpenCode => match installed(&second) {
+            Some(connector) => (connector, ColdMode::SameCliFreshSession),
+            None => {
+                return Err(format!(
+                    "neither {} nor {} is installed",
+                    second.name(),
+                    others
+                        .iter()
+                        .map(|agent| agent.name())
+                        .collect::<Vec<_>>()
+                        .join(" nor ")
+                ));
+            }
+        },
+        None => {
+            return Err(
+                "no agent CLI with a read-only mode (claude or codex) is installed".to_owned(),
+            );
+        }
+    };
+    let mut connector = connector.clone();
+    connector.extra_args = read_only_args(connector.agent);
+    Ok((connector, mode))
+}
+
+/// The arguments that keep an agent CLI from changing anything: Codex's read-only sandbox;
+/// Claude's file-reading tools only (the reference's second tier's lists).
+fn read_only_args(agent: Agent) -> Vec<String> {
+    let args: &[&str] = match agent {
+        Agent::Codex => &["--sandbox", "read-only"],
+        Agent::Claude => &[
+            "--allowedTools",
+            "Read,Grep,Glob",
+            "--disallowedTools",
+            "Edit,Write,NotebookEdit,Task,Bash,WebFetch,WebSearch",
+        ],
+        // No read-only mode: `cold_reader` never picks it.
+        Agent::OpenCode => &[],
+    };
+    args.iter().map(|arg| (*arg).to_owned()).collect()
+}
+
+/// What the second tier is asked.
+fn second_prompt(predicate: &JudgePredicate) -> String {
+    format!(
+        "You judge one predicate about the work staged in this directory (artifacts/ and \
+         modified/). Read the files; change nothing. Predicate '{}': {}\n\nAnswer whether it \
+         holds: verdict met, not_met or ambiguous, your confidence from 1 to 10, the reason, \
+         and evidence: each item citing a file of this directory as `artifacts/<file>:<line>` \
+         or `modified/<path>:<line>` with the quoted line.",
+        predicate.id, predicate.statement
+    )
+}
+
+/// What the cold read is asked: the predicate and the staged files' names, nothing of what the
+/// second tier answered, so that its read is its own.
+fn cold_prompt(predicate: &JudgePredicate, turn: &Path) -> String {
+    let staged: Vec<String> = std::fs::read(turn.join("manifest.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Map<String, Value>>(&bytes).ok())
+        .map(|manifest| manifest.keys().map(|path| format!("- {path}")).collect())
+        .unwrap_or_default();
+    let staged = if staged.is_empty() {
+        "(no files were staged)".to_owned()
+    } else {
+        staged.join("\n")
+    };
+    format!(
+        "You are an independent reviewer. Decide, from the files staged in this directory \
+         alone, whether one predicate holds. Read the files; change nothing. Nobody's earlier \
+         opinion is given to you: form your own.\n\nPredicate '{}': {}\n\nStaged files:\n\
+         {staged}\n\nAnswer: verdict met, not_met or ambiguous, your confidence from 1 to 10, \
+         the reason, and evidence: each item citing a file of this directory as \
+         `artifacts/<file>:<line>` or `modified/<path>:<line>` with the quoted line.",
+        predicate.id, predicate.statement
+    )
+}
+
+/// Asks an agent about one predicate, in the turn directory. Citations that do not exist, and
+/// a `met` with none, make it ambiguous.
+fn agent_tier(
+    connector: &Connector,
+    intent: &str,
     turn: &Path,
     deadline: Duration,
     consumed: &mut Consumed,
-) -> (&'static str, u32, String, Vec<Value>) {
-    let Some(connector) = driver.connectors.get(&driver.default_agent) else {
-        return (
-            "ambiguous",
-            0,
-            "no agent connector is configured".to_owned(),
-            Vec::new(),
-        );
-    };
+) -> TierAnswer {
     let prompt = Prompt {
-        intent: format!(
-            "You judge one predicate about the work staged in this directory (artifacts/ and \
-             modified/). Read the files; change nothing. Predicate '{}': {}\n\nAnswer whether it \
-             holds: verdict met, not_met or ambiguous, your confidence from 1 to 10, the reason, \
-             and evidence: each item citing a file of this directory as `artifacts/<file>:<line>` \
-             or `modified/<path>:<line>` with the quoted line.",
-            predicate.id, predicate.statement
-        ),
+        intent: intent.to_owned(),
         inputs: Value::Null,
         schema: Some(json!({
             "type": "object",
@@ -478,22 +723,28 @@ fn agent_tier(
     let run = match run {
         Ok(run) => run,
         Err(error) => {
-            return (
-                "ambiguous",
-                0,
-                format!("the agent tier could not run: {error}"),
-                Vec::new(),
-            );
+            return TierAnswer::ambiguous(format!(
+                "{} could not run: {error}",
+                connector.agent.name()
+            ));
         }
     };
     consumed.dollars += run.usage.cost_usd.unwrap_or(0.0);
-    let Outcome::Answered { object } = &run.outcome else {
-        return (
-            "ambiguous",
-            0,
-            "the agent tier gave no JSON answer".to_owned(),
-            Vec::new(),
-        );
+    let object = match &run.outcome {
+        Outcome::Answered { object } => object,
+        Outcome::TimedOut => {
+            return TierAnswer::ambiguous(format!(
+                "{} did not answer within its deadline of {:.0} s",
+                connector.agent.name(),
+                deadline.as_secs_f64()
+            ));
+        }
+        _ => {
+            return TierAnswer::ambiguous(format!(
+                "{} gave no JSON answer",
+                connector.agent.name()
+            ));
+        }
     };
     let verdict = match object.get("verdict").and_then(Value::as_str) {
         Some("met") => "met",
@@ -516,23 +767,24 @@ fn agent_tier(
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
+    let refused = |reason: String| TierAnswer {
+        verdict: "ambiguous",
+        confidence,
+        reason,
+        evidence: evidence.clone(),
+    };
     if let Some(bad) = evidence.iter().find_map(|item| bad_citation(turn, item)) {
-        return (
-            "ambiguous",
-            confidence,
-            format!("{reason} (citation refused: {bad})"),
-            evidence,
-        );
+        return refused(format!("{reason} (citation refused: {bad})"));
     }
     if verdict == "met" && evidence.is_empty() {
-        return (
-            "ambiguous",
-            confidence,
-            format!("{reason} (no evidence cited)"),
-            evidence,
-        );
+        return refused(format!("{reason} (no evidence cited)"));
     }
-    (verdict, confidence, reason, evidence)
+    TierAnswer {
+        verdict,
+        confidence,
+        reason,
+        evidence,
+    }
 }
 
 /// Why a citation does not point at a line of a staged file, if it does not.
@@ -556,9 +808,13 @@ fn bad_citation(turn: &Path, item: &Value) -> Option<String> {
     {
         return Some(format!("`{source}` is not under artifacts/ or modified/"));
     }
-    let resolved =
-        stratum_authoring::confined::resolve_under(&turn.join(relative), Some(turn)).ok()?;
-    let text = stratum_authoring::confined::read_regular(&resolved, MAX_STAGED_FILE).ok();
+    // A path that does not resolve (no such file, a link out of the turn) is no staged file:
+    // `?` here once let a citation of a file that was never staged pass.
+    let text = stratum_authoring::confined::resolve_under(&turn.join(relative), Some(turn))
+        .ok()
+        .and_then(|resolved| {
+            stratum_authoring::confined::read_regular(&resolved, MAX_STAGED_FILE).ok()
+        });
     match text {
         None => Some(format!("`{path}` is not a staged file")),
         Some(bytes) if line == 0 || String::from_utf8_lossy(&bytes).lines().count() < line => {
@@ -590,9 +846,29 @@ fn verdict_of(
                 "reason": decided.reason,
                 "evidence": decided.evidence,
                 "tier_history": decided.tiers,
+                "t3": decided.cold.as_ref().map(cold_json),
             })
         })
         .collect();
+    let disagreements: Vec<&Value> = results
+        .iter()
+        .filter_map(|decided| decided.disagreement.as_ref())
+        .collect();
+    let reads: Vec<&ColdRead> = results
+        .iter()
+        .filter_map(|decided| decided.cold.as_ref())
+        .filter(|cold| cold.mode.is_some())
+        .collect();
+    let mut by_mode = Map::new();
+    for cold in &reads {
+        if let Some(mode) = cold.mode {
+            let count = by_mode
+                .get(mode.name())
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            by_mode.insert(mode.name().to_owned(), json!(count + 1));
+        }
+    }
     let findings: Vec<Value> = results
         .iter()
         .filter(|decided| decided.verdict != "met")
@@ -613,7 +889,16 @@ fn verdict_of(
     json!({
         "met": met,
         "clean": met,
-        "summary": format!("judge: {count}/{} predicates met", results.len()),
+        "summary": if stakes == Stakes::Paranoid {
+            format!(
+                "judge: {count}/{} predicates met; {} cold read(s), {} tier disagreement(s)",
+                results.len(),
+                reads.len(),
+                disagreements.len()
+            )
+        } else {
+            format!("judge: {count}/{} predicates met", results.len())
+        },
         "stakes": stakes,
         "predicates": predicates,
         "findings": findings,
@@ -622,10 +907,33 @@ fn verdict_of(
             "dollars": consumed.dollars,
             "wall_clock_s": started.elapsed().as_secs_f64(),
         },
+        "tier_disagreements": disagreements,
         "meta": {
             "turn_dir": turn.display().to_string(),
-            "t3": if stakes == Stakes::Paranoid { "not run: the cold-read tier is not implemented; paranoid stakes ran the first two" } else { "not asked" },
+            // Never jailed: the cold read runs the CLI in its own read-only mode, not in a
+            // container. Degraded: it ran on the second tier's own CLI.
+            "t3_summary": {
+                "reached": reads.len(),
+                "by_mode": by_mode,
+                "all_jailed": false,
+                "any_degraded": reads.iter().any(|cold| cold.mode == Some(ColdMode::SameCliFreshSession)),
+            },
         },
         "judge_version": "stratum-1",
+    })
+}
+
+/// A predicate's `t3`: who read cold, how, and what it said.
+fn cold_json(cold: &ColdRead) -> Value {
+    json!({
+        "ran": cold.agent.is_some(),
+        "agent": cold.agent.map(Agent::name),
+        "mode": cold.mode.map(ColdMode::name),
+        "jailed": false,
+        "read_only": cold.agent.map(read_only_args),
+        "verdict": cold.answer.verdict,
+        "confidence": cold.answer.confidence,
+        "reason": cold.answer.reason,
+        "evidence": cold.answer.evidence,
     })
 }

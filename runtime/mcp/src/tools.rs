@@ -566,7 +566,9 @@ retries, on_fail). Answers with the next dispatch, a retry, or the flow's end.",
 project files the work changed (`modified_files`, staged as `modified/<path>`). The server \
 decides each predicate: deterministic ones by evaluating their statement over the staged files, \
 verified and judged ones by asking an agent CLI that must cite `path:line` of a staged file \
-(unless the stakes are `cheap`). The verdict binds: all met completes the step (through its \
+(unless the stakes are `cheap`); with `paranoid` stakes a `met` is read again cold by a fresh \
+agent run, on another agent CLI when one is installed, read-only, and anything but `met` from it \
+makes the predicate ambiguous (`tier_disagreements`). The verdict binds: all met completes the step (through its \
 ensures), one not met fails the attempt with the findings as violations (a retry or on_fail \
 follows), ambiguous waits for a person (`await_gate`: stratum_gate_resolve on this step). \
 stratum_step_done is refused on a judge step. Answers `judged` with the `verdict` and `next`: \

@@ -45,11 +45,12 @@ impl Format {
     }
 }
 
-/// Writes `dir/claude`: each call appends its stdin and a `----` line to `dir/prompts`, counts
-/// itself in `dir/count`, and answers with the `answers` entry for that call (the last one
-/// from then on). An answer `HANG` instead records the script's pid in `dir/hung.pid` and
-/// sleeps, once: the next call answers normally. An answer starting `SLOW:` records the pid in
-/// `dir/slow.pid`, waits two seconds, then answers with the rest.
+/// Writes `dir/claude`: each call appends its stdin and a `----` line to `dir/prompts`, its
+/// arguments as one line to `dir/argv`, counts itself in `dir/count`, and answers with the
+/// `answers` entry for that call (the last one from then on). An answer `HANG` instead records
+/// the script's pid in `dir/hung.pid` and sleeps, once: the next call answers normally. An
+/// answer starting `SLOW:` records the pid in `dir/slow.pid`, waits two seconds, then answers
+/// with the rest.
 pub fn claude(dir: &Path, answers: &[&str]) -> PathBuf {
     fake(dir, Format::Claude, answers)
 }
@@ -99,6 +100,7 @@ fn fake(dir: &Path, format: Format, answers: &[&str]) -> PathBuf {
          n=$(flock {d}/count.lock sh -c 'n=$(cat {d}/count 2>/dev/null || echo 0); \
          n=$((n + 1)); echo $n > {d}/count; echo $n')\n\
          printf '%s\\n----\\n' \"$prompt\" >> {d}/prompts\n\
+         printf '%s\\n' \"$*\" >> {d}/argv\n\
          case $n in\n{cases}esac\n"
     );
     let path = dir.join(format.binary());
