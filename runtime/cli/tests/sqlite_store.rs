@@ -660,6 +660,7 @@ impl Agent {
                         resolved_by: self.rng.pick(&["human", "agent"]).to_string(),
                         actor: None,
                         via: None,
+                        round: None,
                     }
                 }
                 Pending::Step {

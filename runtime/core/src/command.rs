@@ -54,6 +54,10 @@ pub enum Command {
         /// How a person's decision reached the server, when the server knows: through the
         /// agent's client asking them (`elicitation`, with the client's name and version).
         via: Option<Via>,
+        /// The round the decision is for, when the caller showed the person one round's gate
+        /// (a form): refused once the flow is in another round, so that a decision never
+        /// resolves a later round's gate.
+        round: Option<u32>,
     },
     CheckTimeouts {
         flow_id: String,

@@ -1040,6 +1040,7 @@ impl Driver {
                     resolved_by: "human".to_owned(),
                     actor: None,
                     via: None,
+                    round: None,
                 },
                 Some(PlanAction::Flow { .. }) => {
                     let child = current
@@ -1109,6 +1110,7 @@ impl Driver {
                 resolved_by: pick(&RESOLVERS, *by).unwrap_or_default().to_owned(),
                 actor: None,
                 via: None,
+                round: None,
             },
             Act::Iterate { high, .. } => {
                 let active =
@@ -1331,6 +1333,7 @@ fn garbage(flow_id: String, command: u8) -> Command {
             resolved_by: "human".to_owned(),
             actor: None,
             via: None,
+            round: None,
         },
         3 => Command::CheckTimeouts { flow_id },
         4 => Command::Commit {

@@ -996,3 +996,36 @@ flows:
     let records = audit["trace"].as_array().map_or(0, Vec::len);
     assert!(records <= 1_000, "the walk wrote {records} records");
 }
+
+#[test]
+fn a_decision_for_an_earlier_round_never_resolves_the_gate_of_a_later_one() {
+    let mut s = Scenario::new(REVIEWED_WORK);
+    let flow = reviewed_work_at_gate(&mut s);
+    let for_round = |round: u32, rationale: &str| stratum_runtime::Command::GateResolve {
+        flow_id: flow.clone(),
+        step_id: "review".to_owned(),
+        outcome: "approve".to_owned(),
+        rationale: rationale.to_owned(),
+        resolved_by: "human".to_owned(),
+        actor: None,
+        via: None,
+        round: Some(round),
+    };
+    // A form shown in round 0 is still open when someone else revises, and the work comes
+    // back to the gate in round 1.
+    let revised = s.gate(&flow, "review", "revise", "more", "human");
+    assert_eq!(status(&revised), "execute_step", "{revised}");
+    let again = s.done(&flow, "work", json!({"result": "r2", "quality_score": 0.9}));
+    assert_eq!(status(&again), "await_gate", "{again}");
+    let stale = s.run("the round-0 form answers", for_round(0, "saw r1"));
+    assert_eq!(error_type(&stale), "stale_round", "{stale}");
+    assert_eq!(stale["round"], 1, "{stale}");
+    let still = s.resume(&flow);
+    assert_eq!(
+        status(&still),
+        "await_gate",
+        "nothing was resolved: {still}"
+    );
+    let approved = s.run("the round-1 form answers", for_round(1, "saw r2"));
+    assert_eq!(status(&approved), "complete", "{approved}");
+}

@@ -143,6 +143,7 @@ fn an_invalid_result_is_retried_with_its_violations_then_a_gate_waits_for_a_pers
                 resolved_by: "human".to_owned(),
                 actor: None,
                 via: None,
+                round: None,
             })
             .unwrap()
             .to_json();

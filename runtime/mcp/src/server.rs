@@ -280,6 +280,7 @@ impl StratumServer {
                     channel: "elicitation".to_owned(),
                     client,
                 }),
+                round: u32::try_from(gate.round).ok(),
             },
             // The form ended with the gate's time: its timeout rule decides now.
             gate_wait::Answer::Pending(pending)
@@ -596,6 +597,7 @@ impl Shared {
                     resolved_by: args.resolved_by,
                     actor: actor.cloned(),
                     via: None,
+                    round: None,
                 }
             }
             ToolName::SkipStep => {

@@ -141,6 +141,7 @@ fn an_agent_verdict_without_a_real_citation_is_ambiguous_and_a_person_decides() 
                 resolved_by: "human".to_owned(),
                 actor: None,
                 via: None,
+                round: None,
             })
             .unwrap()
             .to_json();

@@ -313,6 +313,7 @@ impl Scenario {
                 resolved_by: by.to_owned(),
                 actor: None,
                 via: None,
+                round: None,
             },
         )
     }

@@ -26,6 +26,8 @@ pub(crate) struct Decision<'a> {
     pub actor: Option<&'a str>,
     /// How a person's decision reached the server.
     pub via: Option<&'a Via>,
+    /// The round the decision is for, when the caller knows it.
+    pub round: Option<u32>,
 }
 
 pub(crate) fn resolve(
@@ -83,6 +85,22 @@ pub(crate) fn resolve(
         )
         .flow(run.id.as_str());
         error.step_id = Some(step.id.clone());
+        return Ok(error.into_response());
+    }
+    if let Some(round) = decision.round
+        && round != header.round
+    {
+        let mut error = ErrorResponse::new(
+            "stale_round",
+            format!(
+                "the decision is for round {round} of gate '{step_id}', and the flow is in round \
+                 {}: the gate was decided and reached again meanwhile; ask again",
+                header.round
+            ),
+        )
+        .flow(run.id.as_str());
+        error.step_id = Some(step.id.clone());
+        error.round = Some(header.round);
         return Ok(error.into_response());
     }
     // A revise past `max_rounds` is refused before anything is recorded: no gate record
@@ -277,6 +295,7 @@ pub(crate) fn expire(work: &mut Work<'_>, run: &Run<'_>) -> Result<Option<Respon
         resolved_by: "system",
         actor: None,
         via: None,
+        round: None,
     };
     record_gate(work, run, index, &timeout, deadline)?;
     kill(work, run, index, on_kill, Some("timeout"), deadline).map(Some)

@@ -111,6 +111,7 @@ pub fn run(work: &mut Work<'_>, command: &Command, ctx: &Context) -> Result<Resp
             resolved_by,
             actor,
             via,
+            round,
             ..
         } => gates::resolve(
             work,
@@ -122,6 +123,7 @@ pub fn run(work: &mut Work<'_>, command: &Command, ctx: &Context) -> Result<Resp
                 resolved_by,
                 actor: actor.as_deref(),
                 via: via.as_ref(),
+                round: *round,
             },
         ),
         Command::CheckTimeouts { .. } => gates::check_timeouts(work, &run),

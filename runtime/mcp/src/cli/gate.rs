@@ -225,6 +225,7 @@ pub fn resolve_as(
         resolved_by: resolved_by.as_str().to_owned(),
         actor: actor.map(str::to_owned),
         via: None,
+        round: None,
     })?;
     Ok(match &response {
         Response::Error(error) if error.error_type == "flow_not_found" => {
