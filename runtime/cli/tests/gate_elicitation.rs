@@ -69,11 +69,19 @@ async fn at_gate(
     replies: Vec<Reply>,
     env: &[(&str, &str)],
 ) -> (tempfile::TempDir, McpServer, String) {
+    at_gate_with(flow, Protocol::Handshake, Recorder::asking(replies), env).await
+}
+
+/// A server on `protocol` whose client is `client`, the flow `flow` at its gate.
+async fn at_gate_with(
+    flow: &str,
+    protocol: Protocol,
+    client: Recorder,
+    env: &[(&str, &str)],
+) -> (tempfile::TempDir, McpServer, String) {
     let home = tempfile::tempdir().unwrap();
-    let client = Recorder::asking(replies);
     let mut server =
-        McpServer::start_with_client(home.path(), home.path(), Protocol::Handshake, env, client)
-            .await;
+        McpServer::start_with_client(home.path(), home.path(), protocol, env, client).await;
     server
         .call(
             "stratum_plan",
@@ -270,21 +278,8 @@ async fn an_unanswered_form_within_the_wait_leaves_the_gate_waiting() {
 
 #[tokio::test]
 async fn a_client_that_cannot_show_a_form_gets_the_gate_back_with_how_to_decide() {
-    let home = tempfile::tempdir().unwrap();
-    let mut server = McpServer::start(home.path(), home.path(), Protocol::Handshake).await;
-    server
-        .call(
-            "stratum_plan",
-            json!({"spec": SPEC, "flow": "release", "inputs": {}}),
-        )
-        .await;
-    let id = server.flow(1);
-    server
-        .call(
-            "stratum_step_done",
-            json!({"flow_id": id, "step_id": "write", "result": {"text": "v1"}}),
-        )
-        .await;
+    let (_home, mut server, id) =
+        at_gate_with("release", Protocol::Handshake, Recorder::default(), &[]).await;
     let pending = server
         .call(
             "stratum_gate_wait",
@@ -329,24 +324,8 @@ async fn under_person_only_the_agent_cannot_resolve_its_own_gate() {
 
 #[tokio::test]
 async fn on_2026_07_28_the_server_does_not_ask_mid_call_and_says_how_else_to_decide() {
-    let home = tempfile::tempdir().unwrap();
     let client = Recorder::asking(vec![accept("approve", "fine")]);
-    let mut server =
-        McpServer::start_with_client(home.path(), home.path(), Protocol::Stateless, &[], client)
-            .await;
-    server
-        .call(
-            "stratum_plan",
-            json!({"spec": SPEC, "flow": "release", "inputs": {}}),
-        )
-        .await;
-    let id = server.flow(1);
-    server
-        .call(
-            "stratum_step_done",
-            json!({"flow_id": id, "step_id": "write", "result": {"text": "v1"}}),
-        )
-        .await;
+    let (_home, mut server, id) = at_gate_with("release", Protocol::Stateless, client, &[]).await;
     let pending = server
         .call(
             "stratum_gate_wait",
