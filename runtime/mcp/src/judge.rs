@@ -7,7 +7,8 @@
 //! each file's SHA-256); the first tier evaluates every deterministic predicate in our VM,
 //! its file built-ins rooted at the turn directory (no `eval`, no `..` or symbolic link out);
 //! the second tier asks an agent CLI about each verified or judged predicate (unless the stakes
-//! are `cheap`), working in the turn directory, and checks that every citation (`path:line`)
+//! are `cheap`), in its read-only mode (the operator's own arguments for the CLI give way),
+//! working in the turn directory, and checks that every citation (`path:line`)
 //! exists there; a `met` below the predicate's `applied_gate` is `ambiguous`. Under `paranoid`
 //! stakes a second-tier `met` goes to the third tier, a cold read: a fresh agent run told only
 //! the predicate and the staged files' names (nothing of the second tier's answer), on another
@@ -448,7 +449,17 @@ fn decide(
     };
     consumed.turns += 1;
     let answer = match driver.connectors.get(&driver.default_agent) {
-        Some(connector) => agent_tier(connector, &second_prompt(predicate), turn, left, consumed),
+        // The tier reads and never changes anything: the operator's own arguments for the CLI
+        // (which may allow edits, for unattended steps) give way to its read-only ones.
+        Some(connector) if connector.agent != Agent::OpenCode => {
+            let mut read_only = connector.clone();
+            read_only.extra_args = read_only_args(connector.agent);
+            agent_tier(&read_only, &second_prompt(predicate), turn, left, consumed)
+        }
+        Some(_) => TierAnswer::ambiguous(
+            "opencode has no read-only mode; the agent tier runs claude or codex (--agent)"
+                .to_owned(),
+        ),
         None => TierAnswer::ambiguous("no agent connector is configured".to_owned()),
     };
     let TierAnswer {
