@@ -21,7 +21,7 @@ fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
     )
 }
 
-const TOOL_NAMES: [&str; 28] = [
+const TOOL_NAMES: [&str; 29] = [
     "stratum_validate",
     "stratum_plan",
     "stratum_step_done",
@@ -50,6 +50,7 @@ const TOOL_NAMES: [&str; 28] = [
     "stratum_parallel_poll",
     "stratum_parallel_advance",
     "stratum_judge",
+    "stratum_judge_poll",
 ];
 
 #[tokio::test]
@@ -103,7 +104,8 @@ async fn tools_are_titled_annotated_and_typed_on_both_protocols() {
                 "stratum_list_workflows",
                 "stratum_agent_poll",
                 "stratum_flow_bg_poll",
-                "stratum_parallel_poll"
+                "stratum_parallel_poll",
+                "stratum_judge_poll"
             ]
         );
         server.stop().await;
@@ -1272,6 +1274,91 @@ async fn a_call_waiting_for_a_fan_out_reports_each_task_and_a_heartbeat_as_progr
             .starts_with("3 of 3 tasks settled"),
         "{messages:#?}"
     );
+    server.stop().await;
+}
+
+const JUDGE_SPEC: &str = r#"version: "0.3"
+flows:
+  main:
+    input: {}
+    steps:
+      - id: check
+        retries: 2
+        judge:
+          predicates:
+            - {id: tests, type: deterministic, statement: "file_contains('artifacts/log.txt', ' passed')"}
+            - {id: no-todo, type: verified, statement: "No modified file adds a TODO", applied_gate: 8}
+        ensure: ["result.met == True"]
+      - id: ship
+        intent: "Ship it"
+"#;
+
+#[tokio::test]
+async fn a_judge_s_agent_tiers_run_on_the_server_and_are_followed_with_judge_poll() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let agents = tempfile::tempdir().unwrap();
+    let root = project.path().canonicalize().unwrap();
+    std::fs::write(root.join("lib.rs"), "fn main() {}\n// reviewed\n").unwrap();
+    // The agent tier takes two seconds: longer than a call that does not wait.
+    stratum_test_support::fake_agent::claude(
+        agents.path(),
+        &[
+            "SLOW:Checked.\n```json\n{\"predicate_id\": \"no-todo\", \"verdict\": \"met\", \"confidence\": 9, \"reason\": \"no TODO added\", \"evidence\": [{\"source\": \"modified/lib.rs:2\", \"quote\": \"// reviewed\"}]}\n```",
+        ],
+    );
+    let mut path = std::ffi::OsString::from(agents.path());
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    let mut server =
+        McpServer::start_with_path(home.path(), &root, Protocol::Handshake, Some(&path)).await;
+    let dispatch = server
+        .call(
+            "stratum_plan",
+            json!({"spec": JUDGE_SPEC, "flow": "main", "inputs": {}}),
+        )
+        .await;
+    assert_eq!(dispatch["step_mode"], "judge", "{dispatch:#}");
+    let flow = server.flow(1);
+    let call = json!({"flow_id": flow, "step_id": "check", "artifacts": {"log": "12 passed"},
+                      "modified_files": ["lib.rs"], "wait_seconds": 0});
+    let judging = server.call("stratum_judge", call.clone()).await;
+    assert_eq!(status(&judging), "judging", "{judging:#}");
+    assert_eq!(judging["total"], 2, "{judging:#}");
+    // Called again while the tiers run, it follows them rather than judging twice.
+    let again = server.call("stratum_judge", call).await;
+    assert_eq!(status(&again), "judging", "{again:#}");
+
+    let judged = server
+        .call(
+            "stratum_judge_poll",
+            json!({"flow_id": flow, "step_id": "check", "wait_seconds": 60}),
+        )
+        .await;
+    assert_eq!(status(&judged), "judged", "{judged:#}");
+    assert_eq!(judged["verdict"]["met"], true, "{judged:#}");
+    assert_eq!(judged["next"]["step_id"], "ship", "{judged:#}");
+    let calls = std::fs::read_to_string(agents.path().join("count")).unwrap();
+    assert_eq!(calls.trim(), "1", "the agent tier ran once");
+    let messages: Vec<String> = server
+        .received
+        .progress()
+        .iter()
+        .filter_map(|note| note.message.clone())
+        .collect();
+    assert!(
+        messages
+            .iter()
+            .any(|message| message == "2 of 2 predicates decided; latest: 'no-todo'"),
+        "{messages:#?}"
+    );
+    let done = server
+        .call(
+            "stratum_judge_poll",
+            json!({"flow_id": flow, "step_id": "check"}),
+        )
+        .await;
+    assert_eq!(status(&done), "judged", "the answer stays: {done:#}");
     server.stop().await;
 }
 

@@ -122,6 +122,42 @@ pub struct JudgeArgs {
     /// The dispatch's budget; leave out, or send it unchanged.
     #[serde(default)]
     pub budget: Option<Value>,
+    /// Wait at most this many seconds (up to 600) for the verdict; then the answer is
+    /// `judging` and stratum_judge_poll follows the tiers (0: answer at once). Left out: wait
+    /// until the verdict, as the reference does, with progress notifications meanwhile.
+    #[serde(default)]
+    #[schemars(range(max = 600))]
+    pub wait_seconds: Option<u64>,
+}
+
+/// `stratum_judge_poll`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JudgePollArgs {
+    pub flow_id: String,
+    /// The judge step.
+    pub step_id: String,
+    /// Wait up to this many seconds (at most 600) for the verdict, with progress
+    /// notifications meanwhile; 0 or left out: answer at once.
+    #[serde(default)]
+    #[schemars(range(max = 600))]
+    pub wait_seconds: u64,
+}
+
+/// A `wait_seconds` within [`limits::MAX_WAIT_SECONDS`].
+pub fn check_wait(seconds: u64) -> Result<(), ArgumentError> {
+    if seconds > limits::MAX_WAIT_SECONDS {
+        return Err(ArgumentError {
+            argument: Some("wait_seconds".to_owned()),
+            message: format!(
+                "wait_seconds is {seconds}, more than the {} a call may wait; wait at most {} \
+                 and poll again",
+                limits::MAX_WAIT_SECONDS,
+                limits::MAX_WAIT_SECONDS
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// `stratum_parallel_done`.

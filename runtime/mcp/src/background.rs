@@ -179,7 +179,19 @@ pub struct Background {
     flows: Mutex<HashMap<FlowId, StopSignal>>,
     /// Fan-outs (`stratum_parallel_start`), by flow and step: running, or their outcome.
     fan_outs: Mutex<HashMap<(FlowId, String), FanOutJob>>,
+    /// Judgments (`stratum_judge`), by flow and step: running, or their answer.
+    judges: Mutex<HashMap<(FlowId, String), JudgeJob>>,
     stopping: AtomicBool,
+}
+
+/// One `stratum_judge`'s tiers.
+struct JudgeJob {
+    decided: usize,
+    total: usize,
+    /// The predicate decided last.
+    latest: String,
+    /// The call's answer, once the tiers ran.
+    answer: Option<Value>,
 }
 
 /// One `stratum_parallel_start`'s work.
@@ -690,6 +702,143 @@ impl Background {
             report.outcome = job.outcome.clone();
         }
         Ok(Polled::FanOut(report))
+    }
+
+    /// `stratum_judge`: the call is checked and staged at once (a refusal is the answer); its
+    /// tiers run on a thread, and the answer waits for them (`wait_seconds`, else until the
+    /// verdict), reporting each decided predicate and a heartbeat to `progress`. A call for a
+    /// step whose tiers still run follows them instead of starting again.
+    pub fn judge(
+        self: &Arc<Self>,
+        driver: &Driver,
+        args: crate::args::JudgeArgs,
+        progress: &Progress,
+    ) -> Value {
+        let wait = args.wait_seconds;
+        let key = FlowId::parse(&args.flow_id).map(|id| (id, args.step_id.clone()));
+        let running = key.as_ref().is_some_and(|key| {
+            self.judges
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(key)
+                .is_some_and(|job| job.answer.is_none())
+        });
+        if !running {
+            let staged = match crate::judge::stage_call(driver, &args) {
+                Ok(staged) => staged,
+                Err(error) => return to_value(&error),
+            };
+            let Some(key) = key.clone() else {
+                return to_value(&ToolError::new(
+                    "flow_not_found",
+                    format!("No active flow with id '{}'", args.flow_id),
+                ));
+            };
+            self.judges
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(
+                    key.clone(),
+                    JudgeJob {
+                        decided: 0,
+                        total: staged.predicates(),
+                        latest: String::new(),
+                        answer: None,
+                    },
+                );
+            let (this, driver) = (self.clone(), driver.clone());
+            std::thread::spawn(move || {
+                let record = |update: &mut dyn FnMut(&mut JudgeJob)| {
+                    if let Some(job) = this
+                        .judges
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .get_mut(&key)
+                    {
+                        update(job);
+                    }
+                };
+                let answer = crate::judge::run_tiers(&driver, &staged, &mut |decided, id| {
+                    record(&mut |job| {
+                        job.decided = decided;
+                        job.latest = id.to_owned();
+                    });
+                });
+                let answer = answer.unwrap_or_else(|error| to_value(&error));
+                record(&mut |job| job.answer = Some(answer.clone()));
+            });
+        }
+        self.judge_wait(
+            &args.flow_id,
+            &args.step_id,
+            wait.map(Duration::from_secs),
+            progress,
+        )
+    }
+
+    /// `stratum_judge_poll`: the verdict once the tiers ran, else `judging`, after waiting up
+    /// to `wait` (none: until the verdict).
+    pub fn judge_wait(
+        &self,
+        flow_id: &str,
+        step_id: &str,
+        wait: Option<Duration>,
+        progress: &Progress,
+    ) -> Value {
+        let Some(key) = FlowId::parse(flow_id).map(|id| (id, step_id.to_owned())) else {
+            return to_value(&ToolError::new(
+                "flow_not_found",
+                format!("No active flow with id '{flow_id}'"),
+            ));
+        };
+        let until = wait.map(|wait| Instant::now() + wait);
+        let mut heartbeat = Instant::now();
+        let mut reported = 0;
+        loop {
+            let (decided, total, latest, answer) = {
+                let jobs = self.judges.lock().unwrap_or_else(PoisonError::into_inner);
+                let Some(job) = jobs.get(&key) else {
+                    return to_value(&ToolError::new(
+                        "not_judging",
+                        format!(
+                            "this server is not judging step '{step_id}' of flow '{flow_id}'; \
+                             call stratum_judge"
+                        ),
+                    ));
+                };
+                (
+                    job.decided,
+                    job.total,
+                    job.latest.clone(),
+                    job.answer.clone(),
+                )
+            };
+            if decided > reported || heartbeat.elapsed() >= progress::HEARTBEAT {
+                let message = if decided > reported {
+                    format!("{decided} of {total} predicates decided; latest: '{latest}'")
+                } else {
+                    format!("{decided} of {total} predicates decided; an agent is reading")
+                };
+                progress.report(decided as u64, Some(total as u64), &message);
+                reported = decided;
+                heartbeat = Instant::now();
+            }
+            if let Some(answer) = answer {
+                return answer;
+            }
+            if until.is_some_and(|until| Instant::now() >= until) || progress.cancelled() {
+                return to_value(&crate::judge::Judging {
+                    status: "judging",
+                    flow_id: flow_id.to_owned(),
+                    step_id: step_id.to_owned(),
+                    decided,
+                    total,
+                    message: "the agent tiers still run; follow them with stratum_judge_poll"
+                        .to_owned(),
+                });
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        }
     }
 
     /// `stratum_flow_cancel_bg`: ends the drive (its driver stops at its next renewal and

@@ -414,7 +414,9 @@ pub static DIFFERENCES: &[Difference] = &[
                     directory; wall time is checked only between predicates and `max_dollars` \
                     never; the third tier (`paranoid`, after a second-tier `met`) runs Codex in \
                     a read-only Docker container with `-e OPENAI_API_KEY=…` on docker's argv, \
-                    where any process of the machine can read it, and falls back to Claude.",
+                    where any process of the machine can read it, and falls back to Claude; \
+                    every tier runs inside the one `stratum_judge` call, which says nothing \
+                    until the verdict.",
         ours: "only the server's recorded verdict completes a judge step (`stratum_step_done` on \
                it is refused with `judge_required`); deterministic predicates run in our VM with \
                file built-ins rooted at the turn directory; every agent tier run counts a turn \
@@ -430,7 +432,11 @@ pub static DIFFERENCES: &[Difference] = &[
                environment allow-list, not in a container (`all_jailed` is always false), and \
                an API key reaches it only through that environment, never an argv. Anything but \
                `met` from it makes the predicate `ambiguous` and adds a `tier_disagreements` \
-               entry (`predicate_id`, `tiers`, `verdicts`, `reasons`).",
+               entry (`predicate_id`, `tiers`, `verdicts`, `reasons`). The tiers run on a \
+               thread of the server: `stratum_judge` waits for the verdict as the reference's \
+               does, sending a progress notification per decided predicate and a heartbeat, or \
+               answers `judging` after its `wait_seconds`, and `stratum_judge_poll` follows \
+               them.",
         why: "a judge that can be overruled by the client, or that leaks a key or the server's \
               files, is worse than none; a container runtime is not something every machine \
               running this server has, and the CLIs' own read-only modes keep the cold read from \

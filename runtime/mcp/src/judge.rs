@@ -68,8 +68,32 @@ pub struct Judged {
     pub next: Value,
 }
 
-/// `stratum_judge`.
+/// A `stratum_judge` call checked against the flow and staged: its tiers are still to run.
+pub struct Staged {
+    flow: FlowId,
+    step: Step,
+    turn: PathBuf,
+}
+
+impl Staged {
+    /// How many predicates the call decides.
+    pub fn predicates(&self) -> usize {
+        match &self.step.action {
+            Action::Judge { predicates, .. } => predicates.len(),
+            _ => 0,
+        }
+    }
+}
+
+/// `stratum_judge`, in one go: [`stage_call`], then [`run_tiers`].
 pub fn judge(driver: &Driver, args: JudgeArgs) -> Result<Value, ToolError> {
+    let staged = stage_call(driver, &args)?;
+    run_tiers(driver, &staged, &mut |_, _| {})
+}
+
+/// The checks of a call (the flow's current step is this judge step; what it sent matches
+/// the plan), and its files staged in a new turn directory.
+pub fn stage_call(driver: &Driver, args: &JudgeArgs) -> Result<Staged, ToolError> {
     let Some(flow) = FlowId::parse(&args.flow_id) else {
         return Err(ToolError::new(
             "flow_not_found",
@@ -94,8 +118,30 @@ pub fn judge(driver: &Driver, args: JudgeArgs) -> Result<Value, ToolError> {
             format!("Step '{}' is not a judge step", step.id),
         ));
     };
-    check_matches(&args, predicates, *stakes, budget)?;
-    let turn = stage(driver, &flow, &step.id, &args)?;
+    check_matches(args, predicates, *stakes, budget)?;
+    let turn = stage(driver, &flow, &step.id, args)?;
+    Ok(Staged { flow, step, turn })
+}
+
+/// Decides each predicate through its tiers (`decided` hears of each: how many so far, and
+/// the one just decided), and sends the verdict to the runtime; the answer is [`Judged`].
+pub fn run_tiers(
+    driver: &Driver,
+    staged: &Staged,
+    decided: &mut dyn FnMut(usize, &str),
+) -> Result<Value, ToolError> {
+    let Staged { flow, step, turn } = staged;
+    let Action::Judge {
+        predicates,
+        stakes,
+        budget,
+    } = &step.action
+    else {
+        return Err(ToolError::new(
+            "not_a_judge_step",
+            format!("Step '{}' is not a judge step", step.id),
+        ));
+    };
     let started = Instant::now();
     let mut consumed = Consumed::default();
     let mut results = Vec::with_capacity(predicates.len());
@@ -105,12 +151,13 @@ pub fn judge(driver: &Driver, args: JudgeArgs) -> Result<Value, ToolError> {
             predicate,
             *stakes,
             budget,
-            &turn,
+            turn,
             started,
             &mut consumed,
         ));
+        decided(results.len(), &predicate.id);
     }
-    let verdict = verdict_of(&results, *stakes, &consumed, started, &turn);
+    let verdict = verdict_of(&results, *stakes, &consumed, started, turn);
     let next = driver
         .runtime
         .call(&Command::JudgeVerdict {
@@ -128,6 +175,19 @@ pub fn judge(driver: &Driver, args: JudgeArgs) -> Result<Value, ToolError> {
         next,
     })
     .map_err(|error| ToolError::new("internal_error", error.to_string()))
+}
+
+/// `stratum_judge` / `stratum_judge_poll`'s answer while the tiers still run.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Judging {
+    #[schemars(extend("const" = "judging"))]
+    pub status: &'static str,
+    pub flow_id: String,
+    pub step_id: String,
+    /// How many predicates are decided, of `total`.
+    pub decided: usize,
+    pub total: usize,
+    pub message: String,
 }
 
 /// The flow's current step, from the store.

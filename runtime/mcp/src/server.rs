@@ -510,10 +510,20 @@ impl Shared {
             }
             ToolName::Judge => {
                 let args: args::JudgeArgs = args::parse(name, arguments)?;
-                return Ok(match crate::judge::judge(&self.driver()?, args) {
-                    Ok(judged) => judged,
-                    Err(error) => to_value(&error),
-                });
+                if let Some(seconds) = args.wait_seconds {
+                    args::check_wait(seconds)?;
+                }
+                return Ok(background.judge(&self.driver()?, args, progress));
+            }
+            ToolName::JudgePoll => {
+                let args: args::JudgePollArgs = args::parse(name, arguments)?;
+                args::check_wait(args.wait_seconds)?;
+                return Ok(background.judge_wait(
+                    &args.flow_id,
+                    &args.step_id,
+                    Some(Duration::from_secs(args.wait_seconds)),
+                    progress,
+                ));
             }
             ToolName::GateWait => {
                 return Err(Refusal::Tool(ToolError::new(

@@ -12,7 +12,7 @@ use super::args;
 use super::background::{Cancelled, FlowPoll, FlowStarted, RunStarted, RunView};
 use super::compact;
 use super::gate_wait::GatePending;
-use super::judge::Judged;
+use super::judge::{Judged, Judging};
 use super::outputs::{SpecRejected, ToolError, Validation};
 use crate::response::{
     Audit, Committed, ErrorResponse, FanOutReport, Finished, FlowDispatch, GateDispatch,
@@ -50,6 +50,7 @@ pub enum ToolName {
     ParallelPoll,
     ParallelAdvance,
     Judge,
+    JudgePoll,
     GateWait,
 }
 
@@ -572,12 +573,28 @@ makes the predicate ambiguous (`tier_disagreements`). The verdict binds: all met
 ensures), one not met fails the attempt with the findings as violations (a retry or on_fail \
 follows), ambiguous waits for a person (`await_gate`: stratum_gate_resolve on this step). \
 stratum_step_done is refused on a judge step. Answers `judged` with the `verdict` and `next`: \
-what the flow does now.",
+what the flow does now. The agent tiers run on the server while the call waits, with progress \
+notifications; with `wait_seconds` (0 to 600) the call answers `judging` once that wait is over, \
+and stratum_judge_poll follows the tiers.",
         read_only: false,
         destructive: false,
         idempotent: false,
         input: input::<args::JudgeArgs>,
-        outputs: any_of![Judged, ToolError],
+        outputs: any_of![Judged, Judging, ToolError],
+    },
+    ToolSpec {
+        tool: ToolName::JudgePoll,
+        name: "stratum_judge_poll",
+        title: "Follow a judge step's tiers",
+        description: "Where the stratum_judge call of a judge step stands: `judging` (how many \
+predicates are decided, of how many) while its agent tiers run on the server, then what \
+stratum_judge answers: `judged` with the `verdict` and `next`. With `wait_seconds` (up to 600) the \
+answer waits for the verdict, with progress notifications meanwhile. Read-only.",
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        input: input::<args::JudgePollArgs>,
+        outputs: any_of![Judged, Judging, ToolError],
     },
 ];
 

@@ -68,6 +68,7 @@ fn args(flow: &str, log: &str, modified: &[&str]) -> JudgeArgs {
         predicates: None,
         stakes: None,
         budget: None,
+        wait_seconds: None,
     }
 }
 
