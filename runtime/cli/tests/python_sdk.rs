@@ -211,3 +211,21 @@ fn the_python_sdk_gets_a_binding_verdict_from_stratum_judge_over_stdio() {
         "ok not_met_then_met\nok refused_calls\n"
     );
 }
+
+#[test]
+fn the_python_sdk_answers_a_gate_s_form_as_the_person_over_stdio() {
+    let home = tempfile::tempdir().expect("state dir");
+    let work = tempfile::tempdir().expect("work dir");
+    let output = run_python(
+        "gate_elicitation_over_stdio.py",
+        &[
+            Path::new(env!("CARGO_BIN_EXE_stratum-mcp")),
+            home.path(),
+            work.path(),
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "ok approve_in_form\nok declined\n"
+    );
+}

@@ -28,13 +28,18 @@ class Refused(AssertionError):
 
 
 @contextlib.asynccontextmanager
-async def over_stdio(binary: str, home: str, cwd: str) -> AsyncIterator["Agent"]:
-    """`stratum-mcp` started as a child with its state in `home`, initialized."""
+async def over_stdio(
+    binary: str, home: str, cwd: str, elicitation_callback: Any = None
+) -> AsyncIterator["Agent"]:
+    """`stratum-mcp` started as a child with its state in `home`, initialized; with an
+    `elicitation_callback`, the client declares elicitation and answers forms with it."""
     env = {key: value for key, value in os.environ.items() if key != "STRATUM_DB"}
     env["STRATUM_HOME"] = home
     params = StdioServerParameters(command=binary, args=[], env=env, cwd=cwd)
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(
+            read, write, elicitation_callback=elicitation_callback
+        ) as session:
             await session.initialize()
             yield await Agent.ready(session)
 

@@ -1,0 +1,108 @@
+"""A gate a person decides in the client's form, with the official Python MCP SDK as the client.
+
+    python gate_elicitation_over_stdio.py STRATUM_MCP HOME WORKDIR
+
+The SDK's `elicitation_callback` plays the person: `stratum_gate_wait` asks through
+`elicitation/create`, the form's answer resolves the gate, and the audit records
+`resolved_by: human`, `via: elicitation` and the client; a declined form leaves the gate
+waiting (`gate_pending`). Prints one `ok CASE` line per case; exits 1 on the first surprise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+import mcp.types as types
+
+from stratum_sdk import expect, over_stdio
+
+SPEC = """version: "0.2"
+contracts:
+  Draft:
+    text: {type: string}
+functions:
+  write:
+    mode: infer
+    intent: "Write the release note"
+    input: {}
+    output: Draft
+  sign_off:
+    mode: gate
+    timeout: 3600
+flows:
+  release:
+    input: {}
+    steps:
+      - id: write
+        function: write
+        inputs: {}
+      - id: review
+        function: sign_off
+        on_approve: ~
+        on_revise: write
+        on_kill: ~
+        depends_on: [write]
+"""
+
+ASKED: list[str] = []
+
+
+def person(decision: str | None):
+    """A person who answers every form with `decision` (None: declines)."""
+
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        ASKED.append(params.message)
+        if decision is None:
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(
+            action="accept", content={"decision": decision, "rationale": "read it in the form"}
+        )
+
+    return answer
+
+
+async def at_gate(agent: Any) -> str:
+    planned = await agent.call("stratum_plan", {"spec": SPEC, "flow": "release", "inputs": {}})
+    flow = planned["flow_id"]
+    gate = await agent.call(
+        "stratum_step_done",
+        {"flow_id": flow, "step_id": "write", "result": {"text": "v1.2: faster gates"}},
+    )
+    expect(gate, "await_gate", "the flow reaches its gate")
+    return flow
+
+
+async def main(binary: str, home: str, work: str) -> None:
+    async with over_stdio(binary, home, work, elicitation_callback=person("approve")) as agent:
+        flow = await at_gate(agent)
+        done = await agent.call("stratum_gate_wait", {"flow_id": flow, "step_id": "review"})
+        expect(done, "complete", "the person's approval ends the flow")
+        if "v1.2: faster gates" not in ASKED[-1]:
+            raise AssertionError(f"the form did not show the work: {ASKED[-1]}")
+        audit = await agent.call("stratum_audit", {"flow_id": flow})
+        gates = [record for record in audit["trace"] if "outcome" in record]
+        record = gates[0]
+        if (record["resolved_by"], record.get("via")) != ("human", "elicitation"):
+            raise AssertionError(f"the audit does not say a person decided in a form: {record}")
+        if not record.get("client"):
+            raise AssertionError(f"the audit does not name the client: {record}")
+        print("ok approve_in_form")
+    async with over_stdio(binary, home, work, elicitation_callback=person(None)) as agent:
+        flow = await at_gate(agent)
+        pending = await agent.call("stratum_gate_wait", {"flow_id": flow, "step_id": "review"})
+        expect(pending, "gate_pending", "a declined form leaves the gate waiting")
+        if pending["reason"] != "declined":
+            raise AssertionError(f"reason: {pending}")
+        still = await agent.call("stratum_resume", {"flow_id": flow})
+        expect(still, "await_gate", "the gate still waits")
+        print("ok declined")
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main(*sys.argv[1:4]))
+    except Exception as error:  # noqa: BLE001 - any surprise fails the test with its reason
+        print(f"FAIL {type(error).__name__}: {error}", file=sys.stderr)
+        sys.exit(1)
