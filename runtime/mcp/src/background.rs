@@ -577,30 +577,41 @@ impl Background {
             );
         let (this, job_driver) = (self.clone(), driver.clone());
         std::thread::spawn(move || {
-            let ended = job_driver.drive_fan_out(&key.0, &key.1, &stop, &mut ());
+            // A panic still ends the job (it would stay `running` for ever otherwise).
+            let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                job_driver.drive_fan_out(&key.0, &key.1, &stop, &mut ())
+            }));
             let outcome = match ended {
-                Ok(Some(FanOutEnd::Advanced(answer) | FanOutEnd::Answered(answer))) => {
-                    Some(answer.to_json())
-                }
-                Ok(Some(FanOutEnd::CannotRun(note))) => {
-                    Some(json!({"status": "error", "error_type": "cannot_run", "message": note}))
-                }
-                Ok(Some(FanOutEnd::Cancelled)) => Some(json!({
-                    "status": "error",
-                    "error_type": "fan_out_stopped",
-                    "message": "the server stopped running the tasks (it is stopping, or lost the \
-                                flow's lease); call stratum_parallel_start again to go on",
-                })),
-                Ok(None) => Some(json!({
-                    "status": "error",
-                    "error_type": "flow_leased",
-                    "message": "another driver holds the flow",
-                })),
-                Err(error) => Some(json!({
+                Err(_) => Some(json!({
                     "status": "error",
                     "error_type": "fan_out_failed",
-                    "message": error.to_string(),
+                    "message": "the server failed while running the tasks; call \
+                                stratum_parallel_start again to go on",
                 })),
+                Ok(ended) => match ended {
+                    Ok(Some(FanOutEnd::Advanced(answer) | FanOutEnd::Answered(answer))) => {
+                        Some(answer.to_json())
+                    }
+                    Ok(Some(FanOutEnd::CannotRun(note))) => Some(
+                        json!({"status": "error", "error_type": "cannot_run", "message": note}),
+                    ),
+                    Ok(Some(FanOutEnd::Cancelled)) => Some(json!({
+                        "status": "error",
+                        "error_type": "fan_out_stopped",
+                        "message": "the server stopped running the tasks (it is stopping, or lost the \
+                                    flow's lease); call stratum_parallel_start again to go on",
+                    })),
+                    Ok(None) => Some(json!({
+                        "status": "error",
+                        "error_type": "flow_leased",
+                        "message": "another driver holds the flow",
+                    })),
+                    Err(error) => Some(json!({
+                        "status": "error",
+                        "error_type": "fan_out_failed",
+                        "message": error.to_string(),
+                    })),
+                },
             };
             if let Some(job) = this
                 .fan_outs
@@ -758,11 +769,21 @@ impl Background {
                         update(job);
                     }
                 };
-                let answer = crate::judge::run_tiers(&driver, &staged, &mut |decided, id| {
-                    record(&mut |job| {
-                        job.decided = decided;
-                        job.latest = id.to_owned();
-                    });
+                // A tier that panics still ends the job: a call waiting for the verdict
+                // without a deadline would otherwise wait for ever.
+                let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    crate::judge::run_tiers(&driver, &staged, &mut |decided, id| {
+                        record(&mut |job| {
+                            job.decided = decided;
+                            job.latest = id.to_owned();
+                        });
+                    })
+                }))
+                .unwrap_or_else(|_| {
+                    Err(ToolError::new(
+                        "internal_error",
+                        "the server failed while judging; call stratum_judge again",
+                    ))
                 });
                 let answer = answer.unwrap_or_else(|error| to_value(&error));
                 record(&mut |job| job.answer = Some(answer.clone()));
