@@ -18,7 +18,9 @@ use std::process::Command as Process;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp::{BOTH, McpServer, Protocol, example, flow_at_gate, run_every_example, status};
+use mcp::{
+    BOTH, McpServer, Protocol, Recorder, Reply, example, flow_at_gate, run_every_example, status,
+};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use serve::{Serve, State, binary, csrf_of, http, sign_in};
@@ -191,6 +193,109 @@ async fn a_gate_resolved_over_http_records_the_token_not_the_claim() {
     .unwrap();
     assert!(jsonschema::is_valid(&schema, &state_json));
     server.stop().await;
+}
+
+#[tokio::test]
+async fn over_http_on_2026_07_28_the_person_decides_in_the_form_and_the_token_is_recorded() {
+    let state = State::new();
+    let alice = state.token("alice", false);
+    let bob = state.token("bob", false);
+    let serve = Serve::start(&state, &[]);
+    let person = Recorder::asking(vec![Reply::Answer(json!({
+        "action": "accept",
+        "content": {"decision": "approve", "rationale": "checked the numbers"}
+    }))]);
+    let mut server = McpServer::start_http_with_client(
+        &serve.url("/mcp"),
+        &alice,
+        Protocol::Stateless,
+        state.dir.path(),
+        person,
+    )
+    .await;
+    let flow = flow_at_gate(&mut server).await;
+
+    // A state issued to alice does not open for bob, on the same store and server.
+    let first = server
+        .call_once(
+            "stratum_gate_wait",
+            json!({"flow_id": flow, "step_id": "review"}),
+            None,
+            None,
+        )
+        .await;
+    let rmcp::model::CallToolResponse::InputRequired(form) = first else {
+        panic!("not input_required: {first:?}");
+    };
+    let sealed = form.request_state.unwrap();
+    let other = McpServer::start_http_with_client(
+        &serve.url("/mcp"),
+        &bob,
+        Protocol::Stateless,
+        state.dir.path(),
+        Recorder::asking(Vec::new()),
+    )
+    .await;
+    let stolen = other
+        .call_once(
+            "stratum_gate_wait",
+            json!({"flow_id": flow, "step_id": "review"}),
+            Some(&sealed),
+            Some(json!({"gate_decision": {"action": "accept",
+                "content": {"decision": "approve", "rationale": "mine now"}}})),
+        )
+        .await;
+    let rmcp::model::CallToolResponse::Complete(stolen) = stolen else {
+        panic!("not complete: {stolen:?}");
+    };
+    assert_eq!(stolen.is_error, Some(true));
+    assert_eq!(
+        stolen.structured_content.unwrap()["error_type"],
+        "invalid_request_state"
+    );
+
+    // rmcp's client shows the form and calls again with the answer.
+    let decided = server
+        .call(
+            "stratum_gate_wait",
+            json!({"flow_id": flow, "step_id": "review"}),
+        )
+        .await;
+    assert_eq!(status(&decided), "complete", "{decided:#}");
+    let audit = server.call("stratum_audit", json!({"flow_id": flow})).await;
+    let gate = audit["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|record| record["type"] == "gate")
+        .unwrap()
+        .clone();
+    assert_eq!(gate["actor"], "alice", "{gate:#}");
+    assert_eq!(gate["via"], "elicitation", "{gate:#}");
+    assert_eq!(gate["resolved_by"], "human", "{gate:#}");
+    assert_eq!(gate["rationale"], "checked the numbers", "{gate:#}");
+    assert_eq!(gate["client"], "stratum-test-client 1.2.3", "{gate:#}");
+    other.stop().await;
+    server.stop().await;
+
+    // A 2025-11-25 client over stateless HTTP cannot be asked during the call.
+    let mut older = McpServer::start_http_with_client(
+        &serve.url("/mcp"),
+        &alice,
+        Protocol::Handshake,
+        state.dir.path(),
+        Recorder::asking(Vec::new()),
+    )
+    .await;
+    let flow = flow_at_gate(&mut older).await;
+    let pending = older
+        .call(
+            "stratum_gate_wait",
+            json!({"flow_id": flow, "step_id": "review"}),
+        )
+        .await;
+    assert_eq!(pending["reason"], "not_asked", "{pending:#}");
+    older.stop().await;
 }
 
 #[tokio::test]

@@ -6,10 +6,11 @@
 //! and the timeout rule applies. Declined, cancelled, or a client that cannot ask: the gate
 //! stays pending and the answer says how else to decide.
 //!
-//! Over stdio on 2025-11-25 the question is `elicitation/create`, sent during the call. Over
-//! HTTP (stateless) and on 2026-07-28 a server cannot send requests mid-call; the
-//! multi-round-trip form (an `InputRequiredResult`) is not built yet, so there the answer
-//! is `gate_pending` with `reason: not_asked`.
+//! Over stdio on 2025-11-25 the question is `elicitation/create`, sent during the call. On
+//! 2026-07-28 (stdio or HTTP) a server sends no requests; the call answers `input_required`
+//! with the same form and a sealed `requestState` ([`crate::request_state`]), and the client
+//! calls again with the person's answer. A 2025-11-25 client over stateless HTTP cannot be
+//! asked: there the answer is `gate_pending` with `reason: not_asked`.
 
 use std::time::{Duration, Instant};
 
@@ -92,6 +93,19 @@ pub fn client_of(peer: &Peer<RoleServer>) -> Option<String> {
     })
 }
 
+/// The form's key in an `input_required` answer (2026-07-28) and in the responses the client
+/// sends back with the person's answer.
+pub const INPUT_KEY: &str = "gate_decision";
+
+/// The request that asks the person about `gate`: its message and the form.
+pub fn request(gate: &GateView) -> Result<ElicitRequestParams, ToolError> {
+    Ok(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: message(gate),
+        requested_schema: form()?,
+    })
+}
+
 /// Asks the person through `peer` and waits up to `wait` (the gate's timeout ends the form
 /// too), sending a heartbeat to `progress` meanwhile.
 pub async fn ask(
@@ -100,13 +114,8 @@ pub async fn ask(
     wait: Duration,
     progress: &Progress,
 ) -> Result<Answer, ToolError> {
-    let params = ElicitRequestParams::FormElicitationParams {
-        meta: None,
-        message: message(gate),
-        requested_schema: form()?,
-    };
     let started = Instant::now();
-    let asked = peer.create_elicitation_with_timeout(params, Some(wait));
+    let asked = peer.create_elicitation_with_timeout(request(gate)?, Some(wait));
     tokio::pin!(asked);
     let mut heartbeat = tokio::time::interval(progress::HEARTBEAT);
     heartbeat.tick().await;
@@ -126,43 +135,34 @@ pub async fn ask(
             }
         }
     };
-    let pending = |reason: &'static str, message: String| {
-        Answer::Pending(GatePending {
-            status: "gate_pending",
-            flow_id: gate.flow_id.clone(),
-            step_id: gate.step_id.clone(),
-            reason,
-            message,
-            how_to_decide: gate.how_to_decide.clone(),
-        })
-    };
-    let result: ElicitResult = match answered {
-        Ok(result) => result,
-        Err(rmcp::ServiceError::Timeout { timeout }) => {
-            return Ok(pending(
-                "no_answer",
-                format!(
-                    "nobody answered the form within {} s; it was withdrawn and the gate still \
-                     waits",
-                    timeout.as_secs()
-                ),
-            ));
-        }
-        Err(error) => {
-            return Err(ToolError::new(
-                "elicitation_failed",
-                format!(
-                    "the client could not ask the person ({error}); the gate still waits: {}",
-                    gate.how_to_decide
-                ),
-            ));
-        }
-    };
+    match answered {
+        Ok(result) => Ok(answer(result, gate, client_of(peer))),
+        Err(rmcp::ServiceError::Timeout { timeout }) => Ok(pending(
+            gate,
+            "no_answer",
+            format!(
+                "nobody answered the form within {} s; it was withdrawn and the gate still waits",
+                timeout.as_secs()
+            ),
+        )),
+        Err(error) => Err(ToolError::new(
+            "elicitation_failed",
+            format!(
+                "the client could not ask the person ({error}); the gate still waits: {}",
+                gate.how_to_decide
+            ),
+        )),
+    }
+}
+
+/// What the person's `result` of the form about `gate` decides, from `client`.
+pub fn answer(result: ElicitResult, gate: &GateView, client: Option<String>) -> Answer {
     match result.action {
-        ElicitationAction::Decline => Ok(pending(
+        ElicitationAction::Decline => pending(
+            gate,
             "declined",
             "the person declined to decide in the form; the gate still waits".to_owned(),
-        )),
+        ),
         ElicitationAction::Accept => {
             let content = result.content.unwrap_or(Value::Null);
             let outcome = content.get("decision").and_then(Value::as_str);
@@ -173,27 +173,41 @@ pub async fn ask(
                 .trim();
             match outcome {
                 Some(outcome @ ("approve" | "revise" | "kill")) if !rationale.is_empty() => {
-                    Ok(Answer::Decided {
+                    Answer::Decided {
                         outcome: outcome.to_owned(),
                         rationale: rationale.to_owned(),
-                        client: client_of(peer),
-                    })
+                        client,
+                    }
                 }
-                _ => Ok(pending(
+                _ => pending(
+                    gate,
                     "declined",
                     format!(
                         "the form came back without a decision (approve, revise or kill) and a \
                          rationale ({content}); the gate still waits"
                     ),
-                )),
+                ),
             }
         }
         // A future action of the protocol is not a decision either.
-        _ => Ok(pending(
+        _ => pending(
+            gate,
             "cancelled",
             "the person closed the form; the gate still waits".to_owned(),
-        )),
+        ),
     }
+}
+
+/// The gate still waits, for `reason`.
+pub fn pending(gate: &GateView, reason: &'static str, message: String) -> Answer {
+    Answer::Pending(GatePending {
+        status: "gate_pending",
+        flow_id: gate.flow_id.clone(),
+        step_id: gate.step_id.clone(),
+        reason,
+        message,
+        how_to_decide: gate.how_to_decide.clone(),
+    })
 }
 
 /// The form: the decision and why.

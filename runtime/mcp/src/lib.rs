@@ -24,6 +24,7 @@ pub mod location;
 pub mod outputs;
 pub mod paths;
 pub mod progress;
+pub mod request_state;
 pub mod server;
 pub mod settings;
 pub mod setup;

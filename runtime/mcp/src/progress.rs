@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use rmcp::RoleServer;
-use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::model::{ProgressNotificationParam, ProgressToken, ProtocolVersion};
 use rmcp::service::{Peer, RequestContext};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 use tokio_util::sync::CancellationToken;
@@ -26,6 +26,11 @@ pub const HEARTBEAT: Duration = Duration::from_secs(5);
 pub struct Progress {
     /// The client, when the server may ask it something during the call (stdio).
     peer: Option<Peer<RoleServer>>,
+    /// The request is on 2026-07-28 or later and its client shows forms: the server asks by
+    /// answering `input_required` (the multi-round-trip form), on any transport.
+    round_trip: bool,
+    /// The client's name and version, as the request or the handshake declared them.
+    client: Option<String>,
     sink: Option<UnboundedSender<ProgressNotificationParam>>,
     /// The task that sends what `sink` takes, awaited by [`Progress::finish`].
     forwarder: Option<tokio::task::JoinHandle<()>>,
@@ -56,8 +61,21 @@ impl Progress {
             Some(_) => forward_to(context.peer.clone()),
             None => (None, None),
         };
+        let round_trip = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
+            && context
+                .client_capabilities()
+                .and_then(|capabilities| capabilities.elicitation)
+                // A client that names neither mode shows forms (the protocol's default).
+                .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none());
+        let client = context
+            .client_info()
+            .map(|info| format!("{} {}", info.name.trim(), info.version.trim()));
         Progress {
             peer: Some(context.peer.clone()),
+            round_trip,
+            client,
             sink,
             forwarder,
             token,
@@ -76,6 +94,17 @@ impl Progress {
     /// The client to ask, when the transport lets the server ask during the call.
     pub fn peer(&self) -> Option<&Peer<RoleServer>> {
         self.peer.as_ref()
+    }
+
+    /// Whether the server asks this request's client with an `input_required` answer (2026-07-28
+    /// and later, a client that shows forms) rather than a request during the call.
+    pub fn asks_by_round_trip(&self) -> bool {
+        self.round_trip
+    }
+
+    /// The client's name and version, as it declared them.
+    pub fn client(&self) -> Option<&str> {
+        self.client.as_deref()
     }
 
     /// Sends what was reported and not sent yet, so that every notification of a call goes

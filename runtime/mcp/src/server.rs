@@ -27,6 +27,7 @@ use super::gate_wait;
 use super::outputs::{SpecRejected, ToolError, Validation};
 use super::paths::{self, PathScope};
 use super::progress::Progress;
+use super::request_state::{self as states, GateForm, Sealer};
 use super::tools::{self, ToolName, ToolSpec};
 use crate::command::Command;
 use crate::compile::{self, CompileError};
@@ -65,6 +66,11 @@ struct Shared {
     /// Agent runs and flows this server runs in the background.
     background: Arc<Background>,
     driver: Mutex<Option<stratum_driver::Driver>>,
+    /// Seals the `requestState` of gate forms on 2026-07-28, with the store's secret.
+    sealer: Mutex<Option<Sealer>>,
+    /// This process, as the one connection a stdio server has: a gate form's state issued
+    /// here is answered here.
+    instance: String,
 }
 
 /// Who sends a call, as its transport knows: on stdio, whoever started the process (all tools,
@@ -101,6 +107,8 @@ impl StratumServer {
                 compilations: AtomicU64::new(0),
                 background: Arc::default(),
                 driver: Mutex::new(None),
+                sealer: Mutex::new(None),
+                instance: instance_id(),
             }),
         }
     }
@@ -176,11 +184,21 @@ impl StratumServer {
         let shared = self.shared.clone();
         let arguments = request.arguments.unwrap_or_default();
         if spec.tool == ToolName::GateWait {
-            let outcome = self.gate_wait(arguments, caller, &progress).await;
-            return Ok(CallToolResponse::Complete(match outcome {
-                Outcome::Answer(value) => CallToolResult::structured(value),
-                Outcome::Refused(error) => CallToolResult::structured_error(to_value(&error)),
-            }));
+            let echoed = Echoed {
+                request_state: request.request_state,
+                input_responses: request.input_responses.unwrap_or_default(),
+            };
+            let waited = self.gate_wait(arguments, echoed, caller, &progress).await;
+            progress.finish().await;
+            return Ok(match waited {
+                Waited::Ask(form) => CallToolResponse::InputRequired(form),
+                Waited::Done(Outcome::Answer(value)) => {
+                    CallToolResponse::Complete(CallToolResult::structured(value))
+                }
+                Waited::Done(Outcome::Refused(error)) => {
+                    CallToolResponse::Complete(CallToolResult::structured_error(to_value(&error)))
+                }
+            });
         }
         let outcome = tokio::task::spawn_blocking(move || {
             let outcome = shared.call(spec, arguments, &caller, &progress);
@@ -205,43 +223,100 @@ impl StratumServer {
     }
 }
 
+/// What a client sent back with a call that a gate form's `input_required` answered
+/// (2026-07-28): the sealed state, and the person's answer under [`gate_wait::INPUT_KEY`].
+#[derive(Default)]
+struct Echoed {
+    request_state: Option<String>,
+    input_responses: rmcp::model::InputResponses,
+}
+
+/// How `stratum_gate_wait` ends: an answer, or the form for the client to show and call again
+/// with (2026-07-28).
+enum Waited {
+    Done(Outcome),
+    Ask(rmcp::model::InputRequiredResult),
+}
+
 impl StratumServer {
     /// `stratum_gate_wait`: the gate read on the blocking pool, the person asked on the
     /// async side (the form may stay open for an hour without holding a thread), the decision
-    /// applied on the blocking pool.
+    /// applied on the blocking pool. On 2026-07-28 the person is asked by an `input_required`
+    /// answer, and the call that brings the answer back decides.
     async fn gate_wait(
         &self,
         arguments: JsonObject,
+        echoed: Echoed,
         caller: Caller,
         progress: &Progress,
-    ) -> Outcome {
+    ) -> Waited {
         let args: args::GateWaitArgs = match args::gate_wait("stratum_gate_wait", arguments) {
             Ok(args) => args,
             Err(error) => {
-                return Outcome::Refused(ToolError {
+                return Waited::Done(Outcome::Refused(ToolError {
                     argument: error.argument,
                     ..ToolError::new("invalid_argument", error.message)
-                });
+                }));
             }
         };
         let shared = self.shared.clone();
         let asked = args.clone();
-        let read = tokio::task::spawn_blocking(move || shared.gate_view(&asked)).await;
-        let gate = match read {
-            Ok(Ok(gate)) => gate,
-            Ok(Err(outcome)) => return outcome,
+        let round_trip = progress.asks_by_round_trip() || echoed.request_state.is_some();
+        let read = tokio::task::spawn_blocking(move || {
+            let gate = shared.gate_view(&asked)?;
+            let sealer = match round_trip {
+                true => Some(shared.sealer().map_err(|error| {
+                    Outcome::Refused(ToolError::new("store_unavailable", error.to_string()))
+                })?),
+                false => None,
+            };
+            Ok((gate, sealer))
+        })
+        .await;
+        let (gate, sealer) = match read {
+            Ok(Ok(read)) => read,
+            Ok(Err(outcome)) => return Waited::Done(outcome),
             Err(panic) => {
-                return Outcome::Refused(ToolError::new(
+                return Waited::Done(Outcome::Refused(ToolError::new(
                     "internal_error",
                     format!("the server failed while reading the gate: {panic}"),
-                ));
+                )));
             }
         };
+        let asked_for = args
+            .wait_seconds
+            .map_or(gate_wait::DEFAULT_WAIT, Duration::from_secs);
+        let until_timeout = gate.remaining_s.map(Duration::from_secs);
+        let wait = until_timeout.map_or(asked_for, |left| left.min(asked_for));
+        let who = self.shared.caller_identity(&caller);
+        if let Some(sealer) = sealer {
+            return match echoed.request_state {
+                Some(state) => {
+                    let answered = self.shared.answered(
+                        &sealer,
+                        &state,
+                        &echoed.input_responses,
+                        &who,
+                        &gate,
+                        progress.client().map(str::to_owned),
+                    );
+                    match answered {
+                        Ok(Some((answer, round))) => {
+                            Waited::Done(self.decide(answer, round, &gate, &caller, None).await)
+                        }
+                        // The state is good and the answer missing: ask again.
+                        Ok(None) => form_for(&sealer, &gate, &who, wait),
+                        Err(refused) => Waited::Done(Outcome::Refused(refused)),
+                    }
+                }
+                None => form_for(&sealer, &gate, &who, wait),
+            };
+        }
         let Some(peer) = progress
             .peer()
             .filter(|peer| gate_wait::can_ask(Some(*peer)))
         else {
-            return Outcome::Answer(to_value(&gate_wait::GatePending {
+            return Waited::Done(Outcome::Answer(to_value(&gate_wait::GatePending {
                 status: "gate_pending",
                 flow_id: gate.flow_id.clone(),
                 step_id: gate.step_id.clone(),
@@ -251,18 +326,31 @@ impl StratumServer {
                           the gate still waits"
                     .to_owned(),
                 how_to_decide: gate.how_to_decide.clone(),
-            }));
+            })));
         };
-        let asked_for = args
-            .wait_seconds
-            .map_or(gate_wait::DEFAULT_WAIT, Duration::from_secs);
-        let until_timeout = gate.remaining_s.map(Duration::from_secs);
-        let wait = until_timeout.map_or(asked_for, |left| left.min(asked_for));
         let answer = match gate_wait::ask(peer, &gate, wait, progress).await {
             Ok(answer) => answer,
-            Err(error) => return Outcome::Refused(error),
+            Err(error) => return Waited::Done(Outcome::Refused(error)),
         };
-        let shared = self.shared.clone();
+        let round = u32::try_from(gate.round).ok();
+        let timed_out = until_timeout.is_some_and(|left| left <= wait);
+        Waited::Done(
+            self.decide(answer, round, &gate, &caller, Some(timed_out))
+                .await,
+        )
+    }
+
+    /// Applies what the person answered about `gate` (a decision for `round`) on the blocking
+    /// pool. `form_ended_with_gate`: whether an unanswered form was withdrawn at the gate's
+    /// timeout, whose rule then decides.
+    async fn decide(
+        &self,
+        answer: gate_wait::Answer,
+        round: Option<u32>,
+        gate: &gate_wait::GateView,
+        caller: &Caller,
+        form_ended_with_gate: Option<bool>,
+    ) -> Outcome {
         let (flow_id, step_id) = (gate.flow_id.clone(), gate.step_id.clone());
         let command = match answer {
             gate_wait::Answer::Decided {
@@ -280,17 +368,16 @@ impl StratumServer {
                     channel: "elicitation".to_owned(),
                     client,
                 }),
-                round: u32::try_from(gate.round).ok(),
+                round,
             },
-            // The form ended with the gate's time: its timeout rule decides now.
             gate_wait::Answer::Pending(pending)
-                if pending.reason == "no_answer"
-                    && until_timeout.is_some_and(|left| left <= wait) =>
+                if pending.reason == "no_answer" && form_ended_with_gate == Some(true) =>
             {
                 Command::CheckTimeouts { flow_id }
             }
             gate_wait::Answer::Pending(pending) => return Outcome::Answer(to_value(&pending)),
         };
+        let shared = self.shared.clone();
         tokio::task::spawn_blocking(move || {
             match shared.runtime().and_then(|runtime| runtime.call(&command)) {
                 Ok(response) => Outcome::Answer(response.to_json()),
@@ -307,6 +394,45 @@ impl StratumServer {
             ))
         })
     }
+}
+
+/// The `input_required` answer that asks the person about `gate` (2026-07-28): the form, and
+/// its state sealed for `who`, valid for `wait`.
+fn form_for(sealer: &Sealer, gate: &gate_wait::GateView, who: &str, wait: Duration) -> Waited {
+    let request = match gate_wait::request(gate) {
+        Ok(request) => request,
+        Err(error) => return Waited::Done(Outcome::Refused(error)),
+    };
+    let form = GateForm {
+        flow_id: gate.flow_id.clone(),
+        step_id: gate.step_id.clone(),
+        round: u32::try_from(gate.round).unwrap_or(u32::MAX),
+        issued_ms: stratum_runtime::now_ms(),
+    };
+    let state = match sealer.seal(&form, who, wait) {
+        Ok(state) => state,
+        Err(error) => return Waited::Done(Outcome::Refused(error)),
+    };
+    let mut requests = rmcp::model::InputRequests::new();
+    requests.insert(
+        gate_wait::INPUT_KEY.to_owned(),
+        rmcp::model::InputRequest::Elicitation(rmcp::model::ElicitRequest::new(request)),
+    );
+    Waited::Ask(rmcp::model::InputRequiredResult::new(
+        Some(requests),
+        Some(state),
+    ))
+}
+
+/// A random id for this process.
+fn instance_id() -> String {
+    let mut bits = [0_u8; 16];
+    // Without randomness, the time and the pid still tell processes apart.
+    if getrandom::fill(&mut bits).is_err() {
+        let fallback = format!("{}-{}", stratum_runtime::now_ms(), std::process::id());
+        return fallback;
+    }
+    bits.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// The field `key` of an answer, null when it has none.
@@ -816,6 +942,81 @@ impl Shared {
             Ok(())
         })?;
         Ok(outputs)
+    }
+
+    /// The sealer of gate-form states, with the store's secret (read once).
+    fn sealer(&self) -> Result<Sealer, StoreError> {
+        let mut slot = self.sealer.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(sealer) = slot.as_ref() {
+            return Ok(sealer.clone());
+        }
+        let runtime = self.runtime()?;
+        let sealer = Sealer::of_store(runtime.store().as_ref())?;
+        *slot = Some(sealer.clone());
+        Ok(sealer)
+    }
+
+    /// Who a gate form's state is issued to: the access token over HTTP, this process (the
+    /// one connection of a stdio server) otherwise.
+    fn caller_identity(&self, caller: &Caller) -> String {
+        match &caller.actor {
+            Some(name) => format!("token:{name}"),
+            None => format!("stdio:{}", self.instance),
+        }
+    }
+
+    /// The person's answer a client brought back with `state` (2026-07-28), and the round it
+    /// decides; `None` when the state is good and the answer is missing. A state that is not
+    /// this store's for `who` and this gate, or expired, is refused and changes nothing.
+    fn answered(
+        &self,
+        sealer: &Sealer,
+        state: &str,
+        responses: &rmcp::model::InputResponses,
+        who: &str,
+        gate: &gate_wait::GateView,
+        client: Option<String>,
+    ) -> Result<Option<(gate_wait::Answer, Option<u32>)>, ToolError> {
+        let form = sealer
+            .open(state, who, &gate.flow_id, Some(&gate.step_id))
+            .map_err(|refusal| match refusal {
+                states::Refusal::Invalid => ToolError::new(
+                    "invalid_request_state",
+                    format!(
+                        "the requestState is not one this server issued to you for gate '{}' of \
+                         flow '{}' (it was altered, made up, or issued to another caller); \
+                         nothing changed: call stratum_gate_wait again without it for a fresh \
+                         form",
+                        gate.step_id, gate.flow_id
+                    ),
+                ),
+                states::Refusal::Expired => ToolError::new(
+                    "request_state_expired",
+                    format!(
+                        "the form for gate '{}' expired before its answer came back; nothing \
+                         changed: call stratum_gate_wait again for a fresh form",
+                        gate.step_id
+                    ),
+                ),
+            })?;
+        let Some(response) = responses.get(gate_wait::INPUT_KEY) else {
+            return Ok(None);
+        };
+        let result: rmcp::model::ElicitResult =
+            serde_json::from_value(response.clone()).map_err(|error| {
+                ToolError::new(
+                    "invalid_input_response",
+                    format!(
+                        "inputResponses.{} is not an elicitation result ({error}); nothing \
+                         changed: send the client's answer to the form as it gave it",
+                        gate_wait::INPUT_KEY
+                    ),
+                )
+            })?;
+        Ok(Some((
+            gate_wait::answer(result, gate, client),
+            Some(form.round),
+        )))
     }
 
     fn runtime(&self) -> Result<Runtime, StoreError> {

@@ -162,6 +162,13 @@ const MIGRATIONS: &[&str] = &[
         diff TEXT NOT NULL,
         PRIMARY KEY (flow, step, attempt, task)
     );",
+    // 7: secrets the processes on one store share (the key that seals a gate form's
+    // `requestState`), made by the first process that needs one.
+    "CREATE TABLE stratum_secrets (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        created_ms BIGINT NOT NULL
+    );",
 ];
 
 /// The schema version this program writes (and the newest it reads).
@@ -869,6 +876,29 @@ impl Store for PostgresStore {
                 .map_err(&copy)?;
             }
             tx.commit().await.map_err(failed("commit the copy"))
+        })
+    }
+
+    fn secret(&self, name: &str, fresh: &str) -> Result<String, StoreError> {
+        let created_ms = to_i64(wall_clock_ms(), "a time")?;
+        self.block(async {
+            let client = self.client().await?;
+            client
+                .execute(
+                    "INSERT INTO stratum_secrets (name, value, created_ms) VALUES ($1, $2, $3) \
+                     ON CONFLICT (name) DO NOTHING",
+                    &[&name, &fresh, &created_ms],
+                )
+                .await
+                .map_err(failed("store a secret"))?;
+            let row = client
+                .query_one(
+                    "SELECT value FROM stratum_secrets WHERE name = $1",
+                    &[&name],
+                )
+                .await
+                .map_err(failed("read a secret"))?;
+            row.try_get(0).map_err(failed("read a secret"))
         })
     }
 
@@ -1801,4 +1831,13 @@ fn describe_target(config: &tokio_postgres::Config) -> String {
         .get_dbname()
         .unwrap_or_else(|| config.get_user().unwrap_or("postgres"));
     format!("{user}{host}:{port}/{database}")
+}
+
+/// Now, in milliseconds since the Unix epoch (0 before it: a clock that wrong only dates a row).
+fn wall_clock_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
 }

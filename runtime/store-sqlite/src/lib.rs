@@ -164,6 +164,13 @@ const MIGRATIONS: &[&str] = &[
         diff TEXT NOT NULL,
         PRIMARY KEY (flow, step, attempt, task)
     );",
+    // 7: secrets the processes on one store share (the key that seals a gate form's
+    // `requestState`), made by the first process that needs one.
+    "CREATE TABLE secrets (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        created_ms INTEGER NOT NULL
+    );",
 ];
 
 /// The schema version this program writes (and the newest it reads).
@@ -523,6 +530,20 @@ impl Store for SqliteStore {
         ensure_empty(flows, plans)?;
         import(&tx, dump)?;
         tx.commit().map_err(failed("commit the copy"))
+    }
+
+    fn secret(&self, name: &str, fresh: &str) -> Result<String, StoreError> {
+        let created_ms = to_i64(wall_clock_ms(), "a time")?;
+        let conn = self.writer();
+        conn.prepare_cached(
+            "INSERT INTO secrets (name, value, created_ms) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (name) DO NOTHING",
+        )
+        .and_then(|mut statement| statement.execute(params![name, fresh, created_ms]))
+        .map_err(failed("store a secret"))?;
+        conn.prepare_cached("SELECT value FROM secrets WHERE name = ?1")
+            .and_then(|mut statement| statement.query_row([name], |row| row.get(0)))
+            .map_err(failed("read a secret"))
     }
 
     fn add_token(&self, token: &Token) -> Result<(), StoreError> {
@@ -1428,4 +1449,13 @@ fn set_mode(_path: &Path, _mode: u32) -> std::io::Result<()> {
 /// [`rows::encode`], as the error a SQLite parameter gives.
 fn encode(value: &impl Serialize) -> Result<String, rusqlite::Error> {
     rows::encode(value).map_err(|error| rusqlite::Error::ToSqlConversionFailure(Box::new(error)))
+}
+
+/// Now, in milliseconds since the Unix epoch (0 before it: a clock that wrong only dates a row).
+fn wall_clock_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
 }

@@ -178,6 +178,20 @@ impl McpServer {
         McpServer::connect(transport, protocol, home).await
     }
 
+    /// [`McpServer::start_http`] with the client `received` (say, one that answers forms).
+    pub async fn start_http_with_client(
+        url: &str,
+        token: &str,
+        protocol: Protocol,
+        home: &Path,
+        received: Recorder,
+    ) -> McpServer {
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token);
+        let transport = StreamableHttpClientTransport::from_config(config);
+        McpServer::connect_with(transport, protocol, home, received).await
+    }
+
     /// The binary on stdio with `env` set, its client `received` (say, one that answers forms).
     pub async fn start_with_client(
         home: &Path,
@@ -273,6 +287,31 @@ impl McpServer {
         };
         self.client
             .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+            .await
+            .unwrap_or_else(|error| panic!("{tool}: {error}"))
+    }
+
+    /// One `tools/call` as sent, with a multi-round-trip `requestState` and `inputResponses`
+    /// when given: the client does not answer an `input_required` itself.
+    pub async fn call_once(
+        &self,
+        tool: &str,
+        arguments: Value,
+        request_state: Option<&str>,
+        responses: Option<Value>,
+    ) -> rmcp::model::CallToolResponse {
+        let Value::Object(arguments) = arguments else {
+            panic!("arguments are an object");
+        };
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        if let Some(state) = request_state {
+            params = params.with_request_state(state);
+        }
+        if let Some(responses) = responses {
+            params = params.with_input_responses(serde_json::from_value(responses).unwrap());
+        }
+        self.client
+            .call_tool_once(params)
             .await
             .unwrap_or_else(|error| panic!("{tool}: {error}"))
     }

@@ -41,6 +41,7 @@ struct Data {
     cache: HashMap<String, Value>,
     /// Access tokens by name.
     tokens: BTreeMap<String, Token>,
+    secrets: BTreeMap<String, String>,
     /// Unattended drives by flow.
     drives: BTreeMap<FlowId, Drive>,
 }
@@ -301,6 +302,15 @@ impl Store for MemoryStore {
             flows: doomed,
             plans: before - plans.len(),
         })
+    }
+
+    fn secret(&self, name: &str, fresh: &str) -> Result<String, StoreError> {
+        let mut data = self.lock()?;
+        Ok(data
+            .secrets
+            .entry(name.to_owned())
+            .or_insert_with(|| fresh.to_owned())
+            .clone())
     }
 
     fn add_token(&self, token: &Token) -> Result<(), StoreError> {

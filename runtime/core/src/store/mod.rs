@@ -214,6 +214,11 @@ pub trait Store: Send + Sync {
         Err(StoreError::NotCopyable("this store"))
     }
 
+    /// The store's secret called `name`: `fresh` when the store has none of that name yet (it
+    /// is stored then), else the one stored first. Every process on the store reads the same
+    /// value, so what one `serve` seals another opens. Secrets are never exported.
+    fn secret(&self, name: &str, fresh: &str) -> Result<String, StoreError>;
+
     /// Stores a new access token of `stratum-mcp serve`; [`StoreError::TokenExists`] when one
     /// of that name exists.
     fn add_token(&self, token: &Token) -> Result<(), StoreError>;
