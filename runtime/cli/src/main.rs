@@ -618,7 +618,8 @@ fn serve(
     let config = Config::default()
         .with_root(root)
         .with_console_url(std::env::var(CONSOLE_URL_ENV).ok())
-        .with_gate_policy(settings.gate_policy);
+        .with_gate_policy(settings.gate_policy)
+        .with_ask_when_reached(settings.ask_when_reached);
     let server = StratumServer::new(choice, config);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

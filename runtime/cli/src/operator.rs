@@ -547,7 +547,8 @@ pub fn serve(
     let config = Config::default()
         .with_root(root.clone())
         .with_console_url(console)
-        .with_gate_policy(settings.gate_policy);
+        .with_gate_policy(settings.gate_policy)
+        .with_ask_when_reached(settings.ask_when_reached);
     let pool = (workers > 0).then(|| {
         let root = root.canonicalize().unwrap_or(root);
         let driver = stratum_driver::Driver::new(

@@ -72,7 +72,9 @@ async fn at_gate(
     at_gate_with(flow, Protocol::Handshake, Recorder::asking(replies), env).await
 }
 
-/// A server on `protocol` whose client is `client`, the flow `flow` at its gate.
+/// A server on `protocol` whose client is `client`, the flow `flow` at its gate. Unless `env`
+/// names a config file, the server asks only when `stratum_gate_wait` is called
+/// (`ask_when_reached = false`), so that the step that reaches the gate does not.
 async fn at_gate_with(
     flow: &str,
     protocol: Protocol,
@@ -80,8 +82,15 @@ async fn at_gate_with(
     env: &[(&str, &str)],
 ) -> (tempfile::TempDir, McpServer, String) {
     let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("only-when-called.toml");
+    std::fs::write(&config, "[gates]\nask_when_reached = false\n").unwrap();
+    let config = config.display().to_string();
+    let mut env = env.to_vec();
+    if !env.iter().any(|(name, _)| *name == "STRATUM_CONFIG") {
+        env.push(("STRATUM_CONFIG", &config));
+    }
     let mut server =
-        McpServer::start_with_client(home.path(), home.path(), protocol, env, client).await;
+        McpServer::start_with_client(home.path(), home.path(), protocol, &env, client).await;
     server
         .call(
             "stratum_plan",
@@ -294,7 +303,11 @@ async fn a_client_that_cannot_show_a_form_gets_the_gate_back_with_how_to_decide(
 #[tokio::test]
 async fn under_person_only_the_agent_cannot_resolve_its_own_gate() {
     let config = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(config.path(), "[gates]\npolicy = \"person-only\"\n").unwrap();
+    std::fs::write(
+        config.path(),
+        "[gates]\npolicy = \"person-only\"\nask_when_reached = false\n",
+    )
+    .unwrap();
     let path = config.path().display().to_string();
     let (_home, mut server, id) = at_gate(
         "release",
@@ -646,5 +659,121 @@ async fn on_2026_07_28_a_client_without_forms_is_not_asked() {
         .await;
     assert_eq!(status(&pending), "gate_pending", "{pending:#}");
     assert_eq!(pending["reason"], "not_asked", "{pending:#}");
+    server.stop().await;
+}
+
+/// A server with the default config (the call that reaches a gate asks) whose client is
+/// `client`, and a `release` flow planned; its id.
+async fn planned(protocol: Protocol, client: Recorder) -> (tempfile::TempDir, McpServer, String) {
+    let home = tempfile::tempdir().unwrap();
+    let mut server =
+        McpServer::start_with_client(home.path(), home.path(), protocol, &[], client).await;
+    server
+        .call(
+            "stratum_plan",
+            json!({"spec": SPEC, "flow": "release", "inputs": {}}),
+        )
+        .await;
+    let id = server.flow(1);
+    (home, server, id)
+}
+
+fn write_done(id: &str) -> Value {
+    json!({"flow_id": id, "step_id": "write", "result": {"text": "v1.2: faster gates"}})
+}
+
+/// How many times the audit records the `write` step as done.
+fn writes(audit: &Value) -> usize {
+    audit["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|record| record["step_id"] == "write" && record["type"] == "step")
+        .count()
+}
+
+#[tokio::test]
+async fn the_step_that_reaches_the_gate_asks_the_person_and_answers_what_comes_next() {
+    let client = Recorder::asking(vec![accept("approve", "ship it")]);
+    let (_home, mut server, id) = planned(Protocol::Handshake, client).await;
+    let answer = server.call("stratum_step_done", write_done(&id)).await;
+    assert_eq!(status(&answer), "complete", "{answer:#}");
+    assert_eq!(server.received.asked().len(), 1);
+    let audit = server.call("stratum_audit", json!({"flow_id": id})).await;
+    let gates = gate_records(&audit);
+    assert_eq!(gates[0]["via"], "elicitation", "{audit:#}");
+    assert_eq!(gates[0]["rationale"], "ship it", "{audit:#}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn declined_when_reached_the_call_answers_the_gate_and_resume_asks_again() {
+    let client = Recorder::asking(vec![
+        Reply::Answer(json!({"action": "decline"})),
+        accept("approve", "now I have read it"),
+    ]);
+    let (_home, mut server, id) = planned(Protocol::Handshake, client).await;
+    let reached = server.call("stratum_step_done", write_done(&id)).await;
+    assert_eq!(status(&reached), "await_gate", "{reached:#}");
+    assert!(reached["how_to_decide"].is_string(), "{reached:#}");
+    let resumed = server.call("stratum_resume", json!({"flow_id": id})).await;
+    assert_eq!(status(&resumed), "complete", "{resumed:#}");
+    assert_eq!(server.received.asked().len(), 2);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn on_2026_07_28_the_step_that_reaches_the_gate_asks_and_its_retry_records_it_once() {
+    let client = Recorder::asking(vec![accept("approve", "ship it")]);
+    let (_home, mut server, id) = planned(Protocol::Stateless, client).await;
+    let answer = server.call("stratum_step_done", write_done(&id)).await;
+    assert_eq!(status(&answer), "complete", "{answer:#}");
+    let audit = server.call("stratum_audit", json!({"flow_id": id})).await;
+    assert_eq!(
+        writes(&audit),
+        1,
+        "the retry did not run the step again: {audit:#}"
+    );
+    assert_eq!(gate_records(&audit)[0]["via"], "elicitation", "{audit:#}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn on_2026_07_28_a_declined_or_forged_answer_to_the_reaching_call_decides_nothing() {
+    let (_home, mut server, id) = planned(Protocol::Stateless, Recorder::asking(Vec::new())).await;
+    let first = server
+        .call_once("stratum_step_done", write_done(&id), None, None)
+        .await;
+    let rmcp::model::CallToolResponse::InputRequired(form) = first else {
+        panic!("not input_required: {first:?}");
+    };
+    let state = form.request_state.unwrap();
+    let (forged, is_error) = completed(
+        server
+            .call_once(
+                "stratum_step_done",
+                write_done(&id),
+                Some(&state[..state.len() - 3]),
+                Some(approval()),
+            )
+            .await,
+    );
+    assert!(is_error, "{forged:#}");
+    assert_eq!(forged["error_type"], "invalid_request_state", "{forged:#}");
+    let (declined, is_error) = completed(
+        server
+            .call_once(
+                "stratum_step_done",
+                write_done(&id),
+                Some(&state),
+                Some(json!({"gate_decision": {"action": "decline"}})),
+            )
+            .await,
+    );
+    assert!(!is_error, "{declined:#}");
+    assert_eq!(status(&declined), "await_gate", "{declined:#}");
+    let audit = server.call("stratum_audit", json!({"flow_id": id})).await;
+    assert_eq!(writes(&audit), 1, "{audit:#}");
+    assert!(gate_records(&audit).is_empty(), "{audit:#}");
     server.stop().await;
 }

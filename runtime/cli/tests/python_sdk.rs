@@ -226,6 +226,6 @@ fn the_python_sdk_answers_a_gate_s_form_as_the_person_over_stdio() {
     );
     assert_eq!(
         String::from_utf8_lossy(&output.stdout),
-        "ok approve_in_form\nok declined\n"
+        "ok approve_when_reached\nok approve_in_gate_wait\nok declined\n"
     );
 }

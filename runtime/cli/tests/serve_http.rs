@@ -19,7 +19,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp::{
-    BOTH, McpServer, Protocol, Recorder, Reply, example, flow_at_gate, run_every_example, status,
+    BOTH, McpServer, Protocol, Recorder, Reply, example, flow_at_gate, run_every_example,
+    start_reviewed_work, status,
 };
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -213,13 +214,13 @@ async fn over_http_on_2026_07_28_the_person_decides_in_the_form_and_the_token_is
         person,
     )
     .await;
-    let flow = flow_at_gate(&mut server).await;
-
-    // A state issued to alice does not open for bob, on the same store and server.
+    // The step that reaches the gate asks (input_required), answered here by hand.
+    let flow = start_reviewed_work(&mut server).await;
     let first = server
         .call_once(
-            "stratum_gate_wait",
-            json!({"flow_id": flow, "step_id": "review"}),
+            "stratum_step_done",
+            json!({"flow_id": flow, "step_id": "work",
+                   "result": {"result": "r1", "quality_score": 0.9}}),
             None,
             None,
         )
@@ -228,6 +229,7 @@ async fn over_http_on_2026_07_28_the_person_decides_in_the_form_and_the_token_is
         panic!("not input_required: {first:?}");
     };
     let sealed = form.request_state.unwrap();
+    // A state issued to alice does not open for bob, on the same store and server.
     let other = McpServer::start_http_with_client(
         &serve.url("/mcp"),
         &bob,
@@ -254,7 +256,7 @@ async fn over_http_on_2026_07_28_the_person_decides_in_the_form_and_the_token_is
         "invalid_request_state"
     );
 
-    // rmcp's client shows the form and calls again with the answer.
+    // rmcp's client shows gate_wait's form and calls again with the person's answer.
     let decided = server
         .call(
             "stratum_gate_wait",

@@ -266,6 +266,10 @@ pub struct Config {
     pub console_url: Option<String>,
     /// Who may decide a gate through the MCP tools (the server's config file).
     pub gate_policy: GatePolicy,
+    /// Whether a tool call that brings a flow to a gate asks the person in the client's form
+    /// at once, when the client shows forms (the config file's `gates.ask_when_reached`); else
+    /// only `stratum_gate_wait` asks.
+    pub ask_when_reached: bool,
     /// The most bytes of diff a fan-out step's tasks may hold together
     /// ([`crate::state::MAX_STEP_DIFF_BYTES`] by default).
     pub max_step_diff_bytes: u64,
@@ -309,6 +313,7 @@ impl Default for Config {
             guardrail_backtrack_limit: 1_000_000,
             console_url: None,
             gate_policy: GatePolicy::default(),
+            ask_when_reached: true,
             max_step_diff_bytes: crate::state::MAX_STEP_DIFF_BYTES,
         }
     }
@@ -321,12 +326,20 @@ impl Config {
         self
     }
 
-    /// Links `await_gate` dispatches to the web console at `url` (none: no link).
+    /// Who may decide a gate through the MCP tools.
     pub fn with_gate_policy(mut self, policy: GatePolicy) -> Config {
         self.gate_policy = policy;
         self
     }
 
+    /// Whether the call that brings a flow to a gate asks the person (see
+    /// [`Config::ask_when_reached`]).
+    pub fn with_ask_when_reached(mut self, ask: bool) -> Config {
+        self.ask_when_reached = ask;
+        self
+    }
+
+    /// Links `await_gate` dispatches to the web console at `url` (none: no link).
     pub fn with_console_url(mut self, url: Option<String>) -> Config {
         self.console_url = url
             .map(|url| url.trim().trim_end_matches('/').to_owned())

@@ -183,23 +183,27 @@ impl StratumServer {
         }
         let shared = self.shared.clone();
         let arguments = request.arguments.unwrap_or_default();
+        let echoed = Echoed {
+            request_state: request.request_state,
+            input_responses: request.input_responses.unwrap_or_default(),
+        };
         if spec.tool == ToolName::GateWait {
-            let echoed = Echoed {
-                request_state: request.request_state,
-                input_responses: request.input_responses.unwrap_or_default(),
-            };
             let waited = self.gate_wait(arguments, echoed, caller, &progress).await;
             progress.finish().await;
-            return Ok(match waited {
-                Waited::Ask(form) => CallToolResponse::InputRequired(form),
-                Waited::Done(Outcome::Answer(value)) => {
-                    CallToolResponse::Complete(CallToolResult::structured(value))
-                }
-                Waited::Done(Outcome::Refused(error)) => {
-                    CallToolResponse::Complete(CallToolResult::structured_error(to_value(&error)))
-                }
-            });
+            return Ok(waited.into_response());
         }
+        // The call that reached a gate and asked the person on 2026-07-28 comes back with
+        // their answer: it decides the gate; the call itself is not made again.
+        if echoed.request_state.is_some() {
+            let waited = self
+                .answer_of_reached_gate(&arguments, echoed, caller, &progress)
+                .await;
+            progress.finish().await;
+            return Ok(waited.into_response());
+        }
+        let asking_caller = caller.clone();
+        // Only a call naming its flow can be answered by its retry (2026-07-28).
+        let names_flow = arguments.contains_key("flow_id");
         let outcome = tokio::task::spawn_blocking(move || {
             let outcome = shared.call(spec, arguments, &caller, &progress);
             (outcome, progress)
@@ -207,9 +211,21 @@ impl StratumServer {
         .await;
         let outcome = match outcome {
             Ok((outcome, progress)) => {
+                let reached = self.asks_at_reached_gate(spec, &outcome, names_flow, &progress);
+                let asked = match reached {
+                    Some((flow_id, step_id)) => {
+                        self.ask_at_reached_gate(flow_id, step_id, asking_caller, &progress)
+                            .await
+                    }
+                    None => None,
+                };
                 // Every notification of the call goes out before its answer.
                 progress.finish().await;
-                outcome
+                match asked {
+                    Some(Waited::Ask(form)) => return Ok(CallToolResponse::InputRequired(form)),
+                    Some(Waited::Done(decided)) => decided,
+                    None => outcome,
+                }
             }
             Err(panic) => Outcome::Refused(ToolError::new(
                 "internal_error",
@@ -238,7 +254,151 @@ enum Waited {
     Ask(rmcp::model::InputRequiredResult),
 }
 
+impl Waited {
+    fn into_response(self) -> CallToolResponse {
+        match self {
+            Waited::Ask(form) => CallToolResponse::InputRequired(form),
+            Waited::Done(Outcome::Answer(value)) => {
+                CallToolResponse::Complete(CallToolResult::structured(value))
+            }
+            Waited::Done(Outcome::Refused(error)) => {
+                CallToolResponse::Complete(CallToolResult::structured_error(to_value(&error)))
+            }
+        }
+    }
+}
+
+/// Whether `outcome` says the person was not asked or did not decide (or could not be asked):
+/// the gate still waits.
+fn still_waiting(outcome: &Outcome) -> bool {
+    match outcome {
+        Outcome::Answer(answer) => at(answer, "status") == "gate_pending",
+        Outcome::Refused(_) => true,
+    }
+}
+
 impl StratumServer {
+    /// The gate (flow, step) that `outcome` of a call of `spec` brought its flow to, when the
+    /// person is to be asked about it now: the answer is `await_gate`, the server asks when a
+    /// gate is reached (`gates.ask_when_reached`), the tool moves flows (or is
+    /// `stratum_resume`), and the client can show a form (on 2026-07-28, by an `input_required`
+    /// answer whose retry must name the flow: `names_flow`).
+    fn asks_at_reached_gate(
+        &self,
+        spec: &ToolSpec,
+        outcome: &Outcome,
+        names_flow: bool,
+        progress: &Progress,
+    ) -> Option<(String, String)> {
+        let Outcome::Answer(answer) = outcome else {
+            return None;
+        };
+        let moves_flows = !spec.read_only || spec.tool == ToolName::Resume;
+        let can_ask = (progress.asks_by_round_trip() && names_flow)
+            || progress
+                .peer()
+                .is_some_and(|peer| gate_wait::can_ask(Some(peer)));
+        if at(answer, "status") != "await_gate"
+            || !self.shared.config.ask_when_reached
+            || !moves_flows
+            || !can_ask
+        {
+            return None;
+        }
+        Some((
+            at(answer, "flow_id").as_str()?.to_owned(),
+            at(answer, "step_id").as_str()?.to_owned(),
+        ))
+    }
+
+    /// Asks the person about the gate a call just reached, as `stratum_gate_wait` would:
+    /// `None` when they did not decide (the call's own answer stands, the gate waits).
+    async fn ask_at_reached_gate(
+        &self,
+        flow_id: String,
+        step_id: String,
+        caller: Caller,
+        progress: &Progress,
+    ) -> Option<Waited> {
+        let mut arguments = JsonObject::new();
+        arguments.insert("flow_id".to_owned(), Value::String(flow_id));
+        arguments.insert("step_id".to_owned(), Value::String(step_id));
+        match self
+            .gate_wait(arguments, Echoed::default(), caller, progress)
+            .await
+        {
+            Waited::Done(outcome) if still_waiting(&outcome) => None,
+            waited => Some(waited),
+        }
+    }
+
+    /// The retry of a call that reached a gate and answered its form as `input_required`
+    /// (2026-07-28): the person's answer decides the gate the sealed state names. When they
+    /// did not decide, the answer is the flow's current dispatch (`await_gate`), as the call
+    /// first answered.
+    async fn answer_of_reached_gate(
+        &self,
+        arguments: &JsonObject,
+        echoed: Echoed,
+        caller: Caller,
+        progress: &Progress,
+    ) -> Waited {
+        let invalid = |message: &str| {
+            Waited::Done(Outcome::Refused(ToolError::new(
+                "invalid_request_state",
+                format!("{message}; nothing changed: call again without a requestState"),
+            )))
+        };
+        let Some(flow_id) = arguments.get("flow_id").and_then(Value::as_str) else {
+            return invalid("this call names no flow_id, so it asked no form");
+        };
+        let Some(state) = echoed.request_state.clone() else {
+            return invalid("the call carries no requestState");
+        };
+        let shared = self.shared.clone();
+        let (flow, who) = (flow_id.to_owned(), self.shared.caller_identity(&caller));
+        let opened = tokio::task::spawn_blocking(move || {
+            let sealer = shared.sealer().ok()?;
+            sealer.open(&state, &who, &flow, None).ok()
+        })
+        .await
+        .ok()
+        .flatten();
+        let Some(form) = opened else {
+            return invalid(&format!(
+                "the requestState is not one this server issued to you for flow '{flow_id}' (it \
+                 was altered, made up, issued to another caller, or it expired)"
+            ));
+        };
+        let mut gate = JsonObject::new();
+        gate.insert("flow_id".to_owned(), Value::String(form.flow_id.clone()));
+        gate.insert("step_id".to_owned(), Value::String(form.step_id));
+        match self.gate_wait(gate, echoed, caller, progress).await {
+            Waited::Done(Outcome::Answer(answer)) if at(&answer, "status") == "gate_pending" => {
+                let shared = self.shared.clone();
+                let flow_id = form.flow_id;
+                let current = tokio::task::spawn_blocking(move || {
+                    shared
+                        .runtime()
+                        .and_then(|runtime| runtime.call(&Command::Resume { flow_id }))
+                })
+                .await;
+                match current {
+                    Ok(Ok(response)) => Waited::Done(Outcome::Answer(response.to_json())),
+                    Ok(Err(error)) => Waited::Done(Outcome::Refused(ToolError::new(
+                        "store_unavailable",
+                        error.to_string(),
+                    ))),
+                    Err(panic) => Waited::Done(Outcome::Refused(ToolError::new(
+                        "internal_error",
+                        format!("the server failed while reading the flow: {panic}"),
+                    ))),
+                }
+            }
+            waited => waited,
+        }
+    }
+
     /// `stratum_gate_wait`: the gate read on the blocking pool, the person asked on the
     /// async side (the form may stay open for an hour without holding a thread), the decision
     /// applied on the blocking pool. On 2026-07-28 the person is asked by an `input_required`
@@ -554,8 +714,8 @@ pub fn custom_request_error(request: &CustomRequest) -> ErrorData {
 const INSTRUCTIONS: &str = "Stratum runs typed workflow specs (`.stratum.yaml`): you write or \
 receive a spec, start a flow with stratum_plan, do each step it dispatches yourself and report \
 it with stratum_step_done, until the flow completes. The server checks every result against the \
-spec (contracts, output schemas, ensure expressions), retries, routes, waits at gates for \
-stratum_gate_resolve, and keeps the state durably: after a restart, stratum_resume returns the \
+spec (contracts, output schemas, ensure expressions), retries, routes, asks the person at gates \
+in your client's form when it can (else stratum_gate_wait or stratum_gate_resolve), and keeps the state durably: after a restart, stratum_resume returns the \
 current step. Check a spec with stratum_validate before running it.";
 
 fn unknown_tool_message(name: &str) -> String {

@@ -9,6 +9,10 @@
 //! # calls stratum_gate_wait to ask the person in its client, or the person uses the console
 //! # or the CLI).
 //! policy = "person-only"
+//! # Whether the tool call that brings a flow to a gate (stratum_step_done, stratum_resume, ...)
+//! # asks the person in the client's form at once, when the client shows forms (default true);
+//! # false: only stratum_gate_wait asks.
+//! ask_when_reached = true
 //! ```
 //!
 //! An unknown table or key is an error (with the closest known name), so that a typo never
@@ -24,9 +28,20 @@ use toml_edit::{DocumentMut, Item};
 pub const FILE_NAME: &str = "config.toml";
 
 /// The settings a config file gives.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Settings {
     pub gate_policy: GatePolicy,
+    /// Whether the call that brings a flow to a gate asks the person at once.
+    pub ask_when_reached: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            gate_policy: GatePolicy::default(),
+            ask_when_reached: true,
+        }
+    }
 }
 
 /// Why a config file cannot be used.
@@ -84,23 +99,33 @@ fn parse(text: &str) -> Result<Settings, (bool, String)> {
     let mut settings = Settings::default();
     for (key, item) in document.iter() {
         match key {
-            "gates" => settings.gate_policy = gates(item)?,
+            "gates" => gates(item, &mut settings)?,
             other => return Err((false, unknown("table", other, &["gates"]))),
         }
     }
     Ok(settings)
 }
 
-fn gates(item: &Item) -> Result<GatePolicy, (bool, String)> {
+fn gates(item: &Item, settings: &mut Settings) -> Result<(), (bool, String)> {
     let Some(table) = item.as_table_like() else {
         return Err((false, "`gates` must be a table ([gates])".to_owned()));
     };
-    let mut policy = GatePolicy::default();
     for (key, value) in table.iter() {
         match key {
+            "ask_when_reached" => {
+                settings.ask_when_reached = value.as_bool().ok_or_else(|| {
+                    (
+                        false,
+                        format!(
+                            "gates.ask_when_reached is {}; it is true or false",
+                            value.to_string().trim()
+                        ),
+                    )
+                })?;
+            }
             "policy" => {
                 let name = value.as_str().unwrap_or_default();
-                policy = GatePolicy::parse(name).ok_or_else(|| {
+                settings.gate_policy = GatePolicy::parse(name).ok_or_else(|| {
                     (
                         false,
                         format!(
@@ -110,10 +135,15 @@ fn gates(item: &Item) -> Result<GatePolicy, (bool, String)> {
                     )
                 })?;
             }
-            other => return Err((false, unknown("key of [gates]", other, &["policy"]))),
+            other => {
+                return Err((
+                    false,
+                    unknown("key of [gates]", other, &["policy", "ask_when_reached"]),
+                ));
+            }
         }
     }
-    Ok(policy)
+    Ok(())
 }
 
 fn unknown(what: &str, name: &str, known: &[&str]) -> String {
@@ -161,5 +191,17 @@ mod tests {
             ))
         );
         assert!(matches!(parse("[gates"), Err((true, _))));
+        assert_eq!(
+            parse("[gates]\nask_when_reached = false\n").map(|s| s.ask_when_reached),
+            Ok(false)
+        );
+        assert!(Settings::default().ask_when_reached);
+        assert_eq!(
+            parse("[gates]\nask_when_reached = \"no\"\n"),
+            Err((
+                false,
+                "gates.ask_when_reached is \"no\"; it is true or false".to_owned()
+            ))
+        );
     }
 }

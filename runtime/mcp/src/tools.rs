@@ -100,8 +100,9 @@ stratum_step_done(parent_flow_id, parent_step_id, result=<the child's completion
 - `parallel_dispatch`: a fan-out. Run each of `tasks` (its `prompt`; `depends_on` first) and \
 report them all with stratum_parallel_done(flow_id, step_id, task_results, merge_status), or let \
 the server run them: stratum_parallel_start, then stratum_parallel_poll.
-- `await_gate`: a decision is needed. Ask the human when it is theirs to make, then call \
-stratum_gate_resolve(flow_id, step_id, outcome, rationale, resolved_by). Do not wait inside a call.
+- `await_gate`: a decision is needed, and the person was not asked in your client's form (or \
+did not decide there). Hand it to them with stratum_gate_wait(flow_id, step_id), or, when it is \
+yours to make, call stratum_gate_resolve(flow_id, step_id, outcome, rationale, resolved_by).
 - `complete`: the flow finished; `output` is its result and `trace` its record. `killed` and \
 `budget_exhausted` also end the flow.
 - `error`: nothing changed; `error_type` and `message` say why.";
