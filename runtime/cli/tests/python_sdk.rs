@@ -3,8 +3,11 @@
 //! its tool's `outputSchema`). The cases are Python scripts in `tests/python/`, over the
 //! helpers of `tests/python/stratum_sdk.py`: flows, agent runs and background flows, fan-outs
 //! the client runs and fan-outs the server runs (fake agents editing a temporary git
-//! repository), and `stratum_judge`; `scripts/ensure-python-mcp` installs the pinned
-//! SDK from the registry when it is missing (the tests are never skipped).
+//! repository), `stratum_judge`, and gates the person decides in the client's form: with the
+//! pinned 1.x over 2025-11-25 (`elicitation/create`), and with the SDK 2.x over 2026-07-28 on
+//! stdio and HTTP (`input_required` rounds). `scripts/ensure-python-mcp` installs each SDK
+//! from the registry into its own environment when it is missing (the tests are never
+//! skipped).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -13,12 +16,26 @@ fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The Python interpreter with the SDK, from `scripts/ensure-python-mcp`.
+/// The SDK 2.x, which speaks 2026-07-28 (`server/discover`, `InputRequiredResult` rounds), in
+/// an environment of its own.
+const SDK_2: (&str, &str) = ("mcp==2.3.0", "target/python-mcp-2.3.0");
+
+/// The Python interpreter with the pinned SDK, from `scripts/ensure-python-mcp`.
 fn python() -> PathBuf {
+    python_with(None)
+}
+
+/// The Python interpreter with `(package, venv)` instead of the pinned SDK (`venv` relative to
+/// the repository), from `scripts/ensure-python-mcp`.
+fn python_with(sdk: Option<(&str, &str)>) -> PathBuf {
     let script = repository().join("scripts/ensure-python-mcp");
-    let output = Command::new(&script)
-        .output()
-        .expect("scripts/ensure-python-mcp runs");
+    let mut command = Command::new(&script);
+    if let Some((package, venv)) = sdk {
+        command
+            .env("ENSURE_PYTHON_MCP_PACKAGE", package)
+            .env("ENSURE_PYTHON_MCP_VENV", repository().join(venv));
+    }
+    let output = command.output().expect("scripts/ensure-python-mcp runs");
     assert!(
         output.status.success(),
         "scripts/ensure-python-mcp could not provide the Python MCP SDK:\n{}",
@@ -40,10 +57,20 @@ fn run_python(script: &str, args: &[&Path]) -> Output {
 
 /// [`run_python`] with `PATH` set to `path` when given (the server inherits it).
 fn run_python_with_path(script: &str, args: &[&Path], path: Option<&std::ffi::OsStr>) -> Output {
+    run_script(python(), script, args, path)
+}
+
+/// Runs `tests/python/SCRIPT ARGS` with `interpreter`; panics with its output unless it exits 0.
+fn run_script(
+    interpreter: PathBuf,
+    script: &str,
+    args: &[&Path],
+    path: Option<&std::ffi::OsStr>,
+) -> Output {
     let script_path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/python")
         .join(script);
-    let mut command = Command::new(python());
+    let mut command = Command::new(interpreter);
     command
         .arg(&script_path)
         .args(args)
@@ -227,5 +254,29 @@ fn the_python_sdk_answers_a_gate_s_form_as_the_person_over_stdio() {
     assert_eq!(
         String::from_utf8_lossy(&output.stdout),
         "ok approve_when_reached\nok approve_in_gate_wait\nok declined\n"
+    );
+}
+
+#[test]
+fn the_python_sdk_2_answers_a_gate_s_form_on_2026_07_28_over_stdio_and_http() {
+    let home = tempfile::tempdir().expect("state dir");
+    let work = tempfile::tempdir().expect("work dir");
+    let output = run_script(
+        python_with(Some(SDK_2)),
+        "gate_form_round_trip.py",
+        &[
+            Path::new(env!("CARGO_BIN_EXE_stratum-mcp")),
+            home.path(),
+            work.path(),
+        ],
+        None,
+    );
+    // Each line names the version the SDK negotiated in its default mode (`server/discover`).
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "ok approve_in_form 2026-07-28\n\
+         ok declined 2026-07-28\n\
+         ok altered_state 2026-07-28\n\
+         ok http_approve_in_form 2026-07-28\n"
     );
 }
