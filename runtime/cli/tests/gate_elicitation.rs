@@ -777,3 +777,58 @@ async fn on_2026_07_28_a_declined_or_forged_answer_to_the_reaching_call_decides_
     assert!(gate_records(&audit).is_empty(), "{audit:#}");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn two_answers_for_one_round_at_once_resolve_the_gate_once() {
+    // Two servers on one store, each with its client's form for round 0 open: their answers
+    // (approve, kill) arrive together. One resolves the gate; the other finds it decided.
+    let (home, mut first, id) = at_gate_with(
+        "release",
+        Protocol::Stateless,
+        Recorder::asking(Vec::new()),
+        &[],
+    )
+    .await;
+    let second = McpServer::start_with_client(
+        home.path(),
+        home.path(),
+        Protocol::Stateless,
+        &[],
+        Recorder::asking(Vec::new()),
+    )
+    .await;
+    let (state_1, _) = form_state(&first, &id).await;
+    let (state_2, _) = form_state(&second, &id).await;
+    let kill = json!({"gate_decision": {"action": "accept",
+        "content": {"decision": "kill", "rationale": "stop"}}});
+    let arguments = json!({"flow_id": id, "step_id": "review"});
+    let (one, two) = tokio::join!(
+        first.call_once(
+            "stratum_gate_wait",
+            arguments.clone(),
+            Some(&state_1),
+            Some(approval())
+        ),
+        second.call_once(
+            "stratum_gate_wait",
+            arguments.clone(),
+            Some(&state_2),
+            Some(kill)
+        ),
+    );
+    let answers = [completed(one).0, completed(two).0];
+    let won: Vec<&Value> = answers
+        .iter()
+        .filter(|answer| ["complete", "killed"].contains(&answer["status"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(won.len(), 1, "exactly one decision wins: {answers:#?}");
+    let audit = first.call("stratum_audit", json!({"flow_id": id})).await;
+    assert_eq!(
+        gate_records(&audit).len(),
+        1,
+        "one resolution recorded: {audit:#}"
+    );
+    assert_eq!(audit["status"], won[0]["status"], "{audit:#}");
+    first.stop().await;
+    second.stop().await;
+}
