@@ -159,7 +159,7 @@ fn used_contracts(
             used.insert(output.value.as_str());
         }
         for step in model.flows.get(index).into_iter().flat_map(|f| &f.steps) {
-            if let Some(contract) = &step.contract {
+            for contract in step.contract.iter().chain(&step.decision) {
                 used.insert(contract.as_str());
             }
         }

@@ -438,7 +438,8 @@ pub enum Binding {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Output {
-    /// An index into [`Plan::contracts`].
+    /// An index into [`Plan::contracts`]. For a gate step: the contract of the value the
+    /// person decides (its function's `output`); the step's output is then that decision.
     pub contract: Option<u32>,
     /// The step's `output_schema`, as written.
     pub schema: Option<Value>,

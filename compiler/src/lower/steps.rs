@@ -104,10 +104,12 @@ impl Lowering<'_> {
             });
         }
 
+        // A gate's contract is that of the value the person decides.
         let output = plan::Output {
             contract: info
                 .contract
                 .as_deref()
+                .or(info.decision.as_deref())
                 .and_then(|name| self.contract_index.get(name).copied()),
             schema: step
                 .output_schema

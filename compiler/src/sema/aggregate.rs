@@ -5,6 +5,9 @@
 //! that a misspelt field is an error here rather than `None` at run time): a parallel step
 //! gives `{tasks, merge_status, completed, failed, outcome}`, a pipeline
 //! `{items, require_satisfied, merge_status, tasks, outcome}`.
+//!
+//! Beside them, the output of a gate whose function declares `output`: the person's typed
+//! decision, the seed's `HumanDecision[T]`.
 
 use stratum_grammar::types::{Literal, Record, RecordField, Type};
 
@@ -54,6 +57,21 @@ pub fn pipeline() -> Type {
         ("merge_status", Type::Any),
         ("tasks", Type::list(task())),
         ("outcome", outcome()),
+    ])
+}
+
+/// The output of a gate step whose function declares `output: T`, once a person approved it:
+/// `{value: T, outcome, reviewer, rationale, decided_at, review_id}` (the seed's
+/// `HumanDecision[T]`). `reviewer` is who the server knows decided (a token's name, the
+/// operator's), or null.
+pub fn human_decision(value: Type) -> Type {
+    record(&[
+        ("value", value),
+        ("outcome", Type::String),
+        ("reviewer", Type::Any),
+        ("rationale", Type::String),
+        ("decided_at", Type::String),
+        ("review_id", Type::String),
     ])
 }
 

@@ -64,6 +64,9 @@ pub struct StepInfo {
     pub kind: StepKind,
     /// The contract its result must satisfy, when it names one that exists.
     pub contract: Option<String>,
+    /// A gate step whose function declares `output`: the contract of the value the person
+    /// decides (its output is then a `HumanDecision` of it, [`aggregate::human_decision`]).
+    pub decision: Option<String>,
     /// The type of `result` in its `ensure`, `exit_criterion`, `score_expr` and `accumulate`.
     pub result: Type,
     /// The type of `$.steps.<id>.output` in later steps: `result`, or `None` as well when the
@@ -185,9 +188,24 @@ fn resolve_step(
         | StepKind::Unknown => None,
     }
     .filter(|name| symbols.contracts.get(name).is_some());
+    let decision = match kind {
+        StepKind::Gate(index) => ast
+            .functions
+            .get(index)
+            .and_then(|function| function.output.as_ref())
+            .map(|output| output.value.clone())
+            .filter(|name| symbols.contracts.get(name).is_some()),
+        _ => None,
+    };
+    let decided = decision
+        .as_deref()
+        .map(|name| contracts.contract(name).cloned().unwrap_or(Type::Any));
     let result = match kind {
         StepKind::Parallel => aggregate::parallel(),
         StepKind::Pipeline => aggregate::pipeline(),
+        StepKind::Gate(_) if decided.is_some() => {
+            aggregate::human_decision(decided.unwrap_or(Type::Any))
+        }
         _ => contract
             .as_deref()
             .and_then(|name| contracts.contract(name))
@@ -202,6 +220,7 @@ fn resolve_step(
     StepInfo {
         kind,
         contract,
+        decision,
         result,
         output,
     }

@@ -603,3 +603,85 @@ fn compiled_schemas_pass_the_meta_schema() {
          postal_code: string?}, strictness: ('lenient' | 'strict')?}"
     );
 }
+
+/// The problems (code, underlined text) of a whole spec, without the usage warnings.
+fn spec_problems(text: &str) -> Vec<(Code, String)> {
+    let src = SourceFile::new(FileId::default(), "test.stratum.yaml", text.to_owned());
+    without_usage_warnings(crate::check(&src).diagnostics)
+        .iter()
+        .map(|d| {
+            let underlined = text.get(d.primary.span.range()).unwrap_or("?").to_owned();
+            (d.code, underlined)
+        })
+        .collect()
+}
+
+#[test]
+fn a_gate_with_an_output_contract_gives_a_typed_human_decision() {
+    let spec = |reference: &str, output: &str| {
+        format!(
+            r#"version: "0.2"
+contracts:
+  Release:
+    version: {{type: string}}
+    channel: {{type: string, values: [stable, beta]}}
+  Done:
+    ok: {{type: boolean}}
+functions:
+  write:
+    mode: infer
+    intent: "Write"
+    input: {{}}
+    output: Done
+  sign_off:
+    mode: gate
+{output}
+  publish:
+    mode: infer
+    intent: "Publish"
+    input:
+      version: {{type: string}}
+    output: Done
+flows:
+  release:
+    input: {{}}
+    steps:
+      - id: write
+        function: write
+        inputs: {{}}
+      - id: review
+        function: sign_off
+        on_approve: publish
+        on_revise: write
+        on_kill: ~
+        depends_on: [write]
+      - id: publish
+        function: publish
+        inputs:
+          version: "{reference}"
+        depends_on: [review]
+"#
+        )
+    };
+    let typed = "    output: Release";
+    for clean in [
+        "$.steps.review.output.value.version",
+        "$.steps.review.output.rationale",
+        "$.steps.review.output.review_id",
+    ] {
+        assert_eq!(spec_problems(&spec(clean, typed)), vec![], "{clean}");
+    }
+    assert_eq!(
+        spec_problems(&spec("$.steps.review.output.value.versoin", typed)),
+        vec![(Code::E0029, "versoin".to_owned())]
+    );
+    assert_eq!(
+        spec_problems(&spec("$.steps.review.output.approver", typed)),
+        vec![(Code::E0029, "approver".to_owned())]
+    );
+    // A gate without `output` decides no value: its output is not typed.
+    assert_eq!(
+        spec_problems(&spec("$.steps.review.output.anything", "    timeout: 60")),
+        vec![]
+    );
+}
