@@ -18,6 +18,22 @@ pub struct Binaries {
 }
 
 pub fn agents(binaries: Binaries, json: bool) -> ExitCode {
+    let detections = match detect(&binaries) {
+        Ok(detections) => detections,
+        Err(error) => {
+            eprintln!("stratum-mcp: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if json || !std::io::stdout().is_terminal() {
+        print::json_with(&serde_json::to_value(&detections).unwrap_or_default(), 0)
+    } else {
+        print::text_with(&human(&detections), 0)
+    }
+}
+
+/// Each agent CLI, found and asked for its version (`stratum-mcp doctor` reports them too).
+pub fn detect(binaries: &Binaries) -> Result<Vec<Detection>, String> {
     let connectors: Vec<Connector> = Agent::ALL
         .into_iter()
         .map(|agent| {
@@ -33,28 +49,17 @@ pub fn agents(binaries: Binaries, json: bool) -> ExitCode {
             connector
         })
         .collect();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("stratum-mcp: cannot start the async runtime: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let detections: Vec<Detection> = runtime.block_on(async {
+        .map_err(|error| format!("cannot start the async runtime: {error}"))?;
+    Ok(runtime.block_on(async {
         let mut detections = Vec::new();
         for connector in &connectors {
             detections.push(connector.detect().await);
         }
         detections
-    });
-    if json || !std::io::stdout().is_terminal() {
-        print::json_with(&serde_json::to_value(&detections).unwrap_or_default(), 0)
-    } else {
-        print::text_with(&human(&detections), 0)
-    }
+    }))
 }
 
 /// One line per agent: name, status, version or reason, path.

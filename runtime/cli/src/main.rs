@@ -5,6 +5,7 @@
 //! protocol.
 
 mod agents;
+mod doctor;
 mod operator;
 mod print;
 mod setup;
@@ -338,6 +339,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check the set-up: the binary, STRATUM_HOME, the store, the project, the agents, a serve URL
+    #[command(
+        after_help = "Examples:\n  stratum-mcp doctor\n  STRATUM_TOKEN=stratum_… stratum-mcp doctor --serve https://stratum.example.com --json\n\nChecks: the binary's version; STRATUM_HOME and its permissions; the store (--db, --database-url or the default) reachable and its schema version, read without creating or migrating anything; PostgreSQL's sslmode and whether the connection is encrypted; in the current directory, whether .mcp.json, the hook and the skill `stratum-mcp install` wrote are there and run a binary on PATH, and the same for ~/.codex/config.toml; the agent CLIs and their versions; a serve URL reachable, and the token in STRATUM_TOKEN accepted (a secret is never taken as an argument).\n\nEach check is one line (ok, warning, problem, skipped), and each problem or warning has a `fix:` line under it. JSON with --json or when piped.\n\nExit status: 0 no problem (warnings allowed); 1 a problem found."
+    )]
+    Doctor {
+        /// A `stratum-mcp serve` URL to reach (the token, if any, in STRATUM_TOKEN)
+        #[arg(long, value_name = "URL", env = "STRATUM_SERVE_URL")]
+        serve: Option<String>,
+        /// Print JSON even on a terminal
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a shell completion script
     #[command(
         after_help = "Examples:\n  stratum-mcp completions bash > ~/.local/share/bash-completion/completions/stratum-mcp\n  stratum-mcp completions zsh > ~/.zfunc/_stratum-mcp\n  stratum-mcp completions fish > ~/.config/fish/completions/stratum-mcp.fish"
@@ -539,6 +552,7 @@ fn main() -> ExitCode {
             hook: Hook::PostToolUse,
         }) => setup::post_tool_use(),
         Some(Command::Explain { topic }) => operator::explain(topic.as_deref()),
+        Some(Command::Doctor { serve, json }) => doctor::doctor(&store, serve, json),
         Some(Command::Agents {
             claude,
             codex,

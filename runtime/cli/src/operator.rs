@@ -51,7 +51,7 @@ impl StoreAt {
         self.location()?.open(self.options)
     }
 
-    fn location(&self) -> Result<Location, StoreError> {
+    pub fn location(&self) -> Result<Location, StoreError> {
         match &self.location {
             Some(location) => Ok(location.clone()),
             None => SqliteStore::default_path().map(Location::Sqlite),

@@ -845,3 +845,88 @@ async fn names_and_notes_reach_a_terminal_as_text_never_as_control_sequences() {
     assert!(shown.contains(r"fine\x1b[2J\rforged"), "{shown}");
     server.stop().await;
 }
+
+/// `stratum-mcp doctor --json` in `project` (its state in `home`, `PATH` set to `path`).
+fn doctor(home: &Path, project: &Path, path: &std::ffi::OsStr) -> (i32, Value) {
+    let output = Command::new(mcp::binary())
+        .args(["doctor", "--json"])
+        .env("STRATUM_HOME", home)
+        .env("HOME", project)
+        .env("PATH", path)
+        .env_remove("STRATUM_DB")
+        .env_remove("STRATUM_DATABASE_URL")
+        .env_remove("STRATUM_SERVE_URL")
+        .env_remove("STRATUM_TOKEN")
+        .current_dir(project)
+        .stdin(Stdio::null())
+        .output()
+        .expect("stratum-mcp runs");
+    (code(&output), json_of(&output, "doctor.schema.json"))
+}
+
+fn check<'v>(report: &'v Value, name: &str) -> &'v Value {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|check| check["name"] == name)
+        .unwrap_or_else(|| panic!("no check {name}: {report:#}"))
+}
+
+#[test]
+fn doctor_checks_a_set_up_project_and_says_how_to_fix_what_is_wrong() {
+    let project = tempfile::tempdir().unwrap();
+    let home = project.path().join("state");
+    let binary = Path::new(mcp::binary());
+    let on_path = std::env::join_paths([binary.parent().unwrap()]).unwrap();
+    let installed = Command::new(binary)
+        .args(["install", "--codex", "--json"])
+        .env("HOME", project.path())
+        .env("PATH", &on_path)
+        .current_dir(project.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&installed), 0, "{}", stderr(&installed));
+    // A store a server made: the current schema.
+    let queried = cli(
+        &home,
+        &["token", "create", "--name", "doctor-test", "--json"],
+    );
+    assert_eq!(code(&queried), 0, "{}", stderr(&queried));
+
+    let (status, report) = doctor(&home, project.path(), &on_path);
+    assert_eq!(status, 0, "{report:#}");
+    assert_eq!(report["ok"], true);
+    for name in ["home", "store", "mcp_json", "hook", "skill", "codex"] {
+        assert_eq!(check(&report, name)["status"], "ok", "{name}: {report:#}");
+    }
+    assert!(
+        check(&report, "store")["detail"]
+            .as_str()
+            .unwrap()
+            .contains("(current)"),
+        "{report:#}"
+    );
+
+    // The registered binary off PATH, the state readable by others: problems with their fixes.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let (status, report) = doctor(&home, project.path(), std::ffi::OsStr::new("/nonexistent"));
+    assert_eq!(status, 1, "{report:#}");
+    assert_eq!(report["ok"], false);
+    for name in ["mcp_json", "hook", "codex"] {
+        let found = check(&report, name);
+        assert_eq!(found["status"], "problem", "{name}: {report:#}");
+        assert!(found["fix"].as_str().unwrap().contains("PATH"), "{found:#}");
+    }
+    #[cfg(unix)]
+    assert_eq!(
+        check(&report, "home")["fix"],
+        format!("chmod 700 {}", home.display()),
+        "{report:#}"
+    );
+}

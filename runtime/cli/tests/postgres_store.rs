@@ -486,3 +486,76 @@ fn every_store_lists_each_flows_version_as_its_header_has_it() {
         );
     }
 }
+
+/// `stratum-mcp doctor --json` on the database `url`: the `store` and `store_tls` checks and
+/// the exit status.
+fn doctor_of(url: &str) -> (i32, Value, Value) {
+    let output = Process::new(binary())
+        .args(["--database-url", url, "doctor", "--json"])
+        .env_remove("STRATUM_DATABASE_URL")
+        .env_remove("STRATUM_SERVE_URL")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let check = |name: &str| {
+        report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|check| check["name"] == name)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    (
+        output.status.code().unwrap_or(-1),
+        check("store"),
+        check("store_tls"),
+    )
+}
+
+#[test]
+fn doctor_reads_the_schema_without_migrating_and_says_what_tls_is_in_effect() {
+    let url = support::postgres::database_url();
+    // A database no stratum-mcp used: reachable, left untouched.
+    let (status, store, tls) = doctor_of(&url);
+    assert_eq!((status, &store["status"]), (0, &json!("ok")), "{store:#}");
+    assert!(
+        store["detail"]
+            .as_str()
+            .unwrap()
+            .contains("no stratum-mcp has used it yet")
+    );
+    let mut db = admin(&url);
+    let made: bool = db
+        .query_one("SELECT to_regclass('stratum_schema') IS NOT NULL", &[])
+        .unwrap()
+        .get(0);
+    assert!(!made, "doctor created the schema table");
+    // The default sslmode checks no certificate: a warning with its fix, not a failure.
+    assert_eq!(tls["status"], "warning", "{tls:#}");
+    assert!(tls["fix"].as_str().unwrap().contains("sslmode=verify-full"));
+
+    PostgresStore::connect(&url).map(drop).unwrap();
+    let (status, store, _) = doctor_of(&url);
+    assert_eq!(status, 0);
+    assert!(
+        store["detail"].as_str().unwrap().contains("(current)"),
+        "{store:#}"
+    );
+    db.execute("UPDATE stratum_schema SET version = 99", &[])
+        .unwrap();
+    let (status, store, _) = doctor_of(&url);
+    assert_eq!(
+        (status, &store["status"]),
+        (1, &json!("problem")),
+        "{store:#}"
+    );
+
+    // A server that is not there: a problem, quickly.
+    let (status, store, _) = doctor_of("postgres://nobody@127.0.0.1:9/nothing");
+    assert_eq!(
+        (status, &store["status"]),
+        (1, &json!("problem")),
+        "{store:#}"
+    );
+}

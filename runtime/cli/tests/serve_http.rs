@@ -1584,3 +1584,68 @@ flows:
     );
     server.stop().await;
 }
+
+/// `stratum-mcp doctor --serve URL --json` on the state's store, `token` in STRATUM_TOKEN.
+fn doctor_of_serve(state: &State, url: &str, token: Option<&str>) -> (i32, Value) {
+    let mut command = Process::new(binary());
+    command
+        .args(state.store_args())
+        .args(["doctor", "--json", "--serve", url])
+        .env_remove("STRATUM_DATABASE_URL")
+        .env_remove("STRATUM_TOKEN");
+    if let Some(token) = token {
+        command.env("STRATUM_TOKEN", token);
+    }
+    let output = command.output().unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let serve = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|check| check["name"] == "serve")
+        .unwrap()
+        .clone();
+    (output.status.code().unwrap_or(-1), serve)
+}
+
+#[test]
+fn doctor_reaches_serve_and_checks_the_token() {
+    let state = State::new();
+    let secret = state.token("operator", true);
+    let serve = Serve::start(&state, &[]);
+    let url = serve.url("");
+    let (status, check) = doctor_of_serve(&state, &url, Some(&secret));
+    assert_eq!((status, &check["status"]), (0, &json!("ok")), "{check:#}");
+    assert!(
+        check["detail"]
+            .as_str()
+            .unwrap()
+            .contains("the token accepted")
+    );
+    let (status, check) = doctor_of_serve(&state, &url, None);
+    assert_eq!((status, &check["status"]), (0, &json!("ok")), "{check:#}");
+    let (status, check) = doctor_of_serve(&state, &url, Some("stratum_not-a-token"));
+    assert_eq!(
+        (status, &check["status"]),
+        (1, &json!("problem")),
+        "{check:#}"
+    );
+    assert!(
+        check["fix"].as_str().unwrap().contains("token create"),
+        "{check:#}"
+    );
+    drop(serve);
+    let (status, check) = doctor_of_serve(&state, &url, Some(&secret));
+    assert_eq!(
+        (status, &check["status"]),
+        (1, &json!("problem")),
+        "{check:#}"
+    );
+    assert!(
+        check["detail"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be reached"),
+        "{check:#}"
+    );
+}

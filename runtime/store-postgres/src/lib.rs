@@ -32,6 +32,7 @@
 
 use std::collections::HashSet;
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -232,6 +233,24 @@ struct Listener {
     task: JoinHandle<()>,
 }
 
+/// A database as `stratum-mcp doctor` sees it ([`PostgresStore::inspect`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inspection {
+    /// `user@host:port/database`.
+    pub target: String,
+    /// The schema version the database is at; `None` when no stratum-mcp has used it yet.
+    pub schema_version: Option<i64>,
+    /// The `sslmode` in effect (libpq's name).
+    pub sslmode: String,
+    /// Whether TLS is required and the server's certificate checked (`require`, which here
+    /// checks it as `verify-full` does, `verify-ca`, `verify-full`).
+    pub verifies: bool,
+    /// The file of authorities `sslrootcert` names, when one does.
+    pub root_cert: Option<PathBuf>,
+    /// Whether the connection doctor made is encrypted, when the server says.
+    pub encrypted: Option<bool>,
+}
+
 impl PostgresStore {
     /// Connects with the default options, creating or migrating the tables.
     pub fn connect(url: &str) -> Result<PostgresStore, StoreError> {
@@ -303,6 +322,73 @@ impl PostgresStore {
         };
         store.block(store.migrate())?;
         Ok(store)
+    }
+
+    /// What `stratum-mcp doctor` reports of the database `url` names, read over one connection
+    /// (at most `timeout` to connect) without creating, migrating or writing anything.
+    pub fn inspect(url: &str, timeout: Duration) -> Result<Inspection, StoreError> {
+        let (mut config, tls) = tls::configure(url)?;
+        let target = describe_target(&config);
+        config.connect_timeout(timeout);
+        config.application_name("stratum-mcp doctor");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|error| {
+                StoreError::Database(format!("cannot start the database client: {error}"))
+            })?;
+        runtime.block_on(async {
+            let host = target.clone();
+            let (client, connection) =
+                config
+                    .connect(tls.connector.clone())
+                    .await
+                    .map_err(|error| {
+                        let advice = tls::advice(&error, &tls, &host)
+                            .map_or_else(String::new, |advice| format!("; {advice}"));
+                        StoreError::Database(format!(
+                            "cannot connect to {host}: {}{advice}",
+                            describe(&error)
+                        ))
+                    })?;
+            let connection = tokio::spawn(connection);
+            let exists: bool = client
+                .query_one("SELECT to_regclass('stratum_schema') IS NOT NULL", &[])
+                .await
+                .and_then(|row| row.try_get(0))
+                .map_err(failed("look for the schema version table"))?;
+            let schema_version = if exists {
+                client
+                    .query_opt("SELECT version FROM stratum_schema", &[])
+                    .await
+                    .map_err(failed("read the schema version"))?
+                    .map(|row| row.try_get::<_, i64>(0))
+                    .transpose()
+                    .map_err(failed("read the schema version"))?
+            } else {
+                None
+            };
+            // pg_stat_ssl (PostgreSQL 9.5 and later) says whether this connection is encrypted.
+            let encrypted = client
+                .query_opt(
+                    "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                    &[],
+                )
+                .await
+                .ok()
+                .flatten()
+                .and_then(|row| row.try_get::<_, bool>(0).ok());
+            drop(client);
+            connection.abort();
+            Ok(Inspection {
+                target,
+                schema_version,
+                sslmode: tls.mode.to_string(),
+                verifies: tls.mode.verifies(),
+                root_cert: tls.root_cert.clone(),
+                encrypted,
+            })
+        })
     }
 
     /// The server and database, as `user@host:port/database` (no password).

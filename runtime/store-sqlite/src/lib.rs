@@ -283,6 +283,20 @@ impl SqliteStore {
         Ok(dir.join(DATABASE_FILE))
     }
 
+    /// The schema version of the database at `path`, read without creating, migrating or
+    /// writing anything (`stratum-mcp doctor`); `None` when there is no file.
+    pub fn stored_schema_version(path: &Path) -> Result<Option<i64>, StoreError> {
+        if !path.exists() {
+            return Ok(None);
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(failed("open the database read-only"))?;
+        user_version(&conn).map(Some)
+    }
+
     /// Opens (creating it if need be) the database at `path`.
     pub fn open_with(
         path: impl AsRef<Path>,

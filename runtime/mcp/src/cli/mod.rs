@@ -8,6 +8,7 @@
 //! rendering of query results) and [`schemas`] (the JSON Schemas of everything printed as
 //! JSON, published in `runtime/cli/schemas/`).
 
+pub mod doctor;
 pub mod flow_ref;
 pub mod gate;
 pub mod migrate;

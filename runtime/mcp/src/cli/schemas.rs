@@ -7,6 +7,7 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Value, json};
 
+use super::doctor::Report;
 use super::gate::{Conflict, GateMutation, NotFound};
 use super::migrate::MigrateReport;
 use super::prune::PruneReport;
@@ -54,6 +55,14 @@ pub fn all() -> Vec<(&'static str, Value)> {
                     |generator| generator.subschema_for::<NotFound>().to_value(),
                     |generator| generator.subschema_for::<Conflict>().to_value(),
                 ]),
+            ),
+        ),
+        (
+            "doctor.schema.json",
+            schema(
+                "stratum-mcp doctor --json",
+                "Every check of the set-up; exit 1 when one found a problem.",
+                |generator| generator.subschema_for::<Report>().to_value(),
             ),
         ),
         (
