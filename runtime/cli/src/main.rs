@@ -82,7 +82,7 @@ struct Cli {
     #[arg(long, value_name = "PATH", env = "STRATUM_CONFIG", global = true)]
     config: Option<PathBuf>,
     /// Append logs to this file instead of standard error.
-    #[arg(long, value_name = "PATH", global = true)]
+    #[arg(long, value_name = "PATH", env = "STRATUM_LOG_FILE", global = true)]
     log_file: Option<PathBuf>,
     /// What to log: `error`, `warn`, `info`, `debug` or `trace` (or a tracing filter).
     #[arg(
@@ -93,8 +93,24 @@ struct Cli {
         global = true
     )]
     log: String,
+    /// How log lines look: `text` for people, `json` (one object a line, the fields a shipper
+    /// indexes: level, target, flow_id, step_id, tool, …) for log shippers.
+    #[arg(
+        long,
+        value_enum,
+        env = "STRATUM_LOG_FORMAT",
+        default_value_t = LogFormat::Text,
+        global = true
+    )]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Option<Command>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -660,19 +676,107 @@ fn serve(
 fn init_logging(cli: &Cli) -> Result<(), String> {
     let filter = tracing_subscriber::EnvFilter::try_new(&cli.log)
         .map_err(|error| format!("--log {}: {error}", cli.log))?;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(false);
-    match &cli.log_file {
+    let writer = match &cli.log_file {
         Some(path) => {
             let file = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(path)
                 .map_err(|error| format!("cannot open the log file {}: {error}", path.display()))?;
-            builder.with_writer(std::sync::Mutex::new(file)).init();
+            tracing_subscriber::fmt::writer::BoxMakeWriter::new(std::sync::Mutex::new(file))
         }
-        None => builder.with_writer(std::io::stderr).init(),
+        None => tracing_subscriber::fmt::writer::BoxMakeWriter::new(std::io::stderr),
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(writer);
+    match cli.log_format {
+        LogFormat::Text => builder.init(),
+        // The span's fields (the call's tool, flow and step) on every line of the call.
+        LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .flatten_event(true)
+            .init(),
     }
+    log_panics();
     Ok(())
+}
+
+/// A panic anywhere (a call's thread, a background job) is logged at `error` with where it
+/// happened, then reported as before: a call that panicked answers `internal_error`, and the
+/// log says which line.
+fn log_panics() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let location = info
+            .location()
+            .map_or_else(String::new, |at| format!("{}:{}", at.file(), at.line()));
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|text| (*text).to_owned())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let thread = std::thread::current()
+            .name()
+            .unwrap_or("unnamed")
+            .to_owned();
+        tracing::error!(%location, %thread, panic = %message, "a thread panicked");
+        previous(info);
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::{Arc, Mutex};
+
+    /// What the subscriber wrote.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_panic_is_logged_with_where_it_happened() {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .json()
+            .flatten_event(true)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).unwrap();
+        super::log_panics();
+        let thread = std::thread::Builder::new()
+            .name("doomed".to_owned())
+            .spawn(|| panic!("the sky fell"))
+            .unwrap();
+        assert!(thread.join().is_err());
+        let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let line: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert_eq!(line["level"], "ERROR", "{text}");
+        assert_eq!(line["panic"], "the sky fell", "{text}");
+        assert_eq!(line["thread"], "doomed", "{text}");
+        assert!(
+            line["location"]
+                .as_str()
+                .unwrap()
+                .starts_with("runtime/cli/src/main.rs:"),
+            "{text}"
+        );
+    }
 }

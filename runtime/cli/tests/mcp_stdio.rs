@@ -1726,3 +1726,55 @@ fn every_malformed_line_on_stdio_gets_a_json_rpc_error() {
     assert_eq!(answer["id"], 8, "{answer}");
     assert!(answer["result"].is_object(), "{answer}");
 }
+
+#[tokio::test]
+async fn json_logs_carry_each_call_s_tool_flow_and_step() {
+    let home = tempfile::tempdir().unwrap();
+    let log = home.path().join("server.log");
+    let log_path = log.display().to_string();
+    let mut server = McpServer::start_with_client(
+        home.path(),
+        home.path(),
+        Protocol::Handshake,
+        &[
+            ("STRATUM_LOG", "info"),
+            ("STRATUM_LOG_FORMAT", "json"),
+            ("STRATUM_LOG_FILE", &log_path),
+        ],
+        mcp::Recorder::default(),
+    )
+    .await;
+    let flow = mcp::start_reviewed_work(&mut server).await;
+    server
+        .call(
+            "stratum_step_done",
+            json!({"flow_id": flow, "step_id": "work",
+                   "result": {"result": "r1", "quality_score": 0.9}}),
+        )
+        .await;
+    server.stop().await;
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
+        .collect();
+    let answered: Vec<&Value> = lines
+        .iter()
+        .filter(|line| line["message"] == "the call answered")
+        .collect();
+    let plan = answered
+        .iter()
+        .find(|line| line["span"]["gen_ai.tool.name"] == "stratum_plan")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(plan["answered_flow_id"], flow.as_str(), "{plan:#}");
+    assert_eq!(plan["level"], "INFO");
+    let done = answered
+        .iter()
+        .find(|line| line["span"]["gen_ai.tool.name"] == "stratum_step_done")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(done["span"]["flow_id"], flow.as_str(), "{done:#}");
+    assert_eq!(done["span"]["step_id"], "work", "{done:#}");
+    assert_eq!(done["span"]["mcp.method.name"], "tools/call", "{done:#}");
+    assert_eq!(done["status"], "await_gate", "{done:#}");
+    assert!(done["duration_ms"].is_u64(), "{done:#}");
+}

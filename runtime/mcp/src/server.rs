@@ -19,6 +19,7 @@ use serde_json::Value;
 use stratum_compiler::diagnostic::Severity;
 use stratum_compiler::plan::Plan;
 use stratum_compiler::source::SourceMap;
+use tracing::Instrument;
 
 use super::args::{self, ArgumentError};
 use super::background::Background;
@@ -161,6 +162,39 @@ impl StratumServer {
         caller: Caller,
         progress: Progress,
     ) -> Result<CallToolResponse, ErrorData> {
+        let argument = |key: &str| {
+            request
+                .arguments
+                .as_ref()
+                .and_then(|arguments| arguments.get(key))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        // Named and attributed as the MCP semantic conventions name a call, so that a log
+        // shipper (and a trace exporter) finds the same fields everywhere.
+        let span = tracing::info_span!(
+            "tools/call",
+            "mcp.method.name" = "tools/call",
+            "gen_ai.tool.name" = %request.name,
+            flow_id = argument("flow_id").as_deref(),
+            step_id = argument("step_id").as_deref(),
+            actor = caller.actor.as_deref(),
+        );
+        let started = std::time::Instant::now();
+        let answer = self
+            .run_call(request, caller, progress)
+            .instrument(span.clone())
+            .await;
+        span.in_scope(|| log_answer(&answer, started.elapsed()));
+        answer
+    }
+
+    async fn run_call(
+        &self,
+        request: CallToolRequestParams,
+        caller: Caller,
+        progress: Progress,
+    ) -> Result<CallToolResponse, ErrorData> {
         let Some(spec) = tools::find(&request.name) else {
             return Err(ErrorData::invalid_params(
                 unknown_tool_message(&request.name),
@@ -236,6 +270,41 @@ impl StratumServer {
             Outcome::Answer(value) => CallToolResult::structured(value),
             Outcome::Refused(error) => CallToolResult::structured_error(to_value(&error)),
         }))
+    }
+}
+
+/// One line for a call's answer (at `info`; a refusal of the call as sent at `warn`), in the
+/// call's span: its status, the error type of a refusal, the flow it started, how long it took.
+fn log_answer(answer: &Result<CallToolResponse, ErrorData>, took: Duration) {
+    let duration_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+    match answer {
+        Ok(CallToolResponse::Complete(result)) => {
+            let content = result.structured_content.as_ref();
+            let field = |key: &str| {
+                content
+                    .and_then(|content| content.get(key))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let (status, error_type) = (field("status"), field("error_type"));
+            if result.is_error == Some(true) {
+                tracing::warn!(%error_type, duration_ms, "the call was refused");
+            } else {
+                tracing::info!(
+                    %status,
+                    %error_type,
+                    answered_flow_id = %field("flow_id"),
+                    duration_ms,
+                    "the call answered"
+                );
+            }
+        }
+        Ok(CallToolResponse::InputRequired(_)) => {
+            tracing::info!(duration_ms, "the call asks the person (input_required)");
+        }
+        Ok(_) => tracing::info!(duration_ms, "the call answered"),
+        Err(error) => tracing::warn!(error = %error.message, duration_ms, "the call was refused"),
     }
 }
 
