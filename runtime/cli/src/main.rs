@@ -731,7 +731,7 @@ fn log_panics() {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
     use std::sync::{Arc, Mutex};
 
