@@ -213,6 +213,10 @@ enum Command {
         /// Mark the session cookie Secure (sent over HTTPS only): behind a TLS reverse proxy
         #[arg(long)]
         secure_cookies: bool,
+        /// Also serve GET /metrics (Prometheus) on this address, without a token, for a
+        /// scraper on a private network (on --listen it needs a token, read-only will do)
+        #[arg(long, value_name = "ADDR")]
+        metrics_listen: Option<std::net::SocketAddr>,
         /// Close a connection whose request headers are not complete this many seconds after
         /// their first byte
         #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
@@ -518,6 +522,7 @@ fn main() -> ExitCode {
             listen,
             allowed_host,
             secure_cookies,
+            metrics_listen,
             header_timeout,
             idle_timeout,
             max_connections,
@@ -534,6 +539,7 @@ fn main() -> ExitCode {
                     listen,
                     allowed_hosts: allowed_host,
                     secure_cookies,
+                    metrics_listen,
                     connections: stratum_serve::ConnectionLimits {
                         header_timeout: std::time::Duration::from_secs(header_timeout),
                         idle_timeout: std::time::Duration::from_secs(idle_timeout),

@@ -38,6 +38,7 @@ fn registered_routes() -> Vec<stratum_serve::RouteInfo> {
             allowed_hosts: vec![],
             secure_cookies: false,
             connections: Default::default(),
+            metrics_listen: None,
         },
     );
     stratum_serve::router(app).1
@@ -753,6 +754,7 @@ async fn a_read_only_token_cannot_post_a_form_that_changes_state() {
             allowed_hosts: vec![],
             secure_cookies: false,
             connections: Default::default(),
+            metrics_listen: None,
         },
     );
     /// What a console's gate form does: the CLI's resolution, as the signed-in token.

@@ -199,6 +199,31 @@ impl Command {
         }
     }
 
+    /// The command's name, as metrics and logs label it (`step_done`, `gate_resolve`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Start { .. } => "start",
+            Command::StepDone { .. } => "step_done",
+            Command::StepFailed { .. } => "step_failed",
+            Command::SkipStep { .. } => "skip_step",
+            Command::GateResolve { .. } => "gate_resolve",
+            Command::CheckTimeouts { .. } => "check_timeouts",
+            Command::Commit { .. } => "commit",
+            Command::Revert { .. } => "revert",
+            Command::IterationStart { .. } => "iteration_start",
+            Command::IterationReport { .. } => "iteration_report",
+            Command::IterationAbort { .. } => "iteration_abort",
+            Command::Resume { .. } => "resume",
+            Command::Audit { .. } => "audit",
+            Command::ParallelDone { .. } => "parallel_done",
+            Command::ParallelStart { .. } => "parallel_start",
+            Command::TaskUpdate { .. } => "task_update",
+            Command::ParallelAdvance { .. } => "parallel_advance",
+            Command::JudgeVerdict { .. } => "judge_verdict",
+            Command::ParallelPoll { .. } => "parallel_poll",
+        }
+    }
+
     /// Whether the command only reads.
     pub fn is_read_only(&self) -> bool {
         matches!(self, Command::Audit { .. } | Command::ParallelPoll { .. })

@@ -84,11 +84,23 @@ fn leased(command: &Command, root: &FlowId, owner: &str, expires_ms: u64, now_ms
     error.into_response()
 }
 
+/// Told of every command a [`Runtime`] ran and how it went: what a process measures (its
+/// metrics) without the core knowing how they are kept.
+pub trait Observer: Send + Sync {
+    fn observe(
+        &self,
+        command: &Command,
+        took: std::time::Duration,
+        outcome: &Result<Response, StoreError>,
+    );
+}
+
 /// A store with its settings, a real clock and fresh entropy: what a server holds.
 #[derive(Clone)]
 pub struct Runtime {
     store: Arc<dyn Store>,
     config: Arc<Config>,
+    observer: Option<Arc<dyn Observer>>,
 }
 
 impl Runtime {
@@ -96,7 +108,14 @@ impl Runtime {
         Runtime {
             store,
             config: Arc::new(config),
+            observer: None,
         }
+    }
+
+    /// The same runtime, telling `observer` of every command it runs.
+    pub fn observed_by(mut self, observer: Arc<dyn Observer>) -> Runtime {
+        self.observer = Some(observer);
+        self
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -110,14 +129,29 @@ impl Runtime {
     /// Runs a command now.
     pub fn call(&self, command: &Command) -> Result<Response, StoreError> {
         let ctx = Context::new(now_ms(), fresh_seed(), self.config.clone());
-        execute(self.store.as_ref(), command, &ctx)
+        self.measured(command, || execute(self.store.as_ref(), command, &ctx))
+    }
+
+    /// Runs `run` (which executes `command`), telling the observer how long it took.
+    fn measured(
+        &self,
+        command: &Command,
+        run: impl FnOnce() -> Result<Response, StoreError>,
+    ) -> Result<Response, StoreError> {
+        let Some(observer) = &self.observer else {
+            return run();
+        };
+        let started = std::time::Instant::now();
+        let outcome = run();
+        observer.observe(command, started.elapsed(), &outcome);
+        outcome
     }
 
     /// Runs a command now, sent by the unattended driver `owner` (which holds, or held, the
     /// flow's lease).
     pub fn call_as_driver(&self, command: &Command, owner: &str) -> Result<Response, StoreError> {
         let ctx = Context::new(now_ms(), fresh_seed(), self.config.clone()).driven_by(owner);
-        execute(self.store.as_ref(), command, &ctx)
+        self.measured(command, || execute(self.store.as_ref(), command, &ctx))
     }
 }
 

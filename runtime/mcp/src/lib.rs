@@ -21,6 +21,7 @@ pub mod gate_wait;
 pub mod judge;
 pub mod limits;
 pub mod location;
+pub mod metrics;
 pub mod outputs;
 pub mod paths;
 pub mod progress;

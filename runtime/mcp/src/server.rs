@@ -181,11 +181,12 @@ impl StratumServer {
             actor = caller.actor.as_deref(),
         );
         let started = std::time::Instant::now();
+        let tool = request.name.to_string();
         let answer = self
             .run_call(request, caller, progress)
             .instrument(span.clone())
             .await;
-        span.in_scope(|| log_answer(&answer, started.elapsed()));
+        span.in_scope(|| log_answer(&tool, &answer, started.elapsed()));
         answer
     }
 
@@ -275,7 +276,15 @@ impl StratumServer {
 
 /// One line for a call's answer (at `info`; a refusal of the call as sent at `warn`), in the
 /// call's span: its status, the error type of a refusal, the flow it started, how long it took.
-fn log_answer(answer: &Result<CallToolResponse, ErrorData>, took: Duration) {
+fn log_answer(tool: &str, answer: &Result<CallToolResponse, ErrorData>, took: Duration) {
+    let outcome = match answer {
+        Ok(CallToolResponse::Complete(result)) if result.is_error != Some(true) => "ok",
+        Ok(CallToolResponse::InputRequired(_)) => "input_required",
+        Ok(CallToolResponse::Complete(_)) => "refused",
+        Ok(_) => "ok",
+        Err(_) => "refused",
+    };
+    super::metrics::global().call(tool, outcome, took);
     let duration_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
     match answer {
         Ok(CallToolResponse::Complete(result)) => {
@@ -1262,7 +1271,8 @@ impl Shared {
             StoreChoice::Postgres(url) => Arc::new(PostgresStore::connect(url)?),
             StoreChoice::Open(store) => store.clone(),
         };
-        let runtime = Runtime::new(store, self.config.clone());
+        let runtime = Runtime::new(store.clone(), self.config.clone())
+            .observed_by(Arc::new(super::metrics::CommandMetrics::new(store)));
         *slot = Some(runtime.clone());
         Ok(runtime)
     }

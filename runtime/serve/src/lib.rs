@@ -34,6 +34,7 @@ pub mod auth;
 pub mod connections;
 pub mod console;
 pub mod mcp;
+pub mod metrics;
 pub mod pages;
 pub mod routes;
 pub mod sessions;
@@ -89,6 +90,8 @@ pub struct ServeOptions {
     pub secure_cookies: bool,
     /// How many connections are held at once, and how long a slow or idle client may hold one.
     pub connections: ConnectionLimits,
+    /// Another address that serves `/metrics` alone, without a token (a scraper's).
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// Why `serve` cannot start.
@@ -150,7 +153,9 @@ impl App {
     /// console goes through [`crate::cli::gate::resolve_as`] with `Some(&identity.name)` (the
     /// CLI's transaction and conflict answers, the token in the audit), on a blocking thread.
     pub fn runtime(&self) -> Runtime {
-        Runtime::new(self.inner.store.clone(), self.inner.config.clone())
+        let store = self.inner.store.clone();
+        Runtime::new(store.clone(), self.inner.config.clone())
+            .observed_by(Arc::new(stratum_mcp::metrics::CommandMetrics::new(store)))
     }
 
     /// The runtime's settings (its root, its bounds).
@@ -226,6 +231,20 @@ pub fn router(app: App) -> (Router, Vec<RouteInfo>) {
     (routes.into_router(app), list)
 }
 
+/// The listener of `--metrics-listen`, with its address printed as the main one is.
+async fn metrics_listener(address: SocketAddr) -> Result<tokio::net::TcpListener, ServeError> {
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|error| ServeError::Listen {
+            address,
+            reason: error.to_string(),
+        })?;
+    if let Ok(bound) = listener.local_addr() {
+        eprintln!("stratum-mcp serve: metrics at http://{bound}/metrics");
+    }
+    Ok(listener)
+}
+
 /// Serves until `shutdown` completes, then stops accepting, lets the requests in flight finish
 /// (at most [`SHUTDOWN_GRACE`]) and returns. `ready` is told the address listened on.
 pub async fn serve(
@@ -253,7 +272,20 @@ pub async fn serve(
         address,
         reason: error.to_string(),
     })?;
+    let metrics = match app.options().metrics_listen {
+        Some(address) => Some(metrics_listener(address).await?),
+        None => None,
+    };
     ready(bound);
+    if let Some(listener) = metrics {
+        let router = metrics::router(app.clone());
+        // It ends with the process; a scrape in flight at shutdown is of no consequence.
+        tokio::spawn(async move {
+            if let Err(error) = axum::serve(listener, router).await {
+                tracing::warn!("the metrics address stopped: {error}");
+            }
+        });
+    }
     let listener = connections::Connections::new(listener, app.options().connections);
     let (router, _) = router(app.clone());
     // Outermost, so that a request is in progress (and no timeout cuts it) from its start.

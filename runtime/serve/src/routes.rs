@@ -15,7 +15,7 @@ use axum::handler::Handler;
 use axum::middleware;
 use axum::routing::{MethodRouter, get, post};
 
-use super::{App, MAX_FORM_BODY_BYTES, auth, console, mcp, pages};
+use super::{App, MAX_FORM_BODY_BYTES, auth, console, mcp, metrics, pages};
 
 /// Who may reach a route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +48,7 @@ pub fn table(app: &App) -> Routes {
         .page("/gates", console::gates::list)
         .action("/gates/{flow}/{step}", console::gates::decide)
         .page("/events", console::events::stream)
+        .page("/metrics", metrics::exposition)
         .post("/signout", pages::signout, Access::Read)
         .mcp(
             "/mcp",

@@ -965,6 +965,10 @@ impl Store for PostgresStore {
         })
     }
 
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+
     fn secret(&self, name: &str, fresh: &str) -> Result<String, StoreError> {
         let created_ms = to_i64(wall_clock_ms(), "a time")?;
         self.block(async {

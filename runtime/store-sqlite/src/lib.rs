@@ -546,6 +546,10 @@ impl Store for SqliteStore {
         tx.commit().map_err(failed("commit the copy"))
     }
 
+    fn kind(&self) -> &'static str {
+        "sqlite"
+    }
+
     fn secret(&self, name: &str, fresh: &str) -> Result<String, StoreError> {
         let created_ms = to_i64(wall_clock_ms(), "a time")?;
         let conn = self.writer();

@@ -304,6 +304,10 @@ impl Store for MemoryStore {
         })
     }
 
+    fn kind(&self) -> &'static str {
+        "memory"
+    }
+
     fn secret(&self, name: &str, fresh: &str) -> Result<String, StoreError> {
         let mut data = self.lock()?;
         Ok(data

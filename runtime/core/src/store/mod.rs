@@ -214,6 +214,9 @@ pub trait Store: Send + Sync {
         Err(StoreError::NotCopyable("this store"))
     }
 
+    /// What kind of store it is (`memory`, `sqlite`, `postgres`), as metrics label it.
+    fn kind(&self) -> &'static str;
+
     /// The store's secret called `name`: `fresh` when the store has none of that name yet (it
     /// is stored then), else the one stored first. Every process on the store reads the same
     /// value, so what one `serve` seals another opens. Secrets are never exported.

@@ -512,103 +512,61 @@ fn agent(detection: &stratum_agents::Detection) -> Check {
 /// A `serve` URL: reachable (its sign-in page), and with `token`, the token accepted.
 fn serve(url: &str, token: Option<&str>) -> Check {
     let base = url.trim_end_matches('/').to_owned();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(DEADLINE))
+        .http_status_as_error(false)
+        .proxy(None)
         .build()
-    {
-        Ok(runtime) => runtime,
+        .into();
+    let status = match agent.get(format!("{base}/signin")).call() {
+        Ok(answer) => answer.status(),
         Err(error) => {
-            return Check::problem("serve", format!("cannot start a client: {error}"), "retry");
-        }
-    };
-    runtime.block_on(async {
-        let client = match http_client() {
-            Ok(client) => client,
-            Err(error) => return Check::problem("serve", error, "retry"),
-        };
-        let reached = client.get(format!("{base}/signin")).send().await;
-        let status = match reached {
-            Ok(answer) => answer.status(),
-            Err(error) => {
-                return Check::problem(
-                    "serve",
-                    format!("{base} cannot be reached: {}", describe(&error)),
-                    "check that `stratum-mcp serve` runs there and that the URL (scheme, host, \
-                     port) is the one it prints at start",
-                );
-            }
-        };
-        if !status.is_success() {
             return Check::problem(
                 "serve",
-                format!("{base}/signin answered {status}: this is not a stratum-mcp serve"),
-                "check the URL",
+                format!("{base} cannot be reached: {error}"),
+                "check that `stratum-mcp serve` runs there and that the URL (scheme, host, \
+                 port) is the one it prints at start",
             );
         }
-        let Some(token) = token else {
-            return Check::ok(
-                "serve",
-                format!("{base} reachable (no token given: set STRATUM_TOKEN to check one)"),
-            );
-        };
-        let answer = client
-            .get(format!("{base}/gates"))
-            .bearer_auth(token)
-            .send()
-            .await;
-        match answer.map(|answer| answer.status()) {
-            Ok(status) if status.is_success() => {
-                Check::ok("serve", format!("{base} reachable, the token accepted"))
-            }
-            Ok(status) if status.as_u16() == 401 => Check::problem(
-                "serve",
-                format!("{base} refused the token (401)"),
-                "make a token on the server's store with `stratum-mcp token create --name NAME` \
-                 and set STRATUM_TOKEN to the secret it prints once",
-            ),
-            Ok(status) => Check::problem(
-                "serve",
-                format!("{base}/gates answered {status} with the token"),
-                "read serve's log for why",
-            ),
-            Err(error) => Check::problem(
-                "serve",
-                format!("{base} stopped answering: {}", describe(&error)),
-                "retry; read serve's log",
-            ),
-        }
-    })
-}
-
-/// A client with a deadline, TLS through rustls with Mozilla's authorities (as the PostgreSQL
-/// store's), and no proxy from the environment.
-fn http_client() -> Result<reqwest::Client, String> {
-    let roots = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(|error| format!("cannot set TLS up: {error}"))?
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    reqwest::Client::builder()
-        .timeout(DEADLINE)
-        .connect_timeout(DEADLINE)
-        .no_proxy()
-        .tls_backend_preconfigured(tls)
-        .build()
-        .map_err(|error| format!("cannot make an HTTP client: {error}"))
-}
-
-/// An HTTP failure with its causes, which reqwest's own message leaves out.
-fn describe(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
-        source = cause.source();
+    };
+    if !status.is_success() {
+        return Check::problem(
+            "serve",
+            format!("{base}/signin answered {status}: this is not a stratum-mcp serve"),
+            "check the URL",
+        );
     }
-    text
+    let Some(token) = token else {
+        return Check::ok(
+            "serve",
+            format!("{base} reachable (no token given: set STRATUM_TOKEN to check one)"),
+        );
+    };
+    let answer = agent
+        .get(format!("{base}/gates"))
+        .header("Authorization", format!("Bearer {token}"))
+        .call();
+    match answer.map(|answer| answer.status()) {
+        Ok(status) if status.is_success() => {
+            Check::ok("serve", format!("{base} reachable, the token accepted"))
+        }
+        Ok(status) if status.as_u16() == 401 => Check::problem(
+            "serve",
+            format!("{base} refused the token (401)"),
+            "make a token on the server's store with `stratum-mcp token create --name NAME` \
+             and set STRATUM_TOKEN to the secret it prints once",
+        ),
+        Ok(status) => Check::problem(
+            "serve",
+            format!("{base}/gates answered {status} with the token"),
+            "read serve's log for why",
+        ),
+        Err(error) => Check::problem(
+            "serve",
+            format!("{base} stopped answering: {error}"),
+            "retry; read serve's log",
+        ),
+    }
 }
 
 #[cfg(test)]
