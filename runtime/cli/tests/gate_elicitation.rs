@@ -418,6 +418,29 @@ async fn on_2026_07_28_revise_asks_again_for_the_next_round_and_decline_leaves_i
     server.stop().await;
 }
 
+/// A 2026-07-28 client whose forms the test answers by hand, the flow `flow` at its gate.
+async fn by_hand(flow: &str) -> (tempfile::TempDir, McpServer, String) {
+    at_gate_with(flow, Protocol::Stateless, Recorder::asking(Vec::new()), &[]).await
+}
+
+/// `stratum_gate_wait` on the `review` gate of flow `id`, bringing back `state` and the
+/// client's `responses`.
+async fn answer_form(
+    server: &McpServer,
+    id: &str,
+    state: &str,
+    responses: Value,
+) -> rmcp::model::CallToolResponse {
+    server
+        .call_once(
+            "stratum_gate_wait",
+            json!({"flow_id": id, "step_id": "review"}),
+            Some(state),
+            Some(responses),
+        )
+        .await
+}
+
 /// The first round of `stratum_gate_wait` on 2026-07-28, answered by hand: the state.
 async fn form_state(server: &McpServer, id: &str) -> (String, Value) {
     let first = server
@@ -464,13 +487,7 @@ fn completed(response: rmcp::model::CallToolResponse) -> (Value, bool) {
 
 #[tokio::test]
 async fn a_forged_altered_or_replayed_request_state_is_refused_and_changes_nothing() {
-    let (_home, mut server, id) = at_gate_with(
-        "release",
-        Protocol::Stateless,
-        Recorder::asking(Vec::new()),
-        &[],
-    )
-    .await;
+    let (_home, mut server, id) = by_hand("release").await;
     let (state, _) = form_state(&server, &id).await;
     let before = recorded(&mut server, &id).await;
 
@@ -481,16 +498,7 @@ async fn a_forged_altered_or_replayed_request_state_is_refused_and_changes_nothi
     let altered: String = altered.into_iter().collect();
     let cut = &state[..state.len() - 4];
     for forged in ["rs1.e30.AAAA", altered.as_str(), cut] {
-        let (refused, is_error) = completed(
-            server
-                .call_once(
-                    "stratum_gate_wait",
-                    json!({"flow_id": id, "step_id": "review"}),
-                    Some(forged),
-                    Some(approval()),
-                )
-                .await,
-        );
+        let (refused, is_error) = completed(answer_form(&server, &id, forged, approval()).await);
         assert!(is_error, "{refused:#}");
         assert_eq!(
             refused["error_type"], "invalid_request_state",
@@ -501,29 +509,11 @@ async fn a_forged_altered_or_replayed_request_state_is_refused_and_changes_nothi
     assert_eq!(before, after, "a refused state changed the flow");
 
     // The real one decides, once.
-    let (decided, is_error) = completed(
-        server
-            .call_once(
-                "stratum_gate_wait",
-                json!({"flow_id": id, "step_id": "review"}),
-                Some(&state),
-                Some(approval()),
-            )
-            .await,
-    );
+    let (decided, is_error) = completed(answer_form(&server, &id, &state, approval()).await);
     assert!(!is_error, "{decided:#}");
     assert_eq!(status(&decided), "complete", "{decided:#}");
     let decided_audit = recorded(&mut server, &id).await;
-    let (replayed, is_error) = completed(
-        server
-            .call_once(
-                "stratum_gate_wait",
-                json!({"flow_id": id, "step_id": "review"}),
-                Some(&state),
-                Some(approval()),
-            )
-            .await,
-    );
+    let (replayed, is_error) = completed(answer_form(&server, &id, &state, approval()).await);
     assert!(is_error, "{replayed:#}");
     assert_eq!(replayed["error_type"], "not_at_gate", "{replayed:#}");
     let replayed_audit = recorded(&mut server, &id).await;
@@ -534,13 +524,7 @@ async fn a_forged_altered_or_replayed_request_state_is_refused_and_changes_nothi
 
 #[tokio::test]
 async fn a_state_of_an_earlier_round_cannot_decide_the_gate_reached_again() {
-    let (_home, mut server, id) = at_gate_with(
-        "release",
-        Protocol::Stateless,
-        Recorder::asking(Vec::new()),
-        &[],
-    )
-    .await;
+    let (_home, mut server, id) = by_hand("release").await;
     let (round_0, _) = form_state(&server, &id).await;
     // Revised through another path meanwhile, the gate is reached again in round 1.
     server
@@ -557,16 +541,7 @@ async fn a_state_of_an_earlier_round_cannot_decide_the_gate_reached_again() {
         )
         .await;
     let before = server.call("stratum_audit", json!({"flow_id": id})).await;
-    let (stale, _) = completed(
-        server
-            .call_once(
-                "stratum_gate_wait",
-                json!({"flow_id": id, "step_id": "review"}),
-                Some(&round_0),
-                Some(approval()),
-            )
-            .await,
-    );
+    let (stale, _) = completed(answer_form(&server, &id, &round_0, approval()).await);
     assert_eq!(stale["error_type"], "stale_round", "{stale:#}");
     let after = server.call("stratum_audit", json!({"flow_id": id})).await;
     assert_eq!(gate_records(&before).len(), gate_records(&after).len());
@@ -578,13 +553,7 @@ async fn a_state_of_an_earlier_round_cannot_decide_the_gate_reached_again() {
 #[tokio::test]
 async fn a_state_from_another_server_process_does_not_open_here() {
     // Two stdio servers on one store: the state is bound to the connection that asked.
-    let (home, first, id) = at_gate_with(
-        "release",
-        Protocol::Stateless,
-        Recorder::asking(Vec::new()),
-        &[],
-    )
-    .await;
+    let (home, first, id) = by_hand("release").await;
     let (state, _) = form_state(&first, &id).await;
     let second = McpServer::start_with_client(
         home.path(),
@@ -594,16 +563,7 @@ async fn a_state_from_another_server_process_does_not_open_here() {
         Recorder::asking(Vec::new()),
     )
     .await;
-    let (refused, is_error) = completed(
-        second
-            .call_once(
-                "stratum_gate_wait",
-                json!({"flow_id": id, "step_id": "review"}),
-                Some(&state),
-                Some(approval()),
-            )
-            .await,
-    );
+    let (refused, is_error) = completed(answer_form(&second, &id, &state, approval()).await);
     assert!(is_error);
     assert_eq!(
         refused["error_type"], "invalid_request_state",
@@ -615,25 +575,10 @@ async fn a_state_from_another_server_process_does_not_open_here() {
 
 #[tokio::test]
 async fn on_2026_07_28_an_answer_after_the_gate_s_timeout_does_not_count() {
-    let (_home, mut server, id) = at_gate_with(
-        "hurried",
-        Protocol::Stateless,
-        Recorder::asking(Vec::new()),
-        &[],
-    )
-    .await;
+    let (_home, mut server, id) = by_hand("hurried").await;
     let (state, _) = form_state(&server, &id).await;
     tokio::time::sleep(std::time::Duration::from_millis(3500)).await;
-    let (late, is_error) = completed(
-        server
-            .call_once(
-                "stratum_gate_wait",
-                json!({"flow_id": id, "step_id": "review"}),
-                Some(&state),
-                Some(approval()),
-            )
-            .await,
-    );
+    let (late, is_error) = completed(answer_form(&server, &id, &state, approval()).await);
     assert!(!is_error, "{late:#}");
     assert_eq!(
         status(&late),
@@ -782,13 +727,7 @@ async fn on_2026_07_28_a_declined_or_forged_answer_to_the_reaching_call_decides_
 async fn two_answers_for_one_round_at_once_resolve_the_gate_once() {
     // Two servers on one store, each with its client's form for round 0 open: their answers
     // (approve, kill) arrive together. One resolves the gate; the other finds it decided.
-    let (home, mut first, id) = at_gate_with(
-        "release",
-        Protocol::Stateless,
-        Recorder::asking(Vec::new()),
-        &[],
-    )
-    .await;
+    let (home, mut first, id) = by_hand("release").await;
     let second = McpServer::start_with_client(
         home.path(),
         home.path(),
@@ -801,20 +740,9 @@ async fn two_answers_for_one_round_at_once_resolve_the_gate_once() {
     let (state_2, _) = form_state(&second, &id).await;
     let kill = json!({"gate_decision": {"action": "accept",
         "content": {"decision": "kill", "rationale": "stop"}}});
-    let arguments = json!({"flow_id": id, "step_id": "review"});
     let (one, two) = tokio::join!(
-        first.call_once(
-            "stratum_gate_wait",
-            arguments.clone(),
-            Some(&state_1),
-            Some(approval())
-        ),
-        second.call_once(
-            "stratum_gate_wait",
-            arguments.clone(),
-            Some(&state_2),
-            Some(kill)
-        ),
+        answer_form(&first, &id, &state_1, approval()),
+        answer_form(&second, &id, &state_2, kill),
     );
     let answers = [completed(one).0, completed(two).0];
     let won: Vec<&Value> = answers
