@@ -156,6 +156,7 @@ fn run_inner(at: &StoreAt, args: &RunArgs<'_>) -> Result<ExitCode, String> {
             plan: Arc::new(plan),
             flow: args.flow.clone(),
             inputs,
+            started_by: None,
         })
         .map_err(|error| error.to_string())?
         .to_json();

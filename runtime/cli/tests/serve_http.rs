@@ -767,6 +767,7 @@ async fn a_read_only_token_cannot_post_a_form_that_changes_state() {
             plan: Arc::new(plan),
             flow: None,
             inputs: json!({"text": "t"}),
+            started_by: None,
         })
         .unwrap()
         .to_json();

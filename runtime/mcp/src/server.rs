@@ -570,6 +570,7 @@ impl Shared {
                     plan,
                     flow: args.flow,
                     inputs: Value::Object(args.inputs.unwrap_or_default()),
+                    started_by: None,
                 }
             }
             ToolName::StepDone => {

@@ -334,7 +334,9 @@ fn rounds(html: &mut String, view: &FlowView) {
         .events
         .iter()
         .filter_map(|event| match &event.body {
-            EventBody::Record(record @ (Record::Gate(_) | Record::Policy(_))) => Some(record),
+            EventBody::Record(
+                record @ (Record::Gate(_) | Record::Policy(_) | Record::Approval(_)),
+            ) => Some(record),
             _ => None,
         })
         .collect();
@@ -368,6 +370,17 @@ fn rounds(html: &mut String, view: &FlowView) {
                     },
                     &gate.rationale,
                     gate.at_ms,
+                ),
+                Record::Approval(approval) => (
+                    approval.round,
+                    &approval.step_id,
+                    format!(
+                        "approval {} of {}",
+                        approval.approvals, approval.min_approvals
+                    ),
+                    format!("{} ({})", approval.resolved_by, approval.identity),
+                    &approval.rationale,
+                    approval.at_ms,
                 ),
                 Record::Policy(policy) => (
                     policy.round,
