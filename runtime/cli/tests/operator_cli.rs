@@ -11,7 +11,7 @@ mod terminal;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use mcp::{McpServer, Protocol, error_type, example, status};
+use mcp::{McpServer, Protocol, error_type, example, os_user, status};
 use serde_json::{Value, json};
 #[cfg(unix)]
 use terminal::{assert_inert, cli_on_terminal};
@@ -168,7 +168,7 @@ async fn a_gate_approved_from_the_cli_is_seen_by_the_server() {
     assert_eq!(
         approved,
         json!({"_schema_version": "1", "ok": true, "flow_id": flow, "step_id": "review",
-               "outcome": "approve", "result": "complete"})
+               "outcome": "approve", "result": "complete", "actor": os_user()})
     );
 
     // The server, holding the flow at the gate a moment ago, sees it moved on.
@@ -190,9 +190,21 @@ async fn a_gate_approved_from_the_cli_is_seen_by_the_server() {
         (
             &gate_record["outcome"],
             &gate_record["rationale"],
-            &gate_record["resolved_by"]
+            &gate_record["resolved_by"],
+            &gate_record["actor"]
         ),
-        (&json!("approve"), &json!("lgtm"), &json!("human"))
+        (
+            &json!("approve"),
+            &json!("lgtm"),
+            &json!("human"),
+            &json!(os_user())
+        ),
+        "the terminal decides as the operating-system user running it"
+    );
+    assert_eq!(
+        audit["started_by"],
+        os_user(),
+        "a stdio server's flows are its user's"
     );
 
     // Resolving it again from the command line is a conflict, and changes nothing (`kill`, and
