@@ -4,7 +4,7 @@
 //! so these rules hold whichever way a decision arrives (an MCP tool, a form in the agent's
 //! client, the console, the operator CLI).
 //!
-//! Invariants: a refusal reads and writes nothing, as every other refusal of a decision; an
+//! Invariants: a refusal writes nothing, as every other refusal of a decision; an
 //! approval before the last one needed is kept on the gate's step row with its round and is
 //! counted only in that round, against the rule in force when it is counted.
 

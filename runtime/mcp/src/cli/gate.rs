@@ -179,19 +179,19 @@ impl GateMutation {
                 self.result
             );
         };
-        let who = self.actor.as_deref().unwrap_or("your");
+        let (who, step, flow) = (
+            self.actor.as_deref().unwrap_or("this identity"),
+            &self.step_id,
+            &self.flow_id,
+        );
         let what = if self.counted == Some(false) {
-            format!(
-                "{who} had already approved {}; it counts once",
-                self.step_id
-            )
+            format!("{who} already approved {step} of flow {flow} and counts once")
         } else {
-            format!("recorded {who}'s approval of {}", self.step_id)
+            format!("recorded the approval of {step} of flow {flow} by {who}")
         };
         format!(
-            "{what} of flow {}: {approvals} of {} approvals; the gate waits for {needed} more \
-             from another identity",
-            self.flow_id,
+            "{what}: {approvals} of {} approvals; the gate waits for {needed} more from other \
+             identities",
             approvals.saturating_add(needed)
         )
     }
@@ -333,6 +333,32 @@ mod tests {
             error_type: error_type.to_owned(),
             message: message.to_owned(),
         }
+    }
+
+    #[test]
+    fn an_approval_the_gate_counts_says_how_many_more_it_waits_for() {
+        let mutation = |counted: bool| GateMutation {
+            schema_version: SchemaVersion,
+            ok: true,
+            flow_id: "6e85abb0".to_owned(),
+            step_id: "review".to_owned(),
+            outcome: "approve".to_owned(),
+            result: "approval_recorded".to_owned(),
+            actor: Some("os:alice".to_owned()),
+            approvals: Some(1),
+            approvals_needed: Some(2),
+            counted: Some(counted),
+        };
+        assert_eq!(
+            GateAnswer::Done(mutation(true)).to_text(),
+            "recorded the approval of review of flow 6e85abb0 by os:alice: 1 of 3 approvals; \
+             the gate waits for 2 more from other identities"
+        );
+        assert_eq!(
+            GateAnswer::Done(mutation(false)).to_text(),
+            "os:alice already approved review of flow 6e85abb0 and counts once: 1 of 3 \
+             approvals; the gate waits for 2 more from other identities"
+        );
     }
 
     #[test]
