@@ -77,8 +77,9 @@ struct Cli {
     /// expressions are confined to (default: the current directory; `serve` takes it too).
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
-    /// The servers' config file, `[gates] policy = "person-only"` or `"agent-may-resolve"`
-    /// (default: $STRATUM_HOME/config.toml when it exists); read by the MCP server and `serve`.
+    /// The servers' config file: `[gates] policy` and per gate function `[gates.functions.NAME]`
+    /// approval rules (default: $STRATUM_HOME/config.toml when it exists); read by the MCP
+    /// server, `serve` and `gate`.
     #[arg(long, value_name = "PATH", env = "STRATUM_CONFIG", global = true)]
     config: Option<PathBuf>,
     /// Append logs to this file instead of standard error.
@@ -176,7 +177,7 @@ enum Command {
     },
     /// Approve, revise or kill the gate a flow waits at
     #[command(
-        after_help = "Examples:\n  stratum-mcp gate approve 3f2a9c1e-… review --note \"ship it\"\n  stratum-mcp gate revise 3f2a9c1e-… review --note \"add tests\"\n  stratum-mcp gate kill 3f2a9c1e-… review --note \"not this way\"\n\nA server running the flow sees the decision on its next call. The answer is JSON (schema: runtime/cli/schemas/gate.schema.json), or one line on a terminal.\n\nExit status: 0 when the gate was resolved, 1 for an unknown flow, 2 when the flow does not wait at that gate (another step is current, someone resolved it first, or the flow has finished), 3 when the state database cannot be used."
+        after_help = "Examples:\n  stratum-mcp gate approve 3f2a9c1e-… review --note \"ship it\"\n  stratum-mcp gate revise 3f2a9c1e-… review --note \"add tests\"\n  stratum-mcp gate kill 3f2a9c1e-… review --note \"not this way\"\n\nA server running the flow sees the decision on its next call. The answer is JSON (schema: runtime/cli/schemas/gate.schema.json), or one line on a terminal.\n\nYou decide as the operating-system user running the command (`os:<user>`), which the gate function's approval rules in the config file judge (`[gates.functions.NAME]`: approvers, min_approvals, self_approval); an approval that is not yet the last one needed is recorded and the gate keeps waiting.\n\nExit status: 0 when the gate was resolved or the approval recorded, 1 for an unknown flow, 2 when the flow does not wait at that gate (another step is current, someone resolved it first, or the flow has finished), when the approval rules refuse the decision, or when the config file cannot be used, 3 when the state database cannot be used."
     )]
     Gate {
         /// What to decide (`kill` ends the flow, or runs its `on_kill` step; `reject` is accepted for `kill`)
@@ -512,7 +513,22 @@ fn main() -> ExitCode {
             resolved_by,
             json,
             writes: _,
-        }) => operator::gate(&store, &flow, &step, decision, &note, resolved_by, json),
+        }) => match settings(cli.config.as_deref()) {
+            Some(settings) => operator::gate(
+                &store,
+                &operator::GateOrder {
+                    flow: &flow,
+                    step: &step,
+                    decision,
+                    note: &note,
+                    resolved_by,
+                },
+                &settings,
+                json,
+            ),
+            // A config file that cannot be used is a usage error, as clap's are.
+            None => ExitCode::from(2),
+        },
         Some(Command::Watch {
             flow,
             interval,
@@ -651,11 +667,11 @@ fn serve(
         Some(Location::Postgres(url)) => StoreChoice::Postgres(url),
         None => StoreChoice::Default(store.options),
     };
-    let config = Config::default()
-        .with_root(root)
-        .with_console_url(std::env::var(CONSOLE_URL_ENV).ok())
-        .with_gate_policy(settings.gate_policy)
-        .with_ask_when_reached(settings.ask_when_reached);
+    let config = settings.apply(
+        Config::default()
+            .with_root(root)
+            .with_console_url(std::env::var(CONSOLE_URL_ENV).ok()),
+    );
     let server = StratumServer::new(choice, config);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

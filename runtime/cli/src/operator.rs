@@ -160,22 +160,37 @@ pub fn query_gates(at: &StoreAt, json: bool) -> ExitCode {
     })
 }
 
+/// What `gate approve|revise|kill` was asked.
+pub struct GateOrder<'a> {
+    pub flow: &'a str,
+    pub step: &'a str,
+    pub decision: Decision,
+    pub note: &'a str,
+    pub resolved_by: ResolvedBy,
+}
+
+/// `gate`: under the config file's settings, so that a gate function's approval rules hold
+/// for a decision from the terminal as for any other.
 pub fn gate(
     at: &StoreAt,
-    flow: &str,
-    step: &str,
-    decision: Decision,
-    note: &str,
-    resolved_by: ResolvedBy,
+    order: &GateOrder<'_>,
+    settings: &stratum_mcp::settings::Settings,
     json: bool,
 ) -> ExitCode {
     with_store(at, |store| {
-        let flow = match named_flow(store.as_ref(), flow, json)? {
+        let flow = match named_flow(store.as_ref(), order.flow, json)? {
             Ok(id) => id,
             Err(exit) => return Ok(exit),
         };
-        let runtime = Runtime::new(store, Config::default());
-        let answer = gate::resolve(&runtime, &flow, step, decision, note, resolved_by)?;
+        let runtime = Runtime::new(store, settings.apply(Config::default()));
+        let answer = gate::resolve(
+            &runtime,
+            &flow,
+            order.step,
+            order.decision,
+            order.note,
+            order.resolved_by,
+        )?;
         let code = answer.exit_code();
         Ok(if wants_json(json) {
             print::json_with(&answer.to_json(), code)
@@ -544,11 +559,11 @@ pub fn serve(
     let console = std::env::var(crate::CONSOLE_URL_ENV)
         .ok()
         .or_else(|| console_url(&options));
-    let config = Config::default()
-        .with_root(root.clone())
-        .with_console_url(console)
-        .with_gate_policy(settings.gate_policy)
-        .with_ask_when_reached(settings.ask_when_reached);
+    let config = settings.apply(
+        Config::default()
+            .with_root(root.clone())
+            .with_console_url(console),
+    );
     let pool = (workers > 0).then(|| {
         let root = root.canonicalize().unwrap_or(root);
         let driver = stratum_driver::Driver::new(

@@ -156,6 +156,9 @@ fn run_inner(at: &StoreAt, args: &RunArgs<'_>) -> Result<ExitCode, String> {
             plan: Arc::new(plan),
             flow: args.flow.clone(),
             inputs,
+            // The person at the terminal started it: a gate that forbids self-approval
+            // refuses their approval.
+            started_by: Some(stratum_mcp::identity::os_user()),
         })
         .map_err(|error| error.to_string())?
         .to_json();

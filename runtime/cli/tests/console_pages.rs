@@ -426,6 +426,111 @@ async fn a_read_only_token_sees_the_gates_but_no_form() {
     fixture.agent.stop().await;
 }
 
+/// A person deciding in the console decides as their token, under the gate function's
+/// approval rules: the flow's starter is refused an approval, an approval before the last one
+/// needed is counted and said so, the last one resolves the gate, and the flow's page says who
+/// started it and who approved.
+#[tokio::test]
+async fn the_console_decides_as_the_token_under_the_approval_rules() {
+    let state = State::new();
+    let alice = state.token("alice", false);
+    let bob = state.token("bob", false);
+    let carol = state.token("carol", false);
+    let config = state.dir.path().join("rules.toml");
+    std::fs::write(
+        &config,
+        "[gates.functions.review_gate]\nmin_approvals = 2\nself_approval = false\n",
+    )
+    .unwrap();
+    let serve = Serve::start(&state, &["--config", config.to_str().unwrap()]);
+    let mut agent = McpServer::start_http(
+        &serve.url("/mcp"),
+        &alice,
+        Protocol::Stateless,
+        state.dir.path(),
+    )
+    .await;
+    let flow = flow_at_gate(&mut agent).await;
+    let client = http();
+    let action = format!("/gates/{flow}/review");
+    let approve = |secret: String| {
+        let (client, serve, action) = (&client, &serve, &action);
+        async move {
+            let cookie = sign_in(serve, &secret).await;
+            let page = client
+                .get(serve.url("/gates"))
+                .header("cookie", &cookie)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            let answer = client
+                .post(serve.url(action))
+                .header("cookie", &cookie)
+                .form(&[
+                    ("decision", "approve".to_owned()),
+                    ("rationale", "fine".to_owned()),
+                    ("csrf", csrf_of(&page)),
+                ])
+                .send()
+                .await
+                .unwrap();
+            let status = answer.status();
+            let body = match answer.headers().get("location") {
+                Some(location) => client
+                    .get(serve.url(location.to_str().unwrap()))
+                    .header("cookie", &cookie)
+                    .send()
+                    .await
+                    .unwrap()
+                    .text()
+                    .await
+                    .unwrap(),
+                None => answer.text().await.unwrap(),
+            };
+            (status, body)
+        }
+    };
+
+    let (status_code, page) = approve(alice).await;
+    assert_eq!(status_code, StatusCode::CONFLICT, "{page}");
+    assert!(page.contains("(self_approval)"), "{page}");
+    let (status_code, page) = approve(bob).await;
+    assert_eq!(status_code, StatusCode::SEE_OTHER);
+    assert!(
+        page.contains(&format!(
+            "Approved the gate review of flow {flow}; your approval is counted, and the gate \
+             waits for other approvers."
+        )),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!("data-flow-id=\"{flow}\"")),
+        "still waiting: {page}"
+    );
+    let (status_code, page) = approve(carol).await;
+    assert_eq!(status_code, StatusCode::SEE_OTHER);
+    assert!(page.contains("the flow is complete"), "{page}");
+
+    let cookie = sign_in(&serve, &state.token("dave", true)).await;
+    let shown = client
+        .get(serve.url(&format!("/flows/{flow}")))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(shown.contains(" by alice</dd>"), "{shown}");
+    assert!(shown.contains("approval 1 of 2"), "{shown}");
+    assert!(shown.contains("human (token bob)"), "{shown}");
+    assert!(shown.contains("approve (bob, carol)"), "{shown}");
+    agent.stop().await;
+}
+
 #[tokio::test]
 async fn assets_are_served_to_anyone_and_no_path_leads_elsewhere() {
     let state = State::new();

@@ -3,13 +3,15 @@
 //! resolution, recorded `resolved_by: human`, `via: elicitation`, with the client's name and
 //! version. Declined, cancelled, unanswered forms and clients that cannot ask leave the gate
 //! waiting; the gate's timeout withdraws the form and applies its rule; under the
-//! `person-only` policy an agent's own `stratum_gate_resolve` is refused.
+//! `person-only` policy an agent's own `stratum_gate_resolve` is refused; under a gate
+//! function's approval rules the form's answer is the decision of the operating-system user
+//! running the server, and the agent's own call is refused.
 
 #![allow(clippy::indexing_slicing, clippy::unwrap_used)]
 
 mod mcp;
 
-use mcp::{McpServer, Protocol, Recorder, Reply, status};
+use mcp::{McpServer, Protocol, Recorder, Reply, os_user, status};
 use serde_json::{Value, json};
 
 const SPEC: &str = r#"version: "0.2"
@@ -759,4 +761,111 @@ async fn two_answers_for_one_round_at_once_resolve_the_gate_once() {
     assert_eq!(audit["status"], won[0]["status"], "{audit:#}");
     first.stop().await;
     second.stop().await;
+}
+
+/// A config file with `text`, for `STRATUM_CONFIG`; as in [`at_gate_with`], only
+/// `stratum_gate_wait` asks (`ask_when_reached = false`).
+fn config(text: &str) -> tempfile::NamedTempFile {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let text = match text.strip_prefix("[gates]\n") {
+        Some(rest) => format!("[gates]\nask_when_reached = false\n{rest}"),
+        None => format!("[gates]\nask_when_reached = false\n{text}"),
+    };
+    std::fs::write(file.path(), text).unwrap();
+    file
+}
+
+#[tokio::test]
+async fn under_approval_rules_a_form_on_stdio_is_the_os_user_s_decision() {
+    let me = os_user();
+    let two = config("[gates.functions.sign_off]\nmin_approvals = 2\n");
+    let path = two.path().display().to_string();
+    let (_home, mut server, id) = at_gate(
+        "release",
+        vec![accept("approve", "reads well"), accept("approve", "still")],
+        &[("STRATUM_CONFIG", &path)],
+    )
+    .await;
+    // The agent's own call has no identity the server vouches for.
+    let agent = server
+        .call(
+            "stratum_gate_resolve",
+            json!({"flow_id": id, "step_id": "review", "outcome": "approve",
+                   "rationale": "lgtm", "resolved_by": "human"}),
+        )
+        .await;
+    assert_eq!(agent["error_type"], "identity_required", "{agent:#}");
+    // The person who started the client answers: one approval of the two needed.
+    let first = server
+        .call(
+            "stratum_gate_wait",
+            json!({"flow_id": id, "step_id": "review"}),
+        )
+        .await;
+    assert_eq!(status(&first), "approval_recorded", "{first:#}");
+    assert_eq!(
+        (
+            &first["identity"],
+            &first["approvals"],
+            &first["approvals_needed"]
+        ),
+        (&json!(me), &json!(1), &json!(1))
+    );
+    let again = server
+        .call(
+            "stratum_gate_wait",
+            json!({"flow_id": id, "step_id": "review"}),
+        )
+        .await;
+    assert_eq!(
+        (&again["counted"], &again["approvals"]),
+        (&json!(false), &json!(1))
+    );
+    let audit = server.call("stratum_audit", json!({"flow_id": id})).await;
+    assert_eq!(audit["started_by"], json!(me), "{audit:#}");
+    let approval = audit["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|record| record["type"] == "approval")
+        .unwrap_or_else(|| panic!("no approval record: {audit:#}"))
+        .clone();
+    assert_eq!(
+        (&approval["identity"], &approval["via"], &approval["client"]),
+        (
+            &json!(me),
+            &json!("elicitation"),
+            &json!("stratum-test-client 1.2.3")
+        )
+    );
+    server.stop().await;
+
+    // The user started the flow through this server, so without self-approval their form may
+    // send the work back but not approve it.
+    let own = config("[gates.functions.sign_off]\nself_approval = false\n");
+    let path = own.path().display().to_string();
+    let (_home, mut server, id) = at_gate(
+        "release",
+        vec![
+            accept("approve", "mine"),
+            accept("revise", "one more thing"),
+        ],
+        &[("STRATUM_CONFIG", &path)],
+    )
+    .await;
+    let refused = server
+        .call(
+            "stratum_gate_wait",
+            json!({"flow_id": id, "step_id": "review"}),
+        )
+        .await;
+    assert_eq!(refused["error_type"], "self_approval", "{refused:#}");
+    let revised = server
+        .call(
+            "stratum_gate_wait",
+            json!({"flow_id": id, "step_id": "review"}),
+        )
+        .await;
+    assert_eq!(status(&revised), "execute_step", "{revised:#}");
+    server.stop().await;
 }

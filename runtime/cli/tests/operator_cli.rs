@@ -11,7 +11,7 @@ mod terminal;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use mcp::{McpServer, Protocol, error_type, example, status};
+use mcp::{McpServer, Protocol, error_type, example, os_user, status};
 use serde_json::{Value, json};
 #[cfg(unix)]
 use terminal::{assert_inert, cli_on_terminal};
@@ -168,7 +168,7 @@ async fn a_gate_approved_from_the_cli_is_seen_by_the_server() {
     assert_eq!(
         approved,
         json!({"_schema_version": "1", "ok": true, "flow_id": flow, "step_id": "review",
-               "outcome": "approve", "result": "complete"})
+               "outcome": "approve", "result": "complete", "actor": os_user()})
     );
 
     // The server, holding the flow at the gate a moment ago, sees it moved on.
@@ -190,9 +190,21 @@ async fn a_gate_approved_from_the_cli_is_seen_by_the_server() {
         (
             &gate_record["outcome"],
             &gate_record["rationale"],
-            &gate_record["resolved_by"]
+            &gate_record["resolved_by"],
+            &gate_record["actor"]
         ),
-        (&json!("approve"), &json!("lgtm"), &json!("human"))
+        (
+            &json!("approve"),
+            &json!("lgtm"),
+            &json!("human"),
+            &json!(os_user())
+        ),
+        "the terminal decides as the operating-system user running it"
+    );
+    assert_eq!(
+        audit["started_by"],
+        os_user(),
+        "a stdio server's flows are its user's"
     );
 
     // Resolving it again from the command line is a conflict, and changes nothing (`kill`, and
@@ -213,6 +225,147 @@ async fn a_gate_approved_from_the_cli_is_seen_by_the_server() {
     assert_eq!(flows[0]["status"], "complete");
     assert_eq!(flows[0]["terminal_status"], "complete");
     assert_eq!(flows[0]["current_step_id"], Value::Null);
+    server.stop().await;
+}
+
+/// Writes the config file every process on `home` reads (`$STRATUM_HOME/config.toml`).
+fn configure(home: &Path, text: &str) {
+    std::fs::write(home.join("config.toml"), text).unwrap();
+}
+
+/// `gate` under the approval rules of the config file, as the operating-system user running it:
+/// refused when that user is not among the approvers or started the flow (self-approval off),
+/// counted towards `min_approvals` once, and refused to start on a rule no one could meet.
+#[tokio::test]
+async fn the_cli_decides_as_the_os_user_under_the_gate_function_s_approval_rules() {
+    let (home, work) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let me = os_user();
+    configure(
+        home.path(),
+        "[gates.functions.review_gate]\napprovers = [\"bob\", \"carol\"]\n",
+    );
+    let (mut server, flow) = flow_at_gate(home.path(), work.path()).await;
+
+    // The agent, over stdio, has no identity the server can vouch for.
+    let agent = server
+        .call(
+            "stratum_gate_resolve",
+            json!({"flow_id": flow, "step_id": "review", "outcome": "approve",
+                   "rationale": "I checked", "resolved_by": "human"}),
+        )
+        .await;
+    assert_eq!(error_type(&agent), "identity_required", "{agent:#}");
+    assert!(
+        agent["message"]
+            .as_str()
+            .unwrap()
+            .contains("stratum_gate_wait")
+    );
+
+    let refused = cli(home.path(), &["gate", "approve", &flow, "review"]);
+    assert_eq!(code(&refused), 2, "{}", stderr(&refused));
+    let refused = json_of(&refused, "gate.schema.json");
+    assert_eq!(refused["error_type"], "not_an_approver", "{refused:#}");
+    let message = refused["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("`{me}` may not decide")),
+        "{message}"
+    );
+    assert!(message.contains("bob, carol"), "{message}");
+
+    // The user started the flow (through the stdio server): with self-approval off they may
+    // send it back, not approve it.
+    configure(
+        home.path(),
+        "[gates.functions.review_gate]\nself_approval = false\n",
+    );
+    let own = cli(home.path(), &["gate", "approve", &flow, "review"]);
+    assert_eq!(code(&own), 2);
+    assert_eq!(
+        json_of(&own, "gate.schema.json")["error_type"],
+        "self_approval"
+    );
+    let revised = cli(
+        home.path(),
+        &["gate", "revise", &flow, "review", "--note", "add a summary"],
+    );
+    assert_eq!(code(&revised), 0, "{}", stderr(&revised));
+    assert_eq!(
+        json_of(&revised, "gate.schema.json")["result"],
+        "execute_step"
+    );
+    let back = server
+        .call(
+            "stratum_step_done",
+            json!({"flow_id": flow, "step_id": "work",
+                   "result": {"result": "r2", "quality_score": 0.9}}),
+        )
+        .await;
+    assert_eq!(status(&back), "await_gate", "{back:#}");
+
+    // Two identities must approve: the user's approval is recorded, once.
+    configure(
+        home.path(),
+        "[gates.functions.review_gate]\nmin_approvals = 2\n",
+    );
+    let first = cli(
+        home.path(),
+        &["gate", "approve", &flow, "review", "--note", "ok"],
+    );
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    assert_eq!(
+        json_of(&first, "gate.schema.json"),
+        json!({"_schema_version": "1", "ok": true, "flow_id": flow, "step_id": "review",
+               "outcome": "approve", "result": "approval_recorded", "actor": me,
+               "approvals": 1, "approvals_needed": 1, "counted": true})
+    );
+    let again = cli(home.path(), &["gate", "approve", &flow, "review"]);
+    assert_eq!(code(&again), 0);
+    let again = json_of(&again, "gate.schema.json");
+    assert_eq!(
+        (&again["counted"], &again["approvals"]),
+        (&json!(false), &json!(1))
+    );
+    let still = server
+        .call("stratum_resume", json!({"flow_id": flow}))
+        .await;
+    assert_eq!(status(&still), "await_gate", "{still:#}");
+    let state = json_of(
+        &cli(home.path(), &["query", "flow", &flow]),
+        "query-flow.schema.json",
+    );
+    assert_eq!(state["started_by"], json!(me), "{state:#}");
+    let approval = state["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|record| record["type"] == "approval")
+        .unwrap_or_else(|| panic!("no approval record: {state:#}"));
+    assert_eq!(
+        (
+            &approval["identity"],
+            &approval["round"],
+            &approval["rationale"]
+        ),
+        (&json!(me), &json!(1), &json!("ok"))
+    );
+
+    // A rule no one could meet stops the command before it touches the store.
+    configure(
+        home.path(),
+        "[gates.functions.review_gate]\nmin_approvals = 3\napprovers = [\"bob\"]\n",
+    );
+    let broken = cli(home.path(), &["gate", "kill", &flow, "review"]);
+    assert_eq!(code(&broken), 2);
+    assert!(
+        stderr(&broken).contains("min_approvals is 3, but only 1 approver is listed"),
+        "{}",
+        stderr(&broken)
+    );
+    let still = server
+        .call("stratum_resume", json!({"flow_id": flow}))
+        .await;
+    assert_eq!(status(&still), "await_gate", "{still:#}");
     server.stop().await;
 }
 

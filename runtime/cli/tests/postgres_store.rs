@@ -36,6 +36,7 @@ fn start(store: Arc<dyn Store>, steps: usize) -> String {
             plan,
             flow: None,
             inputs: linear::inputs(),
+            started_by: None,
         })
         .unwrap()
         .to_json();

@@ -126,6 +126,7 @@ fn run_a_flow(store: Arc<dyn Store>) {
             plan,
             flow: None,
             inputs: linear::inputs(),
+            started_by: None,
         })
         .unwrap()
         .to_json();

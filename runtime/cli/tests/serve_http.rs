@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp::{
-    BOTH, McpServer, Protocol, Recorder, Reply, example, flow_at_gate, run_every_example,
-    start_reviewed_work, status,
+    BOTH, McpServer, Protocol, Recorder, Reply, error_type, example, flow_at_gate, os_user,
+    run_every_example, start_reviewed_work, status,
 };
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -195,6 +195,131 @@ async fn a_gate_resolved_over_http_records_the_token_not_the_claim() {
     .unwrap();
     assert!(jsonschema::is_valid(&schema, &state_json));
     server.stop().await;
+}
+
+/// Every record of `type` in an audit's trace and earlier rounds.
+fn records_of(audit: &Value, kind: &str) -> Vec<Value> {
+    let earlier = audit["rounds"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|round| round["steps"].as_array().into_iter().flatten());
+    earlier
+        .chain(audit["trace"].as_array().into_iter().flatten())
+        .filter(|record| record["type"] == kind)
+        .cloned()
+        .collect()
+}
+
+/// The approval rules of `review_gate` (two approvals, no self-approval) over HTTP: each
+/// access token's name is an identity, the token that started a flow may not approve it, two
+/// distinct tokens must; and the operator CLI's user counts as one more identity beside them.
+#[tokio::test]
+async fn over_http_each_token_is_an_identity_the_approval_rules_count() {
+    let state = State::new();
+    let alice = state.token("alice", false);
+    let bob = state.token("bob", false);
+    let carol = state.token("carol", false);
+    let config = state.dir.path().join("rules.toml");
+    std::fs::write(
+        &config,
+        "[gates.functions.review_gate]\nmin_approvals = 2\nself_approval = false\n",
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let serve = Serve::start(&state, &["--config", config]);
+    let as_token = |secret: String| {
+        let url = serve.url("/mcp");
+        let home = state.dir.path().to_owned();
+        async move { McpServer::start_http(&url, &secret, Protocol::Handshake, &home).await }
+    };
+    let (mut a, mut b, mut c) = (
+        as_token(alice).await,
+        as_token(bob).await,
+        as_token(carol).await,
+    );
+    let decide = |flow: &str, outcome: &str, why: &str| {
+        json!({"flow_id": flow, "step_id": "review", "outcome": outcome,
+               "rationale": why, "resolved_by": "human"})
+    };
+
+    let flow = flow_at_gate(&mut a).await;
+    let own = a
+        .call("stratum_gate_resolve", decide(&flow, "approve", "mine"))
+        .await;
+    assert_eq!(error_type(&own), "self_approval", "{own:#}");
+    let first = b
+        .call("stratum_gate_resolve", decide(&flow, "approve", "good"))
+        .await;
+    assert_eq!(status(&first), "approval_recorded", "{first:#}");
+    assert_eq!(
+        (
+            &first["identity"],
+            &first["approvals"],
+            &first["approvals_needed"]
+        ),
+        (&json!("bob"), &json!(1), &json!(1))
+    );
+    let twice = b
+        .call("stratum_gate_resolve", decide(&flow, "approve", "really"))
+        .await;
+    assert_eq!(
+        (&twice["counted"], &twice["approvals"]),
+        (&json!(false), &json!(1))
+    );
+    let still = a.call("stratum_resume", json!({"flow_id": flow})).await;
+    assert_eq!(status(&still), "await_gate", "{still:#}");
+    let done = c
+        .call("stratum_gate_resolve", decide(&flow, "approve", "agreed"))
+        .await;
+    assert_eq!(status(&done), "complete", "{done:#}");
+
+    let audit = a.call("stratum_audit", json!({"flow_id": flow})).await;
+    assert_eq!(audit["started_by"], "alice", "{audit:#}");
+    let approvals = records_of(&audit, "approval");
+    assert_eq!(approvals.len(), 1, "{audit:#}");
+    assert_eq!(approvals[0]["identity"], "bob");
+    let gates = records_of(&audit, "gate");
+    assert_eq!(gates.len(), 1, "the refusal left no record: {audit:#}");
+    assert_eq!(
+        (&gates[0]["actor"], &gates[0]["approvers"]),
+        (&json!("carol"), &json!(["bob", "carol"]))
+    );
+    // The operator's view of the flow says who started it, in its published schema.
+    let (code, shown) = state.cli(&["--config", config, "query", "flow", &flow, "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(shown["started_by"], "alice");
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/query-flow.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(jsonschema::is_valid(&schema, &shown), "{shown:#}");
+
+    // The terminal's user is one identity, a token another.
+    let second = flow_at_gate(&mut a).await;
+    let (code, recorded) = state.cli(&[
+        "--config", config, "gate", "approve", &second, "review", "--json",
+    ]);
+    assert_eq!(code, 0, "{recorded:#}");
+    assert_eq!(
+        (&recorded["result"], &recorded["actor"]),
+        (&json!("approval_recorded"), &json!(os_user()))
+    );
+    let resolved = b
+        .call("stratum_gate_resolve", decide(&second, "approve", "yes"))
+        .await;
+    assert_eq!(status(&resolved), "complete", "{resolved:#}");
+    let audit = a.call("stratum_audit", json!({"flow_id": second})).await;
+    assert_eq!(
+        records_of(&audit, "gate")[0]["approvers"],
+        json!([os_user(), "bob"])
+    );
+    for client in [a, b, c] {
+        client.stop().await;
+    }
 }
 
 #[tokio::test]
@@ -876,6 +1001,7 @@ async fn a_read_only_token_cannot_post_a_form_that_changes_state() {
             plan: Arc::new(plan),
             flow: None,
             inputs: json!({"text": "t"}),
+            started_by: None,
         })
         .unwrap()
         .to_json();

@@ -714,6 +714,7 @@ impl Agent {
                 plan: Arc::new(plan.clone()),
                 flow: self.start_flow.clone(),
                 inputs: self.inputs.clone(),
+                started_by: None,
             };
             return (wait, command);
         }
@@ -738,6 +739,7 @@ impl Agent {
                 plan: Arc::new(plan.clone()),
                 flow: self.start_flow.clone(),
                 inputs: self.inputs.clone(),
+                started_by: None,
             },
             7 => {
                 let steps: Vec<String> = plan
@@ -956,6 +958,7 @@ fn started(store: &Arc<SqliteStore>, spec: &str, flow: &str, inputs: Value) -> S
             plan: Arc::new(support::plan(spec)),
             flow: Some(flow.to_owned()),
             inputs,
+            started_by: None,
         })
         .expect("the flow starts")
         .to_json();

@@ -19,6 +19,10 @@ pub enum Command {
         plan: Arc<Plan>,
         flow: Option<String>,
         inputs: Value,
+        /// The identity the server vouches for of whoever starts it (an access token's name
+        /// over HTTP, `os:<user>` on stdio and from the CLI), kept on the flow: a gate whose
+        /// rules forbid self-approval refuses its approval. `None` when no one is known.
+        started_by: Option<String>,
     },
     StepDone {
         flow_id: String,
@@ -47,9 +51,11 @@ pub enum Command {
         rationale: String,
         /// Who the caller says decided: `human`, `agent` or `system`.
         resolved_by: String,
-        /// Who the server knows sent the call: the name of the access token of an HTTP
-        /// request (`stratum-mcp serve`), recorded beside `resolved_by` in the gate's audit
-        /// record. `None` on stdio and from the operator CLI.
+        /// Who the server knows decided, recorded beside `resolved_by` in the gate's audit
+        /// record: the name of the access token of an HTTP request (`stratum-mcp serve` and
+        /// its console), or the operating-system user (`os:<user>`) of the operator CLI and of
+        /// a form answered in a stdio server's client. `None` for an agent's own call over
+        /// stdio, which no gate with approval rules accepts.
         actor: Option<String>,
         /// How a person's decision reached the server, when the server knows: through the
         /// agent's client asking them (`elicitation`, with the client's name and version).
@@ -295,6 +301,9 @@ pub struct Config {
     /// at once, when the client shows forms (the config file's `gates.ask_when_reached`); else
     /// only `stratum_gate_wait` asks.
     pub ask_when_reached: bool,
+    /// Approval rules by gate function name (the server's config file, `[gates.functions]`):
+    /// enforced on every decision, whichever way it arrives.
+    pub gate_rules: BTreeMap<String, GateRule>,
     /// The most bytes of diff a fan-out step's tasks may hold together
     /// ([`crate::state::MAX_STEP_DIFF_BYTES`] by default).
     pub max_step_diff_bytes: u64,
@@ -324,6 +333,40 @@ impl GatePolicy {
     }
 }
 
+/// Who decides a gate of one function and how many must agree. A gate whose function has a
+/// rule takes decisions only from a verified identity (see `GateResolve::actor`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GateRule {
+    /// How many distinct identities must approve (at least 1): each approval before the last
+    /// is recorded and the gate keeps waiting.
+    pub min_approvals: u32,
+    /// The identities that may decide the gate at all (approve, revise or kill); `None`: any
+    /// verified identity.
+    pub approvers: Option<Vec<String>>,
+    /// Whether the identity that started the flow may approve it. Revise and kill stay open
+    /// to it: sending work back or stopping it is not approving it.
+    pub self_approval: bool,
+}
+
+impl Default for GateRule {
+    fn default() -> GateRule {
+        GateRule {
+            min_approvals: 1,
+            approvers: None,
+            self_approval: true,
+        }
+    }
+}
+
+impl GateRule {
+    /// Whether `identity` may decide gates under this rule at all.
+    pub fn admits(&self, identity: &str) -> bool {
+        self.approvers
+            .as_ref()
+            .is_none_or(|approvers| approvers.iter().any(|name| name == identity))
+    }
+}
+
 /// The bound on routing back into a step when a flow sets no `max_rounds`.
 pub const DEFAULT_MAX_REENTRIES: u32 = 100;
 
@@ -339,6 +382,7 @@ impl Default for Config {
             console_url: None,
             gate_policy: GatePolicy::default(),
             ask_when_reached: true,
+            gate_rules: BTreeMap::new(),
             max_step_diff_bytes: crate::state::MAX_STEP_DIFF_BYTES,
         }
     }
@@ -361,6 +405,12 @@ impl Config {
     /// [`Config::ask_when_reached`]).
     pub fn with_ask_when_reached(mut self, ask: bool) -> Config {
         self.ask_when_reached = ask;
+        self
+    }
+
+    /// The approval rules of gate functions, by function name.
+    pub fn with_gate_rules(mut self, rules: BTreeMap<String, GateRule>) -> Config {
+        self.gate_rules = rules;
         self
     }
 

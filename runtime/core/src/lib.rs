@@ -28,7 +28,9 @@ pub mod testing;
 
 use std::sync::Arc;
 
-pub use command::{Command, Config, Context, GatePolicy, ModelPrice, Pricing, TaskReport, Via};
+pub use command::{
+    Command, Config, Context, GatePolicy, GateRule, ModelPrice, Pricing, TaskReport, Via,
+};
 pub use ids::FlowId;
 pub use response::Response;
 pub use store::{MemoryStore, Store, StoreError};

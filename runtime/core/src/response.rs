@@ -35,6 +35,8 @@ pub enum Response {
     Parallel(Box<ParallelDispatch>),
     /// Where a fan-out step's tasks stand (start, poll, a task's report).
     FanOut(Box<FanOutReport>),
+    /// An approval counted towards a gate's `min_approvals`; the gate still waits.
+    ApprovalRecorded(Box<ApprovalRecorded>),
 }
 
 impl Response {
@@ -55,6 +57,7 @@ impl Response {
             Response::Audit(audit) => &audit.status,
             Response::Parallel(dispatch) => &dispatch.status,
             Response::FanOut(report) => &report.status,
+            Response::ApprovalRecorded(_) => "approval_recorded",
         }
     }
 
@@ -297,6 +300,33 @@ pub fn how_to_decide(flow_id: &str, step_id: &str, console: Option<&str>) -> Str
     )
 }
 
+/// `approval_recorded`: an approval of a gate whose rule asks for `min_approvals` distinct
+/// identities, before the last one needed. The gate still waits, in the same round; a revise
+/// or kill by one identity still decides it at once. An identity that already approved in
+/// this round is not counted again (`counted: false`, nothing changed).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct ApprovalRecorded {
+    #[schemars(extend("const" = "approval_recorded"))]
+    pub status: &'static str,
+    pub flow_id: String,
+    pub step_id: String,
+    pub round: u32,
+    /// Who approved, as the server knows them (a token's name, `os:<user>`).
+    pub identity: String,
+    /// Whether this call's approval was counted (false: the identity had already approved in
+    /// this round).
+    pub counted: bool,
+    /// How many distinct identities have approved in this round.
+    pub approvals: u32,
+    /// Who they are, in the order they approved.
+    pub approvers: Vec<String>,
+    /// How many the gate's rule asks for.
+    pub min_approvals: u32,
+    /// How many more distinct identities must approve before the gate resolves.
+    pub approvals_needed: u32,
+    pub message: String,
+}
+
 /// `execute_flow`: a flow step started (or resumed) its child; `child_step` is the child's
 /// own dispatch. Like the reference, it has no `flow_id`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
@@ -511,6 +541,10 @@ pub struct Audit {
     pub output: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent_flow_id: Option<String>,
+    /// The identity that started the flow, when the server knew it (a token's name,
+    /// `os:<user>`). Not in the reference's audit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_by: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
@@ -527,6 +561,8 @@ pub enum Record {
     Gate(GateRecord),
     Skip(SkipRecord),
     Policy(PolicyRecord),
+    /// One identity's approval of a gate that needs more than one; not in the reference.
+    Approval(ApprovalRecord),
 }
 
 impl Record {
@@ -536,6 +572,7 @@ impl Record {
             Record::Gate(record) => &record.step_id,
             Record::Skip(record) => &record.step_id,
             Record::Policy(record) => &record.step_id,
+            Record::Approval(record) => &record.step_id,
         }
     }
 }
@@ -569,10 +606,11 @@ pub struct GateRecord {
     pub outcome: String,
     pub rationale: String,
     pub resolved_by: String,
-    /// The name of the access token that resolved the gate over HTTP (`stratum-mcp serve`):
-    /// who the server knows sent the call, which `resolved_by` (the caller's own claim)
-    /// cannot fake. Absent when the gate was resolved over stdio, by the operator CLI, by a
-    /// policy or by a timeout.
+    /// Who the server knows resolved the gate, which `resolved_by` (the caller's own claim)
+    /// cannot fake: the access token's name over HTTP (`stratum-mcp serve`, its console), the
+    /// operating-system user (`os:<user>`) of the operator CLI or of a form answered in a
+    /// stdio server's client. Absent for an agent's own call over stdio, a policy or a
+    /// timeout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
     /// How the person's decision reached the server, when it knows: `elicitation` (the
@@ -582,7 +620,33 @@ pub struct GateRecord {
     /// The client that asked the person, as it declared itself (name and version).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// Every identity whose approval counted, in order, when the gate's rule decided who may
+    /// approve (the last one is `actor`). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvers: Vec<String>,
     pub duration_ms: u64,
+    pub round: u32,
+    pub round_start_step_id: Option<String>,
+    pub at_ms: u64,
+}
+
+/// An approval of a gate that needs `min_approvals` distinct identities, before the last one:
+/// the gate kept waiting. The gate record of the approval that completes the count lists
+/// every approver.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ApprovalRecord {
+    pub step_id: String,
+    /// Who approved, as the server knows them (a token's name, `os:<user>`).
+    pub identity: String,
+    pub rationale: String,
+    pub resolved_by: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// Distinct identities that have approved in this round, this one included.
+    pub approvals: u32,
+    pub min_approvals: u32,
     pub round: u32,
     pub round_start_step_id: Option<String>,
     pub at_ms: u64,

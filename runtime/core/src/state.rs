@@ -97,6 +97,11 @@ pub struct FlowHeader {
     )]
     pub output: Option<Value>,
     pub parent: Option<ParentLink>,
+    /// The identity that started the flow (a child flow: its parent's), when the server
+    /// knew it: a token's name or `os:<user>`. A gate whose rule forbids self-approval
+    /// refuses this identity's approval. Absent in flows stored before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_by: Option<String>,
     /// How many events the flow has written: the next event's number.
     pub events: u64,
     /// How many child flows it has started: keeps derived ids unique.
@@ -136,6 +141,19 @@ pub struct StepState {
     /// The tasks of a parallel or pipeline step (see [`FanOutState`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fan_out: Option<FanOutState>,
+    /// A gate's approvals so far, when its rule asks for more than one identity: cleared when
+    /// the gate is decided, and counted only in the round they were given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<Approval>,
+}
+
+/// One identity's approval of a gate that needs several (`min_approvals`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    pub identity: String,
+    /// The round it was given in: an approval of an earlier round's work never counts.
+    pub round: u32,
+    pub at_ms: u64,
 }
 
 impl StepState {

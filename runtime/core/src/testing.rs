@@ -120,6 +120,7 @@ fn start(store: &dyn Store, plan: &Arc<Plan>, now_ms: u64) -> FlowId {
         plan: plan.clone(),
         flow: Some("main".to_owned()),
         inputs: json!({"text": "the work"}),
+        started_by: None,
     };
     let answer = call(store, &command, now_ms);
     answer
@@ -207,6 +208,7 @@ fn a_failed_transaction_writes_nothing(open: &OpenStore<'_>) {
             plan: plan.clone(),
             flow: Some("main".to_owned()),
             inputs: json!({"text": "the work"}),
+            started_by: None,
         };
         crate::exec::run(&mut work, &command, &ctx)?;
         assert!(

@@ -924,6 +924,7 @@ impl Driver {
             } else {
                 json!({"text": 5})
             },
+            started_by: None,
         }
     }
 
@@ -2161,6 +2162,7 @@ fn behaviour_coverage() {
                     EventBody::Record(Record::Gate(_)) => "record: gate",
                     EventBody::Record(Record::Skip(_)) => "record: skip",
                     EventBody::Record(Record::Policy(_)) => "record: policy",
+                    EventBody::Record(Record::Approval(_)) => "record: approval",
                     EventBody::Iteration { .. } => "record: iteration",
                     EventBody::Attempt(_) => "record: failed attempt",
                 };

@@ -1,15 +1,21 @@
 //! Gates: the `await_gate` dispatch, approve / revise / kill and their routing, rounds and
 //! `max_rounds`, policies (`gate`, `flag`, `skip`) and a gate's `skip_if`, timeouts (persisted,
-//! so they fire after a restart and on any call), and the errors of `stratum_gate_resolve`.
+//! so they fire after a restart and on any call), the errors of `stratum_gate_resolve`, and
+//! the approval rules of gate functions (who may decide, how many must approve, whether the
+//! flow's starter may approve).
 //!
 //! Tests named `reference_bug_<n>_…` / `reference_<n>_…` cover item n of the reference
 //! runtime's weak points (`reference-runtime.md` §3).
 
 #![allow(clippy::indexing_slicing)] // JSON values index to null; a short list fails the test
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use stratum_test_support as support;
 
 use serde_json::{Value, json};
+use stratum_runtime::{Config, FlowId, GateRule};
 use support::{Scenario, error_type, status};
 
 const REVIEWED_WORK: &str = include_str!("../../../examples/reviewed-work.stratum.yaml");
@@ -1027,5 +1033,408 @@ fn a_decision_for_an_earlier_round_never_resolves_the_gate_of_a_later_one() {
         "nothing was resolved: {still}"
     );
     let approved = s.run("the round-1 form answers", for_round(1, "saw r2"));
+    assert_eq!(status(&approved), "complete", "{approved}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Approval rules of gate functions (the server's config file): who may decide, how many must
+// approve, and whether the flow's starter may approve its own work.
+
+/// `REVIEWED_WORK` under `rule` for its gate function, `review_gate`.
+fn ruled(rule: GateRule) -> Scenario {
+    let rules = BTreeMap::from([("review_gate".to_owned(), rule)]);
+    Scenario::configured(REVIEWED_WORK, Config::default().with_gate_rules(rules))
+}
+
+fn two_approvals() -> GateRule {
+    GateRule {
+        min_approvals: 2,
+        ..GateRule::default()
+    }
+}
+
+/// The flow's version and event count as the store holds them: a refused decision leaves both.
+fn stored(s: &Scenario, flow: &str) -> (u64, u64) {
+    let id = FlowId::parse(flow).expect("a flow id");
+    let mut header = None;
+    s.store
+        .read(&mut |snapshot| {
+            header = snapshot.flow(&id)?;
+            Ok(())
+        })
+        .expect("the store reads");
+    let header = header.expect("the flow is stored");
+    (header.version, header.events)
+}
+
+/// Every trace record of the audit, earlier rounds first.
+fn all_records(audit: &Value) -> Vec<Value> {
+    let earlier = audit["rounds"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|round| round["steps"].as_array().into_iter().flatten());
+    earlier
+        .chain(audit["trace"].as_array().into_iter().flatten())
+        .cloned()
+        .collect()
+}
+
+fn of_type(records: &[Value], kind: &str) -> Vec<Value> {
+    records
+        .iter()
+        .filter(|record| record["type"] == kind)
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn min_approvals_2_needs_two_distinct_identities() {
+    let mut s = ruled(two_approvals());
+    s.acting_as(Some("os:carol"));
+    let flow = reviewed_work_at_gate(&mut s);
+
+    s.acting_as(Some("alice"));
+    let first = s.gate(&flow, "review", "approve", "reads well", "human");
+    assert_eq!(status(&first), "approval_recorded", "{first}");
+    assert_eq!(
+        (
+            &first["approvals"],
+            &first["approvals_needed"],
+            &first["min_approvals"],
+            &first["counted"],
+            &first["approvers"]
+        ),
+        (
+            &json!(1),
+            &json!(1),
+            &json!(2),
+            &json!(true),
+            &json!(["alice"])
+        ),
+        "{first}"
+    );
+    let still = s.resume(&flow);
+    assert_eq!(
+        status(&still),
+        "await_gate",
+        "the gate still waits: {still}"
+    );
+
+    // The same identity again counts once, and changes nothing.
+    let before = stored(&s, &flow);
+    let again = s.gate(&flow, "review", "approve", "still fine", "human");
+    assert_eq!(status(&again), "approval_recorded", "{again}");
+    assert_eq!(
+        (&again["counted"], &again["approvals"]),
+        (&json!(false), &json!(1))
+    );
+    let message = again["message"].as_str().expect("a message");
+    assert!(message.contains("already approved"), "{message}");
+    assert_eq!(stored(&s, &flow), before, "nothing was written");
+
+    s.acting_as(Some("bob"));
+    let done = s.gate(&flow, "review", "approve", "agreed", "human");
+    assert_eq!(status(&done), "complete", "{done}");
+
+    let audit = s.audit(&flow);
+    assert_eq!(audit["started_by"], "os:carol", "{audit}");
+    let records = all_records(&audit);
+    let approvals = of_type(&records, "approval");
+    assert_eq!(approvals.len(), 1, "one partial approval: {audit}");
+    assert_eq!(
+        (
+            &approvals[0]["identity"],
+            &approvals[0]["rationale"],
+            &approvals[0]["approvals"],
+            &approvals[0]["min_approvals"],
+            &approvals[0]["round"]
+        ),
+        (
+            &json!("alice"),
+            &json!("reads well"),
+            &json!(1),
+            &json!(2),
+            &json!(0)
+        )
+    );
+    let gates = of_type(&records, "gate");
+    assert_eq!(gates.len(), 1, "{audit}");
+    assert_eq!(gates[0]["outcome"], "approve");
+    assert_eq!(gates[0]["actor"], "bob");
+    assert_eq!(gates[0]["approvers"], json!(["alice", "bob"]));
+    insta::assert_snapshot!(s.transcript());
+}
+
+#[test]
+fn revise_or_kill_by_one_identity_decides_at_once_and_a_new_round_counts_afresh() {
+    let mut s = ruled(two_approvals());
+    let flow = reviewed_work_at_gate(&mut s);
+    s.acting_as(Some("alice"));
+    let first = s.gate(&flow, "review", "approve", "fine by me", "human");
+    assert_eq!(status(&first), "approval_recorded", "{first}");
+
+    // One identity's revise sends the work back at once, whatever was approved before.
+    s.acting_as(Some("bob"));
+    let revised = s.gate(&flow, "review", "revise", "needs a summary", "human");
+    assert_eq!(status(&revised), "execute_step", "{revised}");
+    let back = s.done(&flow, "work", json!({"result": "r2", "quality_score": 0.9}));
+    assert_eq!(status(&back), "await_gate", "{back}");
+
+    // Round 1 counts from none: alice's round-0 approval was of other work.
+    s.acting_as(Some("alice"));
+    let fresh = s.gate(&flow, "review", "approve", "better", "human");
+    assert_eq!(status(&fresh), "approval_recorded", "{fresh}");
+    assert_eq!(
+        (&fresh["round"], &fresh["approvals"]),
+        (&json!(1), &json!(1))
+    );
+
+    s.acting_as(Some("carol"));
+    let killed = s.gate(&flow, "review", "kill", "not this quarter", "human");
+    assert_eq!(status(&killed), "killed", "{killed}");
+
+    let audit = s.audit(&flow);
+    let records = all_records(&audit);
+    let approvals: Vec<(Value, Value)> = of_type(&records, "approval")
+        .iter()
+        .map(|record| (record["identity"].clone(), record["round"].clone()))
+        .collect();
+    assert_eq!(
+        approvals,
+        [(json!("alice"), json!(0)), (json!("alice"), json!(1))]
+    );
+    let gates = of_type(&records, "gate");
+    let decided: Vec<(Value, Value, Value)> = gates
+        .iter()
+        .map(|gate| {
+            (
+                gate["outcome"].clone(),
+                gate["actor"].clone(),
+                gate.get("approvers").cloned().unwrap_or(Value::Null),
+            )
+        })
+        .collect();
+    assert_eq!(
+        decided,
+        [
+            (json!("revise"), json!("bob"), Value::Null),
+            (json!("kill"), json!("carol"), Value::Null)
+        ],
+        "{audit}"
+    );
+}
+
+#[test]
+fn the_flows_starter_cannot_approve_when_self_approval_is_off_but_may_revise() {
+    let mut s = ruled(GateRule {
+        self_approval: false,
+        ..GateRule::default()
+    });
+    s.acting_as(Some("alice"));
+    let flow = reviewed_work_at_gate(&mut s);
+
+    let before = stored(&s, &flow);
+    let refused = s.gate(&flow, "review", "approve", "my own work is fine", "human");
+    assert_eq!(error_type(&refused), "self_approval", "{refused}");
+    assert_eq!(
+        (&refused["flow_id"], &refused["step_id"], &refused["round"]),
+        (&json!(flow), &json!("review"), &json!(0))
+    );
+    let message = refused["message"].as_str().expect("a message");
+    assert!(message.contains("`alice` started flow"), "{message}");
+    assert!(message.contains("revise or kill"), "{message}");
+    assert_eq!(stored(&s, &flow), before, "a refusal writes nothing");
+    assert!(of_type(&all_records(&s.audit(&flow)), "gate").is_empty());
+
+    // Sending one's own work back is not approving it.
+    let revised = s.gate(&flow, "review", "revise", "I found a bug", "human");
+    assert_eq!(status(&revised), "execute_step", "{revised}");
+    let back = s.done(&flow, "work", json!({"result": "r2", "quality_score": 0.9}));
+    assert_eq!(status(&back), "await_gate", "{back}");
+    let still_refused = s.gate(&flow, "review", "approve", "fixed", "human");
+    assert_eq!(error_type(&still_refused), "self_approval");
+
+    s.acting_as(Some("bob"));
+    let approved = s.gate(&flow, "review", "approve", "reviewed", "human");
+    assert_eq!(status(&approved), "complete", "{approved}");
+}
+
+#[test]
+fn an_identity_not_among_the_approvers_is_refused_whatever_it_decides() {
+    let mut s = ruled(GateRule {
+        approvers: Some(vec!["alice".to_owned(), "os:bob".to_owned()]),
+        ..GateRule::default()
+    });
+    let flow = reviewed_work_at_gate(&mut s);
+    s.acting_as(Some("mallory"));
+    let before = stored(&s, &flow);
+    for outcome in ["approve", "revise", "kill"] {
+        let refused = s.gate(&flow, "review", outcome, "let me", "human");
+        assert_eq!(error_type(&refused), "not_an_approver", "{refused}");
+        let message = refused["message"].as_str().expect("a message");
+        assert!(message.contains("admit only alice, os:bob"), "{message}");
+    }
+    assert_eq!(stored(&s, &flow), before, "the refusals wrote nothing");
+    s.acting_as(Some("os:bob"));
+    let approved = s.gate(&flow, "review", "approve", "fine", "human");
+    assert_eq!(status(&approved), "complete", "{approved}");
+}
+
+#[test]
+fn a_decision_without_a_verified_identity_is_refused_at_a_gate_with_rules() {
+    let mut s = ruled(GateRule::default());
+    let flow = reviewed_work_at_gate(&mut s);
+    // An agent's own stratum_gate_resolve over stdio: no identity the server vouches for.
+    s.acting_as(None);
+    let before = stored(&s, &flow);
+    let refused = s.gate(&flow, "review", "approve", "looks right to me", "human");
+    assert_eq!(error_type(&refused), "identity_required", "{refused}");
+    let message = refused["message"].as_str().expect("a message");
+    for hint in [
+        "stratum_gate_wait",
+        "stratum-mcp gate approve",
+        "web console",
+    ] {
+        assert!(message.contains(hint), "{hint} not in {message}");
+    }
+    assert_eq!(stored(&s, &flow), before);
+
+    // A gate whose function has no rule is decided as before, by anyone.
+    let rules = BTreeMap::from([("another_gate".to_owned(), two_approvals())]);
+    let mut unruled = Scenario::configured(REVIEWED_WORK, Config::default().with_gate_rules(rules));
+    let other = reviewed_work_at_gate(&mut unruled);
+    let approved = unruled.gate(&other, "review", "approve", "fine", "agent");
+    assert_eq!(status(&approved), "complete", "{approved}");
+}
+
+#[test]
+fn a_decision_bound_to_an_earlier_round_is_refused_before_any_rule_counts_it() {
+    let mut s = ruled(two_approvals());
+    let flow = reviewed_work_at_gate(&mut s);
+    s.acting_as(Some("alice"));
+    s.gate(&flow, "review", "revise", "again", "human");
+    s.done(&flow, "work", json!({"result": "r2", "quality_score": 0.9}));
+    // bob's form showed round 0; it answers after the revise.
+    let stale = s.run(
+        "bob answers the round-0 form",
+        stratum_runtime::Command::GateResolve {
+            flow_id: flow.clone(),
+            step_id: "review".to_owned(),
+            outcome: "approve".to_owned(),
+            rationale: "saw r1".to_owned(),
+            resolved_by: "human".to_owned(),
+            actor: Some("bob".to_owned()),
+            via: None,
+            round: Some(0),
+        },
+    );
+    assert_eq!(error_type(&stale), "stale_round", "{stale}");
+    let first = s.gate(&flow, "review", "approve", "r2 is good", "human");
+    assert_eq!(
+        (&first["status"], &first["approvals"]),
+        (&json!("approval_recorded"), &json!(1)),
+        "bob's stale answer counted for nothing: {first}"
+    );
+}
+
+#[test]
+fn a_timeout_still_kills_a_gate_that_has_some_of_its_approvals() {
+    let mut s = ruled(two_approvals());
+    let flow = reviewed_work_at_gate(&mut s);
+    s.acting_as(Some("alice"));
+    s.gate(&flow, "review", "approve", "ok", "human");
+    s.wait_ms(3_600_000);
+    let killed = s.check_timeouts(&flow);
+    assert_eq!(status(&killed), "killed", "{killed}");
+    assert_eq!(killed["reason"], "timeout");
+}
+
+#[test]
+fn approvals_count_against_the_rule_in_force() {
+    let mut s = ruled(GateRule {
+        min_approvals: 2,
+        approvers: Some(vec![
+            "alice".to_owned(),
+            "bob".to_owned(),
+            "carol".to_owned(),
+        ]),
+        self_approval: true,
+    });
+    let flow = reviewed_work_at_gate(&mut s);
+    s.acting_as(Some("alice"));
+    s.gate(&flow, "review", "approve", "ok", "human");
+    // The operators drop alice from the approvers and restart the server.
+    let rules = BTreeMap::from([(
+        "review_gate".to_owned(),
+        GateRule {
+            min_approvals: 2,
+            approvers: Some(vec!["bob".to_owned(), "carol".to_owned()]),
+            self_approval: true,
+        },
+    )]);
+    s.config = Arc::new(Config::default().with_gate_rules(rules));
+    s.acting_as(Some("bob"));
+    let waiting = s.gate(&flow, "review", "approve", "ok", "human");
+    assert_eq!(status(&waiting), "approval_recorded", "{waiting}");
+    assert_eq!(
+        waiting["approvers"],
+        json!(["bob"]),
+        "alice no longer counts"
+    );
+    s.acting_as(Some("carol"));
+    let done = s.gate(&flow, "review", "approve", "ok", "human");
+    assert_eq!(status(&done), "complete", "{done}");
+}
+
+/// A sub-flow with a gate: its starter is the parent's.
+const NESTED_REVIEW: &str = r#"
+version: "0.2"
+functions:
+  review_gate:
+    mode: gate
+flows:
+  reviewed:
+    input: {}
+    steps:
+      - id: write
+        intent: "Write it"
+      - id: review
+        function: review_gate
+        on_approve: ~
+        on_revise: write
+        on_kill: ~
+  main:
+    input: {}
+    steps:
+      - id: inner
+        flow: reviewed
+        inputs: {}
+"#;
+
+#[test]
+fn a_sub_flows_gate_knows_who_started_the_flow_above_it() {
+    let rules = BTreeMap::from([(
+        "review_gate".to_owned(),
+        GateRule {
+            self_approval: false,
+            ..GateRule::default()
+        },
+    )]);
+    let mut s = Scenario::configured(NESTED_REVIEW, Config::default().with_gate_rules(rules));
+    s.acting_as(Some("alice"));
+    let started = s.start(Some("main"), json!({}));
+    assert_eq!(status(&started), "execute_flow", "{started}");
+    let child = started["child_flow_id"]
+        .as_str()
+        .expect("a child flow")
+        .to_owned();
+    let at_gate = s.done(&child, "write", json!({"text": "t"}));
+    assert_eq!(status(&at_gate), "await_gate", "{at_gate}");
+    assert_eq!(s.audit(&child)["started_by"], "alice");
+    let refused = s.gate(&child, "review", "approve", "mine", "human");
+    assert_eq!(error_type(&refused), "self_approval", "{refused}");
+    s.acting_as(Some("bob"));
+    let approved = s.gate(&child, "review", "approve", "theirs", "human");
     assert_eq!(status(&approved), "complete", "{approved}");
 }

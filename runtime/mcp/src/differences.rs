@@ -144,9 +144,23 @@ pub static DIFFERENCES: &[Difference] = &[
                     agent may write `human`.",
         ours: "`stratum-mcp serve` takes every call with an access token; a gate resolved \
                through it keeps the caller's `resolved_by` and adds `actor`, the token's name, \
-               which no argument sets (absent over stdio and from the CLI). A read-only token \
-               cannot resolve a gate at all.",
+               which no argument sets (`os:<user>` from the operator CLI and a stdio server's \
+               form; absent for an agent's own call over stdio). A read-only token cannot \
+               resolve a gate at all.",
         why: "the audit must say who decided, and an agent's own claim cannot be that record.",
+    },
+    Difference {
+        topic: "gate-approvals",
+        summary: "gate functions can require approvers, several approvals and no self-approval",
+        reference: "any caller resolves any gate with one call, whatever it claims to be.",
+        ours: "the server's config file may give a gate function `approvers` (token names, \
+               `os:<user>`), `min_approvals` (distinct identities) and `self_approval = false` \
+               (the flow's starter may not approve). Such a gate takes decisions only from an \
+               identity the server vouches for (refusing an agent's own call over stdio with \
+               `identity_required`), refuses `not_an_approver` and `self_approval`, and answers \
+               `approval_recorded` to each approval before the last one needed.",
+        why: "a gate exists so that the right people decide; a rule that a spec's author, or \
+              the agent whose work is judged, could set or bypass would not ensure that.",
     },
     Difference {
         topic: "compact-text",

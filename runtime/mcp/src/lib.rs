@@ -18,6 +18,7 @@ pub mod compact;
 pub mod diagnostics;
 pub mod differences;
 pub mod gate_wait;
+pub mod identity;
 pub mod judge;
 pub mod limits;
 pub mod location;

@@ -81,8 +81,28 @@ struct Shared {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Caller {
     pub actor: Option<String>,
+    /// On stdio, the operating-system user running the server (`os:alice`), who started its
+    /// client: the identity of the flows it starts and of a person's answer to a form in that
+    /// client, never of an agent's own `stratum_gate_resolve`, which carries only `actor`.
+    pub os_user: Option<String>,
     pub read_only: bool,
     pub paths: PathScope,
+}
+
+impl Caller {
+    /// The caller of a stdio server.
+    pub fn stdio() -> Caller {
+        Caller {
+            os_user: Some(crate::identity::os_user()),
+            ..Caller::default()
+        }
+    }
+
+    /// Who the server vouches for behind the call: the token's name over HTTP, else the
+    /// operating-system user of a stdio server.
+    pub fn person(&self) -> Option<&str> {
+        self.actor.as_deref().or(self.os_user.as_deref())
+    }
 }
 
 /// What one call answers: a value of the tool's output schema, or a refusal of the call as
@@ -601,7 +621,9 @@ impl StratumServer {
                 outcome,
                 rationale,
                 resolved_by: "human".to_owned(),
-                actor: caller.actor.clone(),
+                // The person who answered the form: the token's holder over HTTP, the user who
+                // started the client on stdio.
+                actor: caller.person().map(str::to_owned),
                 via: Some(stratum_runtime::Via {
                     channel: "elicitation".to_owned(),
                     client,
@@ -723,7 +745,7 @@ impl ServerHandler for StratumServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call_tool_as(request, Caller::default(), Progress::of(&context))
+        self.call_tool_as(request, Caller::stdio(), Progress::of(&context))
             .await
     }
 
@@ -934,6 +956,7 @@ impl Shared {
                     plan,
                     flow: args.flow,
                     inputs: Value::Object(args.inputs.unwrap_or_default()),
+                    started_by: caller.person().map(str::to_owned),
                 }
             }
             ToolName::StepDone => {

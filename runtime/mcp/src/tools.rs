@@ -15,9 +15,9 @@ use super::gate_wait::GatePending;
 use super::judge::{Judged, Judging};
 use super::outputs::{SpecRejected, ToolError, Validation};
 use crate::response::{
-    Audit, Committed, ErrorResponse, FanOutReport, Finished, FlowDispatch, GateDispatch,
-    IterationAborted, IterationReport, IterationStarted, NoTimeout, ParallelDispatch, StatusOnly,
-    StepDispatch,
+    ApprovalRecorded, Audit, Committed, ErrorResponse, FanOutReport, Finished, FlowDispatch,
+    GateDispatch, IterationAborted, IterationReport, IterationStarted, NoTimeout, ParallelDispatch,
+    StatusOnly, StepDispatch,
 };
 
 /// Which tool a call names.
@@ -81,6 +81,19 @@ const MOVES: fn(&mut SchemaGenerator) -> Vec<Schema> = any_of![
     GateDispatch,
     FlowDispatch,
     Finished,
+    ErrorResponse,
+    ToolError
+];
+
+/// What a gate decision answers: what [`MOVES`] answers, or an approval counted towards the
+/// gate's `min_approvals` while it keeps waiting.
+const DECIDES: fn(&mut SchemaGenerator) -> Vec<Schema> = any_of![
+    StepDispatch,
+    ParallelDispatch,
+    GateDispatch,
+    FlowDispatch,
+    Finished,
+    ApprovalRecorded,
     ErrorResponse,
     ToolError
 ];
@@ -192,12 +205,16 @@ ends to learn from it, or any time to see where a flow stands.",
 (go on to the gate's `on_approve` step, or finish), `revise` (start a new round at `on_revise`; \
 `error` `max_rounds_exceeded` when the flow's rounds are used up), or `kill` (end the flow, or run \
 its `on_kill` cleanup step). `rationale` is recorded; `resolved_by` is `human`, `agent` or \
-`system`: say `human` only when a person decided.",
+`system`: say `human` only when a person decided. A gate function with approval rules (the \
+server's config file) takes decisions only from an identity the server knows (an HTTP token): \
+over stdio this call gets `error` `identity_required` (call stratum_gate_wait instead); \
+`not_an_approver` and `self_approval` (the flow's starter may not approve) refuse the decision; \
+`approval_recorded` counts an approval while the gate waits for `approvals_needed` more.",
         read_only: false,
         destructive: true,
         idempotent: false,
         input: input::<args::GateResolveArgs>,
-        outputs: MOVES,
+        outputs: DECIDES,
     },
     ToolSpec {
         tool: ToolName::GateWait,
@@ -210,7 +227,8 @@ is applied as the gate's resolution (`resolved_by: human`, `via: elicitation`) a
 what the flow does next, as from stratum_gate_resolve. The call waits until they answer, the \
 gate's `timeout` (the form is withdrawn and the timeout rule applies) or `wait_seconds`, sending \
 progress notifications meanwhile. Answers `gate_pending` (with `how_to_decide`) when they decline \
-or close the form, when nobody answers in time, or when the client cannot show a form.",
+or close the form, when nobody answers in time, or when the client cannot show a form; \
+`approval_recorded` when the gate's rules want more approvers than this one.",
         read_only: false,
         destructive: true,
         idempotent: false,
@@ -221,6 +239,7 @@ or close the form, when nobody answers in time, or when the client cannot show a
             GateDispatch,
             FlowDispatch,
             Finished,
+            ApprovalRecorded,
             GatePending,
             ErrorResponse,
             ToolError

@@ -143,6 +143,7 @@ impl ServerHandler for HttpTools {
         };
         let caller = Caller {
             actor: Some(identity.name),
+            os_user: None,
             read_only: identity.read_only,
             paths: stratum_mcp::PathScope::UnderRoot,
         };

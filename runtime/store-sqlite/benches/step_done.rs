@@ -66,6 +66,7 @@ impl Driver {
             plan: self.plan.clone(),
             flow: None,
             inputs: linear::inputs(),
+            started_by: None,
         });
         assert_eq!(response.status(), "execute_step");
         self.flow = response.to_json()["flow_id"].as_str().unwrap().to_owned();

@@ -34,6 +34,8 @@ pub struct Scenario {
     transcript: String,
     names: HashMap<String, String>,
     ids: Vec<String>,
+    /// Who sends the commands, as a server would vouch for them (see [`Scenario::acting_as`]).
+    identity: Option<String>,
 }
 
 /// Compiles a spec, or panics with its diagnostics.
@@ -55,7 +57,12 @@ pub fn plan(spec: &str) -> Plan {
 impl Scenario {
     /// A scenario on the memory store, mirrored on SQLite and PostgreSQL.
     pub fn new(spec: &str) -> Scenario {
-        let mut scenario = Scenario::with(spec, Arc::new(MemoryStore::new()), Config::default());
+        Scenario::configured(spec, Config::default())
+    }
+
+    /// A scenario with these settings on the memory store, mirrored on SQLite and PostgreSQL.
+    pub fn configured(spec: &str, config: Config) -> Scenario {
+        let mut scenario = Scenario::with(spec, Arc::new(MemoryStore::new()), config);
         scenario.mirrors = Arc::new(Mirrors::every_database());
         scenario
     }
@@ -72,6 +79,7 @@ impl Scenario {
             transcript: String::new(),
             names: HashMap::new(),
             ids: Vec::new(),
+            identity: None,
         }
     }
 
@@ -79,6 +87,17 @@ impl Scenario {
     pub fn wait_ms(&mut self, ms: u64) {
         self.now_ms += ms;
         self.transcript.push_str(&format!("# {ms} ms pass\n\n"));
+    }
+
+    /// Sends the next commands as `identity`, the one a server vouches for (an access token's
+    /// name, `os:<user>`): the flows they start record it, the gates they decide carry it as
+    /// the actor. `None`, the default, is an agent over stdio, whom no server vouches for.
+    pub fn acting_as(&mut self, identity: Option<&str>) {
+        self.identity = identity.map(str::to_owned);
+        self.transcript.push_str(&format!(
+            "# acting as {}\n\n",
+            identity.unwrap_or("(nobody known)")
+        ));
     }
 
     /// A note in the transcript.
@@ -118,6 +137,7 @@ impl Scenario {
             transcript: self.transcript.clone(),
             names: self.names.clone(),
             ids: self.ids.clone(),
+            identity: self.identity.clone(),
         };
         reopened.note("restart: a new process opens the same store");
         reopened
@@ -170,6 +190,7 @@ impl Scenario {
                 plan: self.plan.clone(),
                 flow: flow.map(str::to_owned),
                 inputs,
+                started_by: self.identity.clone(),
             },
         )
     }
@@ -311,7 +332,7 @@ impl Scenario {
                 outcome: outcome.to_owned(),
                 rationale: rationale.to_owned(),
                 resolved_by: by.to_owned(),
-                actor: None,
+                actor: self.identity.clone(),
                 via: None,
                 round: None,
             },

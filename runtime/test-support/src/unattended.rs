@@ -44,6 +44,7 @@ pub fn start_enrolled(
                     plan: plan.clone(),
                     flow: flow.map(str::to_owned),
                     inputs: inputs.clone(),
+                    started_by: None,
                 })
                 .expect("the flow starts")
                 .to_json();

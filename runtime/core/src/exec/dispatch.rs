@@ -818,6 +818,8 @@ fn dispatch_child(
                     flow: run.id.clone(),
                     step: index,
                 }),
+                // Whoever started the parent started the work its gates judge.
+                started_by: header.started_by.clone(),
                 events: 0,
                 children: 0,
                 version: 0,

@@ -257,5 +257,6 @@ fn audit_of(work: &mut Work<'_>, run: &Run<'_>, depth: usize) -> Result<Audit, S
         child_audits,
         output: header.output.clone(),
         parent_flow_id: header.parent.as_ref().map(|link| link.flow.to_string()),
+        started_by: header.started_by.clone(),
     })
 }

@@ -4,6 +4,7 @@
 
 use stratum_compiler::plan::{Action, Target};
 
+use super::approvals::{self, Count};
 use super::dispatch::{self, Move, Note};
 use super::{Run, current, finish, running_step};
 use crate::command::Via;
@@ -22,7 +23,9 @@ pub(crate) struct Decision<'a> {
     pub rationale: &'a str,
     /// The caller's claim: `human`, `agent` or `system`.
     pub resolved_by: &'a str,
-    /// The server's knowledge: the access token's name over HTTP.
+    /// The server's knowledge of who decided (a verified identity): the access token's name
+    /// over HTTP, `os:<user>` from the CLI or a stdio server's form; none from an agent over
+    /// stdio.
     pub actor: Option<&'a str>,
     /// How a person's decision reached the server.
     pub via: Option<&'a Via>,
@@ -53,10 +56,11 @@ pub(crate) fn resolve(
         if let Some(refused) = invalid_decision(run, outcome, resolved_by) {
             return Ok(refused);
         }
-        record_gate(work, run, index, &decision, run.ctx.now_ms)?;
+        record_gate(work, run, index, &decision, Vec::new(), run.ctx.now_ms)?;
         return super::judge::decide(work, run, index, &decision);
     }
     let Action::Gate {
+        ref function,
         on_approve,
         on_revise,
         on_kill,
@@ -103,6 +107,12 @@ pub(crate) fn resolve(
         error.round = Some(header.round);
         return Ok(error.into_response());
     }
+    let rule = run.ctx.config.gate_rules.get(function.as_str());
+    if let Some(rule) = rule
+        && let Some(refused) = approvals::refusal(run, &header, step_id, function, rule, &decision)
+    {
+        return Ok(refused);
+    }
     // A revise past `max_rounds` is refused before anything is recorded: no gate record
     // claims a revision that did not happen.
     if outcome == "revise"
@@ -110,7 +120,18 @@ pub(crate) fn resolve(
     {
         return Ok(refused);
     }
-    record_gate(work, run, index, &decision, run.ctx.now_ms)?;
+    let approvers = match (rule, decision.actor) {
+        (Some(rule), Some(identity)) if outcome == "approve" => {
+            match approvals::count(work, run, &header, index, rule, &decision, identity)? {
+                Count::Complete(approvers) => approvers,
+                Count::Waiting(answer) => return Ok(answer),
+            }
+        }
+        _ => Vec::new(),
+    };
+    // Whatever the decision, the gate is decided: a later wait at it counts afresh.
+    approvals::clear(work, run, index)?;
+    record_gate(work, run, index, &decision, approvers, run.ctx.now_ms)?;
     match outcome {
         "approve" => {
             if let Some(stopped) = dispatch::move_to(work, run, index, on_approve, Move::Forward)? {
@@ -150,12 +171,14 @@ fn invalid_decision(run: &Run<'_>, outcome: &str, resolved_by: &str) -> Option<R
     None
 }
 
-/// Writes the gate record of a resolution at `at_ms` (now, or the deadline of a timeout).
+/// Writes the gate record of a resolution at `at_ms` (now, or the deadline of a timeout);
+/// `approvers`: the identities whose approvals resolved it under its rule.
 fn record_gate(
     work: &mut Work<'_>,
     run: &Run<'_>,
     index: u32,
     decision: &Decision<'_>,
+    approvers: Vec<String>,
     at_ms: u64,
 ) -> Result<(), StoreError> {
     let header = work.get(&run.id)?;
@@ -169,6 +192,7 @@ fn record_gate(
             actor: decision.actor.map(str::to_owned),
             via: decision.via.map(|via| via.channel.clone()),
             client: decision.via.and_then(|via| via.client.clone()),
+            approvers,
             duration_ms: header
                 .dispatched_ms
                 .map_or(0, |at| at_ms.saturating_sub(at)),
@@ -297,7 +321,8 @@ pub(crate) fn expire(work: &mut Work<'_>, run: &Run<'_>) -> Result<Option<Respon
         via: None,
         round: None,
     };
-    record_gate(work, run, index, &timeout, deadline)?;
+    approvals::clear(work, run, index)?;
+    record_gate(work, run, index, &timeout, Vec::new(), deadline)?;
     kill(work, run, index, on_kill, Some("timeout"), deadline).map(Some)
 }
 

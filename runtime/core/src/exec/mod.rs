@@ -8,6 +8,7 @@
 //! `validate`), `gates`, `iterations`, `checkpoints`, `budget`, and `finish` ends
 //! flows and writes audits.
 
+pub(crate) mod approvals;
 pub(crate) mod budget;
 pub(crate) mod cache;
 pub(crate) mod certificate;
@@ -37,8 +38,21 @@ pub use work::Work;
 
 /// Runs one command.
 pub fn run(work: &mut Work<'_>, command: &Command, ctx: &Context) -> Result<Response, StoreError> {
-    if let Command::Start { plan, flow, inputs } = command {
-        return start::start(work, plan.clone(), flow.as_deref(), inputs, ctx);
+    if let Command::Start {
+        plan,
+        flow,
+        inputs,
+        started_by,
+    } = command
+    {
+        return start::start(
+            work,
+            plan.clone(),
+            flow.as_deref(),
+            inputs,
+            started_by.as_deref(),
+            ctx,
+        );
     }
     if let Some(too_deep) = too_deep(command) {
         return Ok(too_deep);

@@ -21,6 +21,7 @@ pub(crate) fn start(
     plan: Arc<Plan>,
     flow: Option<&str>,
     inputs: &Value,
+    started_by: Option<&str>,
     ctx: &Context,
 ) -> Result<Response, StoreError> {
     let index = match flow {
@@ -92,6 +93,7 @@ pub(crate) fn start(
         budget: budget::ledger(chosen.budget.as_ref()),
         output: None,
         parent: None,
+        started_by: started_by.map(str::to_owned),
         events: 0,
         children: 0,
         version: 0,

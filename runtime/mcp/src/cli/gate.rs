@@ -68,8 +68,23 @@ pub struct GateMutation {
     /// `approve`, `kill` or `revise`.
     pub outcome: String,
     /// The status the flow moved to: `execute_step`, `await_gate`, `execute_flow`,
-    /// `complete`, `killed`, `budget_exhausted`, ….
+    /// `complete`, `killed`, `budget_exhausted`, …; `approval_recorded` when the gate's rule
+    /// asks for more approvals than it has had (the gate still waits).
     pub result: String,
+    /// Who decided, as the server knows them: the operating-system user (`os:alice`) from
+    /// the terminal, the access token's name from the console.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    /// With `approval_recorded`: how many distinct identities have approved in this round.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approvals: Option<u32>,
+    /// With `approval_recorded`: how many more must approve before the gate resolves.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approvals_needed: Option<u32>,
+    /// With `approval_recorded`: false when this identity had already approved in this round
+    /// (it counts once; nothing changed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counted: Option<bool>,
 }
 
 /// No flow of that id: `{"error": {"code": "NOT_FOUND", "message": …}}`.
@@ -101,7 +116,9 @@ pub struct Conflict {
     pub flow_id: String,
     pub step_id: String,
     /// The runtime's reason: `wrong_step`, `not_a_gate_step`, `flow_already_complete`,
-    /// `max_rounds_exceeded`, ….
+    /// `max_rounds_exceeded`; under the gate function's approval rules `not_an_approver` (the
+    /// identity may not decide it) or `self_approval` (the flow's starter may not approve it);
+    /// ….
     pub error_type: String,
     pub message: String,
 }
@@ -137,13 +154,7 @@ impl GateAnswer {
     /// come from a spec.
     pub fn to_text(&self) -> String {
         let text = match self {
-            GateAnswer::Done(done) => format!(
-                "{} {} of flow {}: the flow is now at `{}`",
-                past_tense(&done.outcome),
-                done.step_id,
-                done.flow_id,
-                done.result
-            ),
+            GateAnswer::Done(done) => done.to_text(),
             GateAnswer::NotFound(missing) => format!("error: {}", missing.error.message),
             GateAnswer::Conflict(conflict) => {
                 format!(
@@ -154,6 +165,35 @@ impl GateAnswer {
             }
         };
         visible(&text).into_owned()
+    }
+}
+
+impl GateMutation {
+    fn to_text(&self) -> String {
+        let (Some(approvals), Some(needed)) = (self.approvals, self.approvals_needed) else {
+            return format!(
+                "{} {} of flow {}: the flow is now at `{}`",
+                past_tense(&self.outcome),
+                self.step_id,
+                self.flow_id,
+                self.result
+            );
+        };
+        let (who, step, flow) = (
+            self.actor.as_deref().unwrap_or("this identity"),
+            &self.step_id,
+            &self.flow_id,
+        );
+        let what = if self.counted == Some(false) {
+            format!("{who} already approved {step} of flow {flow} and counts once")
+        } else {
+            format!("recorded the approval of {step} of flow {flow} by {who}")
+        };
+        format!(
+            "{what}: {approvals} of {} approvals; the gate waits for {needed} more from other \
+             identities",
+            approvals.saturating_add(needed)
+        )
     }
 }
 
@@ -193,7 +233,9 @@ fn past_tense(outcome: &str) -> &'static str {
     }
 }
 
-/// Resolves the gate `step_id` of flow `flow_id` now, in one store transaction.
+/// Resolves the gate `step_id` of flow `flow_id` now, in one store transaction, as the
+/// operating-system user running this process (`os:<user>`, see [`crate::identity`]): the
+/// identity the gate's approval rules judge and its audit record names.
 pub fn resolve(
     runtime: &Runtime,
     flow_id: &str,
@@ -202,12 +244,22 @@ pub fn resolve(
     note: &str,
     resolved_by: ResolvedBy,
 ) -> Result<GateAnswer, StoreError> {
-    resolve_as(runtime, flow_id, step_id, decision, note, resolved_by, None)
+    let user = crate::identity::os_user();
+    resolve_as(
+        runtime,
+        flow_id,
+        step_id,
+        decision,
+        note,
+        resolved_by,
+        Some(&user),
+    )
 }
 
-/// [`resolve`], recording `actor` (the access token's name, for a gate resolved from the
-/// `serve` console) in the gate's audit record: the same transaction and conflict answers as
-/// the terminal's. Blocking: call it from a blocking thread.
+/// [`resolve`] as `actor` (the access token's name, for a gate resolved from the `serve`
+/// console), which the gate's approval rules judge and its audit record names: the same
+/// transaction and conflict answers as the terminal's. Blocking: call it from a blocking
+/// thread.
 pub fn resolve_as(
     runtime: &Runtime,
     flow_id: &str,
@@ -227,6 +279,10 @@ pub fn resolve_as(
         via: None,
         round: None,
     })?;
+    let recorded = match &response {
+        Response::ApprovalRecorded(recorded) => Some(recorded.as_ref()),
+        _ => None,
+    };
     Ok(match &response {
         Response::Error(error) if error.error_type == "flow_not_found" => {
             GateAnswer::NotFound(not_found(flow_id))
@@ -246,6 +302,10 @@ pub fn resolve_as(
             step_id: step_id.to_owned(),
             outcome: decision.outcome().to_owned(),
             result: answer.status().to_owned(),
+            actor: actor.map(str::to_owned),
+            approvals: recorded.map(|recorded| recorded.approvals),
+            approvals_needed: recorded.map(|recorded| recorded.approvals_needed),
+            counted: recorded.map(|recorded| recorded.counted),
         }),
     })
 }
@@ -273,6 +333,32 @@ mod tests {
             error_type: error_type.to_owned(),
             message: message.to_owned(),
         }
+    }
+
+    #[test]
+    fn an_approval_the_gate_counts_says_how_many_more_it_waits_for() {
+        let mutation = |counted: bool| GateMutation {
+            schema_version: SchemaVersion,
+            ok: true,
+            flow_id: "6e85abb0".to_owned(),
+            step_id: "review".to_owned(),
+            outcome: "approve".to_owned(),
+            result: "approval_recorded".to_owned(),
+            actor: Some("os:alice".to_owned()),
+            approvals: Some(1),
+            approvals_needed: Some(2),
+            counted: Some(counted),
+        };
+        assert_eq!(
+            GateAnswer::Done(mutation(true)).to_text(),
+            "recorded the approval of review of flow 6e85abb0 by os:alice: 1 of 3 approvals; \
+             the gate waits for 2 more from other identities"
+        );
+        assert_eq!(
+            GateAnswer::Done(mutation(false)).to_text(),
+            "os:alice already approved review of flow 6e85abb0 and counts once: 1 of 3 \
+             approvals; the gate waits for 2 more from other identities"
+        );
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! transaction each, so a query never sees half of a command.
 //!
 //! The contracts' objects are closed: every field below is one the reference's contract
-//! lists. Where our runtime knows more (the `failed` and `cancelled` statuses), the values
-//! are wider; the published schemas (`runtime/cli/schemas/`) say so.
+//! lists, but for `FlowState::started_by`, optional, which the reference does not know. Where
+//! our runtime knows more (the `failed` and `cancelled` statuses), the values are wider; the
+//! published schemas (`runtime/cli/schemas/`) say so.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -84,6 +85,11 @@ pub struct FlowState {
     /// The earlier rounds' traces.
     pub rounds: Vec<RoundRecords>,
     pub synthetic: bool,
+    /// The identity that started the flow, when the server knew it: an access token's name,
+    /// or `os:<user>` (a stdio server, `stratum-mcp run`). Gates whose function forbids
+    /// self-approval refuse its approval. Not in the reference's contract.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_by: Option<String>,
 }
 
 /// A step of a flow, in execution order.
@@ -272,6 +278,7 @@ fn flow_state(
         step_outputs,
         rounds: audit.rounds,
         synthetic: false,
+        started_by: audit.started_by,
     })
 }
 

@@ -68,13 +68,17 @@ pub fn gates(gates: &[PendingGate]) -> String {
 /// `query flow ID` for a person: where it stands, its steps, its trace.
 pub fn flow(state: &FlowState) -> String {
     let mut text = format!(
-        "flow {}  {}\nstatus {}  round {}  step {}/{}\n\n",
+        "flow {}  {}\nstatus {}  round {}  step {}/{}{}\n\n",
         visible(&state.flow_id),
         visible(&state.flow_name),
         status(state.status),
         state.round,
         state.current_idx,
-        state.step_count
+        state.step_count,
+        state
+            .started_by
+            .as_deref()
+            .map_or_else(String::new, |who| format!("  started by {}", visible(who)))
     );
     let rows = state
         .ordered_steps

@@ -45,6 +45,8 @@ pub enum Kind {
     Failed,
     Skipped,
     GateWaiting,
+    /// An approval of a gate that needs more than one identity's; the gate still waits.
+    GateApproval,
     GateResolved,
     Finished,
     /// The runtime launched an agent for a step (unattended).
@@ -63,6 +65,7 @@ impl Kind {
             Kind::Failed => "failed",
             Kind::Skipped => "skipped",
             Kind::GateWaiting => "gate waiting",
+            Kind::GateApproval => "gate approval",
             Kind::GateResolved => "gate resolved",
             Kind::Finished => "finished",
             Kind::AgentStarted => "agent started",
@@ -427,7 +430,7 @@ fn say_event(say: &mut Say<'_>, event: EventBody) {
             format!(
                 "{} by {}{}",
                 gate.outcome,
-                gate.resolved_by,
+                gate.actor.unwrap_or(gate.resolved_by),
                 if gate.rationale.is_empty() {
                     String::new()
                 } else {
@@ -450,6 +453,22 @@ fn say_event(say: &mut Say<'_>, event: EventBody) {
                 policy.resolved_outcome, policy.effective_policy
             ),
             policy.at_ms,
+        ),
+        Record::Approval(approval) => say(
+            Kind::GateApproval,
+            Some(approval.step_id),
+            format!(
+                "approved by {} ({} of {}){}",
+                approval.identity,
+                approval.approvals,
+                approval.min_approvals,
+                if approval.rationale.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", approval.rationale)
+                }
+            ),
+            approval.at_ms,
         ),
     }
 }

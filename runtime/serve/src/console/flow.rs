@@ -97,12 +97,16 @@ fn render(view: &FlowView, identity: &Identity) -> Result<String, crate::store::
         html,
         "<h1>Flow <span class=\"name\">{name}</span></h1>\n\
          <p id=\"flow-status\" data-status=\"{status}\">{badge} <code class=\"id\">{id}</code></p>\n\
-         <dl class=\"facts\"><dt>Started</dt><dd>{started}</dd><dt>Last change</dt><dd>{changed}</dd>\
+         <dl class=\"facts\"><dt>Started</dt><dd>{started}{by}</dd><dt>Last change</dt><dd>{changed}</dd>\
          <dt>Round</dt><dd>{round}</dd><dt>Steps done</dt><dd id=\"steps-done\">{done}</dd>{parent}{ended}</dl>\n",
         name = shown_name(&header.flow_name),
         status = status_words(view.status()).0,
         badge = status_badge(view.status()),
         started = moment(header.started_ms),
+        by = header
+            .started_by
+            .as_deref()
+            .map_or_else(String::new, |who| format!(" by {}", shown_name(who))),
         changed = moment(header.updated_ms),
         round = header.round,
         done = steps_done(view),
@@ -334,7 +338,9 @@ fn rounds(html: &mut String, view: &FlowView) {
         .events
         .iter()
         .filter_map(|event| match &event.body {
-            EventBody::Record(record @ (Record::Gate(_) | Record::Policy(_))) => Some(record),
+            EventBody::Record(
+                record @ (Record::Gate(_) | Record::Policy(_) | Record::Approval(_)),
+            ) => Some(record),
             _ => None,
         })
         .collect();
@@ -361,13 +367,25 @@ fn rounds(html: &mut String, view: &FlowView) {
                 Record::Gate(gate) => (
                     gate.round,
                     &gate.step_id,
-                    gate.outcome.clone(),
-                    match &gate.actor {
-                        Some(actor) => format!("{} (token {actor})", gate.resolved_by),
-                        None => gate.resolved_by.clone(),
+                    if gate.approvers.len() > 1 {
+                        format!("{} ({})", gate.outcome, gate.approvers.join(", "))
+                    } else {
+                        gate.outcome.clone()
                     },
+                    decided_by(&gate.resolved_by, gate.actor.as_deref()),
                     &gate.rationale,
                     gate.at_ms,
+                ),
+                Record::Approval(approval) => (
+                    approval.round,
+                    &approval.step_id,
+                    format!(
+                        "approval {} of {}",
+                        approval.approvals, approval.min_approvals
+                    ),
+                    decided_by(&approval.resolved_by, Some(&approval.identity)),
+                    &approval.rationale,
+                    approval.at_ms,
                 ),
                 Record::Policy(policy) => (
                     policy.round,
@@ -392,6 +410,18 @@ fn rounds(html: &mut String, view: &FlowView) {
         body.push_str("</tbody></table>");
     }
     section(html, "rounds", "Rounds and gate decisions", &body);
+}
+
+/// Who decided, as the Rounds table says it: the caller's claim, and beside it the identity
+/// the server vouched for (an access token, or an operating-system user).
+fn decided_by(resolved_by: &str, actor: Option<&str>) -> String {
+    match actor {
+        Some(actor) => match actor.strip_prefix(stratum_mcp::identity::OS_PREFIX) {
+            Some(user) => format!("{resolved_by} (user {user})"),
+            None => format!("{resolved_by} (token {actor})"),
+        },
+        None => resolved_by.to_owned(),
+    }
 }
 
 fn iterations(html: &mut String, view: &FlowView) {

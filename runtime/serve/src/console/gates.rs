@@ -64,6 +64,10 @@ impl GatesQuery {
             "await_gate" => "the flow waits at its next gate".to_owned(),
             "complete" => "the flow is complete".to_owned(),
             "killed" => "the flow was killed".to_owned(),
+            // The gate's rule wants more approvers than this one (`min_approvals`).
+            "approval_recorded" => {
+                "your approval is counted, and the gate waits for other approvers".to_owned()
+            }
             other => format!("the flow is now {}", other.replace('_', " ")),
         };
         Some(format!(

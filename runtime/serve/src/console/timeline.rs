@@ -113,6 +113,16 @@ fn describe(record: &Record) -> (&'static str, &str, u64, u64, String) {
                 policy.resolved_outcome, policy.effective_policy
             ),
         ),
+        Record::Approval(approval) => (
+            "gate",
+            &approval.step_id,
+            approval.at_ms,
+            approval.at_ms,
+            format!(
+                "approved by {} ({} of {})",
+                approval.identity, approval.approvals, approval.min_approvals
+            ),
+        ),
     }
 }
 

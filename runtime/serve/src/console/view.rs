@@ -233,7 +233,7 @@ fn looks(
                     _ => Last::Other,
                 },
                 Record::Policy(policy) if policy.resolved_outcome == "approve" => Last::Approved,
-                Record::Skip(_) | Record::Policy(_) => Last::Other,
+                Record::Skip(_) | Record::Policy(_) | Record::Approval(_) => Last::Other,
             };
             last.insert(record.step_id(), kind);
         }
