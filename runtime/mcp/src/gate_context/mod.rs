@@ -344,3 +344,158 @@ fn decisions(events: Vec<crate::state::Event>) -> (Vec<Decision>, u32) {
 pub(super) fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::indexing_slicing, clippy::unwrap_used)]
+
+    use serde_json::json;
+    use stratum_runtime::response::{GateRecord, PolicyRecord};
+
+    use super::*;
+    use crate::state::Event;
+
+    const SPEC: &str = r#"version: "0.2"
+functions:
+  check: {mode: gate}
+flows:
+  before:
+    input: {}
+    steps:
+      - {id: a, intent: "A"}
+      - {id: b, intent: "B"}
+      - {id: c, intent: "C"}
+      - {id: review, function: check, on_approve: ~, on_revise: a, on_kill: ~}
+  named:
+    input: {}
+    steps:
+      - {id: a, intent: "A"}
+      - {id: b, intent: "B"}
+      - {id: review, function: check, on_approve: ~, on_revise: a, on_kill: ~, depends_on: [a]}
+"#;
+
+    fn done(output: serde_json::Value) -> StepState {
+        StepState {
+            output: Some(output),
+            ..StepState::default()
+        }
+    }
+
+    fn ids(outputs: &[StepOutput]) -> Vec<&str> {
+        outputs
+            .iter()
+            .map(|output| output.step_id.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn the_work_is_every_step_before_the_gate_or_the_ones_it_names() {
+        let plan = stratum_test_support::plan(SPEC);
+        let before = plan
+            .flows
+            .iter()
+            .find(|flow| flow.name == "before")
+            .unwrap();
+        let states: HashMap<u32, StepState> = [
+            (0, done(json!({"n": 1}))),
+            (
+                1,
+                StepState {
+                    skipped: true,
+                    ..StepState::default()
+                },
+            ),
+            (2, done(json!("c's text"))),
+        ]
+        .into_iter()
+        .collect();
+        let (outputs, left_out) = outputs(before, &before.steps[3], 3, &states);
+        assert_eq!(ids(&outputs), ["a", "b", "c"]);
+        assert_eq!(left_out, 0);
+        assert!(outputs[1].skipped && outputs[1].output.is_none());
+        assert_eq!(outputs[2].output.as_ref().unwrap().text, "c's text");
+
+        // A gate that names what it depends on is shown that alone.
+        let named = plan.flows.iter().find(|flow| flow.name == "named").unwrap();
+        let (shown, _) = super::outputs(named, &named.steps[2], 2, &states);
+        assert_eq!(ids(&shown), ["a"]);
+    }
+
+    #[test]
+    fn the_outputs_nearest_the_gate_are_kept() {
+        let spec = format!(
+            "version: \"0.2\"\nfunctions:\n  check: {{mode: gate}}\nflows:\n  long:\n    input: {{}}\n    steps:\n{}      - {{id: review, function: check, on_approve: ~, on_revise: s0, on_kill: ~}}\n",
+            (0..60)
+                .map(|n| format!("      - {{id: s{n}, intent: \"S\"}}\n"))
+                .collect::<String>()
+        );
+        let plan = stratum_test_support::plan(&spec);
+        let flow = &plan.flows[0];
+        let states: HashMap<u32, StepState> = (0..60).map(|n| (n, done(json!(n)))).collect();
+        let (outputs, left_out) = outputs(flow, &flow.steps[60], 60, &states);
+        assert_eq!(outputs.len(), MAX_OUTPUTS);
+        assert_eq!(left_out, 10);
+        assert_eq!(outputs[0].step_id, "s10");
+        assert_eq!(outputs[MAX_OUTPUTS - 1].step_id, "s59");
+    }
+
+    fn gate_event(seq: u64, round: u32, reverted: bool) -> Event {
+        Event {
+            seq,
+            round,
+            reverted,
+            body: EventBody::Record(Record::Gate(GateRecord {
+                step_id: "review".to_owned(),
+                outcome: "revise".to_owned(),
+                rationale: format!("reason {seq}"),
+                resolved_by: "human".to_owned(),
+                actor: Some("alice".to_owned()),
+                via: None,
+                client: None,
+                duration_ms: 0,
+                round,
+                round_start_step_id: None,
+                at_ms: seq,
+            })),
+        }
+    }
+
+    #[test]
+    fn the_newest_decisions_are_kept_and_reverted_ones_left_out() {
+        let mut events: Vec<Event> = (0..25).map(|n| gate_event(n, 0, false)).collect();
+        events.push(gate_event(25, 1, true));
+        events.push(Event {
+            seq: 26,
+            round: 1,
+            reverted: false,
+            body: EventBody::Record(Record::Policy(PolicyRecord {
+                step_id: "auto".to_owned(),
+                effective_policy: "skip".to_owned(),
+                resolved_outcome: "approve".to_owned(),
+                rationale: "policy: skip".to_owned(),
+                round: 1,
+                round_start_step_id: None,
+                at_ms: 26,
+            })),
+        });
+        let (decisions, left_out) = decisions(events);
+        assert_eq!(decisions.len(), MAX_DECISIONS);
+        assert_eq!(left_out, 6);
+        assert_eq!(decisions[0].rationale.text, "reason 6");
+        let policy = decisions.last().unwrap();
+        assert_eq!(
+            (
+                policy.resolved_by.as_str(),
+                policy.policy.as_deref(),
+                policy.outcome.as_str()
+            ),
+            ("policy", Some("skip"), "approve")
+        );
+        assert!(
+            decisions
+                .iter()
+                .all(|decision| decision.rationale.text != "reason 25"),
+            "reverted"
+        );
+    }
+}
