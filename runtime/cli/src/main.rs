@@ -166,7 +166,7 @@ enum Command {
     },
     /// Read flows and gates from the state database
     #[command(
-        after_help = "Examples:\n  stratum-mcp query flows\n  stratum-mcp query flow 3f2a9c1e-…\n  stratum-mcp query gates --json | jq '.[].flow_id'\n\nOn a terminal the answer is a table; piped, or with --json, it is JSON in the reference's version-1 contracts (schemas: runtime/cli/schemas/query-*.schema.json).\n\nExit status: 0 on success, 1 for an unknown flow, 3 when the state database cannot be used."
+        after_help = "Examples:\n  stratum-mcp query flows\n  stratum-mcp query flow 3f2a9c1e-…\n  stratum-mcp query gates --json | jq '.[].flow_id'\n  stratum-mcp query gates 3f2a9c1e review\n  stratum-mcp query gates --context\n\nOn a terminal the answer is a table (a gate's context with a flow, or --context); piped, or with --json, it is JSON in the reference's version-1 contracts (schemas: runtime/cli/schemas/query-*.schema.json).\n\nExit status: 0 on success, 1 for an unknown flow, 3 when the state database cannot be used."
     )]
     Query {
         #[command(subcommand)]
@@ -432,8 +432,18 @@ enum Query {
         /// The flow's id
         id: String,
     },
-    /// Every gate a running flow waits at
-    Gates,
+    /// Every gate a running flow waits at; with a flow, its gate and what the person deciding
+    /// it is shown (the flow's input, the work before the gate, earlier decisions, merged
+    /// changes)
+    Gates {
+        /// Only this flow's gate (the start of its id will do), shown with its context
+        flow: Option<String>,
+        /// Only if it waits at this gate
+        step: Option<String>,
+        /// Show each gate's context below the table
+        #[arg(long)]
+        context: bool,
+    },
     /// The agent runs the runtime launched, newest first (of one flow, or all)
     Runs {
         /// Only this flow's
@@ -498,7 +508,11 @@ fn main() -> ExitCode {
         Some(Command::Query { what, json }) => match what {
             Query::Flows => operator::query_flows(&store, json),
             Query::Flow { id } => operator::query_flow(&store, &id, json),
-            Query::Gates => operator::query_gates(&store, json),
+            Query::Gates {
+                flow,
+                step,
+                context,
+            } => operator::query_gates(&store, flow.as_deref(), step.as_deref(), context, json),
             Query::Runs { flow, limit } => {
                 unattended::query_runs(&store, flow.as_deref(), limit, json)
             }

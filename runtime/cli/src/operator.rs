@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 use stratum_compiler::source::SourceMap;
+use stratum_grammar::print::visible;
 use stratum_mcp::cli::flow_ref::{self, FlowRef};
 use stratum_mcp::cli::gate::{self, Decision, ResolvedBy};
 use stratum_mcp::cli::{migrate, prune as pruning, query, table, token, watch as watching};
@@ -149,11 +150,67 @@ pub fn query_flow(at: &StoreAt, id: &str, json: bool) -> ExitCode {
     })
 }
 
-pub fn query_gates(at: &StoreAt, json: bool) -> ExitCode {
+/// `query gates [FLOW [STEP]] [--context]`: every waiting gate, or one flow's (at `step`,
+/// when given); for a person a table, then each gate's context when asked for or when one
+/// flow is named.
+pub fn query_gates(
+    at: &StoreAt,
+    flow: Option<&str>,
+    step: Option<&str>,
+    context: bool,
+    json: bool,
+) -> ExitCode {
     with_store(at, |store| {
-        let gates = query::gates(store.as_ref())?;
+        let gates = match flow {
+            None => query::gates(store.as_ref())?,
+            Some(given) => {
+                let id = match flow_ref::resolve(store.as_ref(), given)? {
+                    FlowRef::One(id) => id,
+                    FlowRef::None if wants_json(json) => {
+                        return Ok(print::json_with(
+                            &to_json(&gate::not_found(given)),
+                            NOT_FOUND,
+                        ));
+                    }
+                    FlowRef::None => return Ok(unknown_flow(given)),
+                    FlowRef::Many { .. } => match named_flow(store.as_ref(), given, json)? {
+                        Err(exit) => return Ok(exit),
+                        Ok(_) => return Ok(unknown_flow(given)),
+                    },
+                };
+                match query::gate(store.as_ref(), &id)? {
+                    query::FlowGate::Unknown if wants_json(json) => {
+                        let missing = gate::not_found(id.as_str());
+                        return Ok(print::json_with(&to_json(&missing), NOT_FOUND));
+                    }
+                    query::FlowGate::Unknown => return Ok(unknown_flow(id.as_str())),
+                    query::FlowGate::NotAtGate => Vec::new(),
+                    query::FlowGate::At(gate) => [*gate]
+                        .into_iter()
+                        .filter(|gate| step.is_none_or(|step| gate.step_id == step))
+                        .collect(),
+                }
+            }
+        };
         Ok(if wants_json(json) {
             print::json_with(&to_json(&gates), 0)
+        } else if let Some(given) = flow {
+            let text = if gates.is_empty() {
+                format!(
+                    "flow {} is not waiting at {}\n",
+                    visible(given),
+                    step.map_or_else(
+                        || "a gate".to_owned(),
+                        |step| format!("gate {}", visible(step))
+                    )
+                )
+            } else {
+                table::gate_contexts(&gates)
+            };
+            print::text_with(&text, 0)
+        } else if context && !gates.is_empty() {
+            let text = format!("{}\n{}", table::gates(&gates), table::gate_contexts(&gates));
+            print::text_with(&text, 0)
         } else {
             print::text_with(&table::gates(&gates), 0)
         })

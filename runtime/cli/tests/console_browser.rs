@@ -12,6 +12,7 @@
 
 mod browser;
 mod mcp;
+mod merged;
 mod serve;
 
 use browser::Browser;
@@ -421,4 +422,150 @@ async fn a_read_only_token_sees_the_gates_without_their_forms() {
 
     browser.close().await;
     server.stop().await;
+}
+
+#[tokio::test]
+async fn a_gate_card_shows_the_work_before_it_and_after_a_revise_why_it_came_back() {
+    let state = State::new();
+    let secret = state.token("alice", false);
+    let serve = Serve::start(&state, &[]);
+    let mut server = agent(&serve, &state, &secret).await;
+    let id = start_reviewed_work(&mut server).await;
+    let work = |result: &str| {
+        json!({"flow_id": id, "step_id": "work",
+               "result": {"result": result, "quality_score": 0.9}})
+    };
+    let gate = server
+        .call("stratum_step_done", work("a first draft <em>"))
+        .await;
+    assert_eq!(status(&gate), "await_gate", "{gate:#}");
+
+    let browser = Browser::start().await;
+    sign_in(&browser, &serve, &secret).await;
+    browser.goto(&serve.url("/gates")).await;
+    let article = format!("article.gate[data-flow-id=\"{id}\"][data-step-id=\"review\"]");
+    browser.until_attr(&article, "data-round", "0").await;
+    // The work before the gate: a preview, and the whole (folded) value on opening it.
+    let output = format!("{article} ul.gate-outputs li[data-step-id=\"work\"]");
+    let preview = browser.text(&format!("{output} .preview")).await;
+    assert!(preview.contains("a first draft <em>"), "{preview}");
+    browser
+        .find(&format!("{output} summary"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    let whole = browser.text(&format!("{output} pre")).await;
+    assert!(
+        whole.contains("\"result\": \"a first draft <em>\""),
+        "{whole}"
+    );
+    let input = browser
+        .text(&format!("{article} details.gate-input .preview"))
+        .await;
+    assert_eq!(input, "{ \"text\": \"t\" }");
+    assert!(
+        browser
+            .all(&format!("{article} ol.gate-decisions"))
+            .await
+            .is_empty(),
+        "no decision yet"
+    );
+
+    // Sent back with a reason.
+    let form = format!("{article} form");
+    browser
+        .find(&format!("{form} textarea[name=\"rationale\"]"))
+        .await
+        .send_keys("say what the draft is for")
+        .await
+        .unwrap();
+    browser
+        .find(&format!(
+            "{form} button[name=\"decision\"][value=\"revise\"]"
+        ))
+        .await
+        .click()
+        .await
+        .unwrap();
+    browser.find("p[role=\"status\"]").await;
+    browser
+        .client
+        .execute("window.stratumNotReloaded = true;", vec![])
+        .await
+        .unwrap();
+
+    // The agent works again; the open page shows the gate in its new round, with the new work
+    // and why it came back, without a reload.
+    let again = server
+        .call(
+            "stratum_step_done",
+            work("a second draft, for the release notes"),
+        )
+        .await;
+    assert_eq!(status(&again), "await_gate", "{again:#}");
+    browser.until_attr(&article, "data-round", "1").await;
+    let decision = format!(
+        "{article} ol.gate-decisions li[data-step-id=\"review\"][data-round=\"0\"][data-outcome=\"revise\"]"
+    );
+    let rationale = browser.text(&format!("{decision} q.rationale")).await;
+    assert!(
+        rationale.contains("say what the draft is for"),
+        "{rationale}"
+    );
+    let said = browser.text(&decision).await;
+    assert!(said.contains("by human (token alice)"), "{said}");
+    let preview = browser.text(&format!("{output} .preview")).await;
+    assert!(preview.contains("a second draft"), "{preview}");
+    let kept = browser
+        .client
+        .execute("return window.stratumNotReloaded === true;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(
+        kept,
+        json!(true),
+        "the card changed in place, not by a reload"
+    );
+
+    browser.close().await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_gate_after_a_parallel_step_shows_the_diff_it_merged() {
+    let state = State::new();
+    let secret = state.token("alice", false);
+    let at_gate = merged::at_gate(&state, &secret).await;
+    let browser = Browser::start().await;
+    sign_in(&browser, &at_gate.serve, &secret).await;
+    browser.goto(&at_gate.serve.url("/gates")).await;
+    let diff = format!(
+        "article.gate[data-flow-id=\"{}\"] div.gate-diff[data-step-id=\"work\"]",
+        at_gate.flow
+    );
+    browser.find(&diff).await;
+    assert_eq!(browser.all(&format!("{diff} ul.files li")).await.len(), 2);
+    let file = browser
+        .text(&format!("{diff} ul.files li[data-path=\"a.rs\"]"))
+        .await;
+    assert_eq!(file, "a.rs +3 −0");
+    browser
+        .find(&format!("{diff} details summary"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    // Shown as text: the markup in the diff is not run (an alert would stop the session).
+    let text = browser.text(&format!("{diff} pre.diff")).await;
+    assert!(
+        text.contains("println!(\"<script>alert(1)</script>\");"),
+        "{text}"
+    );
+    assert!(text.contains("+from b"), "{text}");
+    let title = browser.client.title().await.unwrap();
+    assert!(title.contains("Gates"), "{title}");
+
+    browser.close().await;
+    at_gate.agent.stop().await;
 }

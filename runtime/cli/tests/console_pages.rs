@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod mcp;
+mod merged;
 mod serve;
 
 use std::time::{Duration, Instant};
@@ -1089,4 +1090,170 @@ flows:
             || section.contains("task 'b' was not reported"),
         "{section}"
     );
+}
+
+/// The part of `page` from the element that opens with `start` to the end of its `end` tag.
+fn part<'p>(page: &'p str, start: &str, end: &str) -> &'p str {
+    let from = page
+        .find(start)
+        .unwrap_or_else(|| panic!("no {start} in {page}"));
+    let rest = &page[from..];
+    &rest[..rest.find(end).unwrap_or(rest.len())]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_shows_the_work_before_it_and_why_it_came_back_escaped() {
+    let mut fixture = Fixture::new().await;
+    let planned = fixture
+        .agent
+        .call(
+            "stratum_plan",
+            json!({"spec": example("reviewed-work.stratum.yaml"), "flow": "reviewed_work",
+                   "inputs": {"text": "<script>alert('input')</script>"}}),
+        )
+        .await;
+    let flow = planned["flow_id"].as_str().unwrap().to_owned();
+    let work = |result: &str| {
+        json!({"flow_id": flow, "step_id": "work",
+               "result": {"result": result, "quality_score": 0.9}})
+    };
+    let gate = fixture
+        .agent
+        .call("stratum_step_done", work("<img src=x onerror=alert(1)>"))
+        .await;
+    assert_eq!(status(&gate), "await_gate", "{gate:#}");
+    let revised = fixture
+        .agent
+        .call(
+            "stratum_gate_resolve",
+            json!({"flow_id": flow, "step_id": "review", "outcome": "revise",
+                   "rationale": "</q><b>bold</b>\u{1b}[2J say more", "resolved_by": "human"}),
+        )
+        .await;
+    assert_eq!(status(&revised), "execute_step", "{revised:#}");
+    let long = format!("second\tdraft {}", "y".repeat(10_000));
+    let again = fixture.agent.call("stratum_step_done", work(&long)).await;
+    assert_eq!(status(&again), "await_gate", "{again:#}");
+
+    let (code, gates) = fixture.get("/gates").await;
+    assert_eq!(code, StatusCode::OK);
+    assert_no_invisible("/gates", &gates);
+    let card = part(
+        &gates,
+        &format!("<article class=\"gate\" id=\"gate-{flow}-review\""),
+        "</article>",
+    );
+    let (_, flow_page) = fixture.get(&format!("/flows/{flow}")).await;
+    assert_no_invisible("the flow's page", &flow_page);
+    let section = part(&flow_page, "<section id=\"gate\"", "</section>");
+    for (what, html) in [("card", card), ("flow page", section)] {
+        assert!(
+            html.contains("<div class=\"gate-context\" data-round=\"1\">"),
+            "{what}: {html}"
+        );
+        // The flow's input, escaped.
+        assert!(
+            html.contains("&lt;script&gt;alert(&#39;input&#39;)&lt;/script&gt;"),
+            "{what}: {html}"
+        );
+        // The work before the gate: this round's, previewed on one line, folded.
+        let output = part(html, "<li data-step-id=\"work\">", "</li>");
+        assert!(
+            output.contains(
+                "<span class=\"preview\">{ &quot;quality_score&quot;: 0.9, \
+                 &quot;result&quot;: &quot;second\\tdraft yyy"
+            ),
+            "{what}: {output}"
+        );
+        assert!(
+            output.contains("more characters; the whole is in the audit"),
+            "{what}: {output}"
+        );
+        assert!(output.len() < 12_000, "{what}: {} bytes", output.len());
+        // Why it came back: the revise's rationale, escaped.
+        let decision = part(
+            html,
+            "<li data-step-id=\"review\" data-round=\"0\" data-outcome=\"revise\">",
+            "</li>",
+        );
+        assert!(
+            decision.contains(
+                "<q class=\"rationale\">&lt;/q&gt;&lt;b&gt;bold&lt;/b&gt;\\x1b[2J say more</q>"
+            ),
+            "{what}: {decision}"
+        );
+        assert!(decision.contains("by human"), "{what}: {decision}");
+        for raw in ["<script>", "<img", "<b>bold"] {
+            assert!(!html.contains(raw), "{what}: {raw} in {html}");
+        }
+    }
+    // The earlier round's output is not the work before the gate any more.
+    assert!(!card.contains("onerror"), "{card}");
+    fixture.agent.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_after_a_parallel_step_shows_the_diff_it_merged() {
+    let state = State::new();
+    let secret = state.token("alice", false);
+    let at_gate = merged::at_gate(&state, &secret).await;
+    let (code, gates) = get_with(&at_gate.serve, "/gates", &format!("Bearer {secret}")).await;
+    assert_eq!(code, StatusCode::OK);
+    assert_no_invisible("/gates", &gates);
+    let card = part(
+        &gates,
+        &format!(
+            "<article class=\"gate\" id=\"gate-{}-review\"",
+            at_gate.flow
+        ),
+        "</article>",
+    );
+    let diff = part(
+        card,
+        "<div class=\"gate-diff\" data-step-id=\"work\">",
+        "</div>",
+    );
+    assert!(
+        diff.contains("tasks <code>a</code>, <code>b</code>: 2 files"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains(
+            "<li data-path=\"a.rs\"><code>a.rs</code> <span class=\"add\">+3</span> \
+             <span class=\"del\">−0</span></li>"
+        ),
+        "{diff}"
+    );
+    assert!(diff.contains("<li data-path=\"b.txt\">"), "{diff}");
+    // The diff itself, escaped, its tab kept as a tab.
+    assert!(
+        diff.contains(
+            "<span class=\"add\">+&#9;println!(&quot;&lt;script&gt;alert(1)&lt;/script&gt;&quot;);</span>"
+        ),
+        "{diff}"
+    );
+    assert!(!card.contains("<script>"), "{card}");
+    // The work before the gate: the parallel step's output.
+    assert!(card.contains("<li data-step-id=\"work\">"), "{card}");
+    // The flow's page shows the same.
+    let (_, page) = get_with(
+        &at_gate.serve,
+        &format!("/flows/{}", at_gate.flow),
+        &format!("Bearer {secret}"),
+    )
+    .await;
+    let section = part(&page, "<section id=\"gate\"", "</section>");
+    assert!(
+        section.contains("<div class=\"gate-diff\" data-step-id=\"work\">"),
+        "{section}"
+    );
+    // And `query gates` the same, as JSON.
+    let (_, gates) = state.cli(&["query", "gates", "--json"]);
+    let diff = &gates[0]["context"]["diffs"][0];
+    assert_eq!(diff["tasks"], json!(["a", "b"]), "{diff:#}");
+    assert_eq!(
+        (diff["added"].as_u64(), diff["removed"].as_u64()),
+        (Some(4), Some(0))
+    );
+    at_gate.agent.stop().await;
 }

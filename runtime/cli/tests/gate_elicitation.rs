@@ -139,14 +139,17 @@ async fn the_person_approves_in_the_form_and_the_audit_says_so() {
         .await;
     assert_eq!(status(&answer), "complete", "{answer:#}");
 
-    // The form showed the flow, the gate, where each decision leads and the work before it.
+    // The form showed the flow and its input, the gate, where each decision leads and the
+    // work before it.
     let asked = server.received.asked();
     assert_eq!(asked.len(), 1, "{asked:#?}");
     let message = asked[0]["message"].as_str().unwrap();
     for part in [
-        "Flow 'release' waits at gate 'review' (sign_off), round 0.",
-        "approve → the next step; revise → step 'write'; kill → the flow ends.",
-        "- write: {\"text\":\"v1.2: faster gates\"}",
+        &format!("Flow 'release' ({id}) waits at gate 'review' (sign_off), round 0."),
+        "approve → the flow completes; revise → step 'write'; kill → the flow ends, killed.",
+        "The gate times out in ",
+        "The flow's input:\n  {}\n",
+        "The work before the gate:\n- write:\n  {\n    \"text\": \"v1.2: faster gates\"\n  }\n",
     ] {
         assert!(message.contains(part), "{part:?} not in {message}");
     }
@@ -209,6 +212,15 @@ async fn revise_starts_a_new_round_and_the_next_form_is_for_that_round() {
     let asked = server.received.asked();
     let second = asked[1]["message"].as_str().unwrap();
     assert!(second.contains("round 1."), "{second}");
+    // The second form shows the work of the new round, and why it was sent back.
+    assert!(second.contains("v1.2: gates in the client"), "{second}");
+    assert!(
+        second.contains(
+            "Earlier decisions:\n- round 0, review: revise by human, via elicitation \
+             (stratum-test-client 1.2.3) at "
+        ) && second.contains(": \"say what changed\"\n"),
+        "{second}"
+    );
     assert!(second.contains("gates in the client"), "{second}");
     server.stop().await;
 }

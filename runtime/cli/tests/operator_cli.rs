@@ -132,15 +132,33 @@ async fn a_gate_approved_from_the_cli_is_seen_by_the_server() {
     assert_eq!(flows[0]["completed_steps"], 1);
     assert_eq!(flows[0]["_schema_version"], "1");
 
-    let gates = json_of(
+    let mut gates = json_of(
         &cli(home.path(), &["query", "gates"]),
         "query-gates.schema.json",
     );
+    let mut context = gates[0]["context"].take();
+    gates[0].as_object_mut().unwrap().remove("context");
     assert_eq!(
         gates,
         json!([{"_schema_version": "1", "flow_id": flow, "flow_name": "reviewed_work",
                 "step_id": "review", "function": "review_gate", "on_approve": null,
                 "on_revise": "work", "on_kill": null, "timeout": 3600}])
+    );
+    // With what the person deciding it is shown (the clock's fields aside).
+    for clock in ["waiting_since_ms", "remaining_s"] {
+        assert!(context[clock].is_u64(), "{context:#}");
+        context.as_object_mut().unwrap().remove(clock);
+    }
+    assert_eq!(
+        context,
+        json!({"flow_id": flow, "flow_name": "reviewed_work",
+               "input": {"text": "{\n  \"text\": \"t\"\n}", "more_chars": 0},
+               "step_id": "review", "function": "review_gate", "round": 0,
+               "on_approve": null, "on_revise": "work", "on_kill": null, "timeout_s": 3600,
+               "outputs": [{"step_id": "work", "skipped": false, "output": {
+                   "text": "{\n  \"quality_score\": 0.9,\n  \"result\": \"r1\"\n}",
+                   "more_chars": 0}}],
+               "outputs_left_out": 0, "decisions": [], "decisions_left_out": 0, "diffs": []})
     );
 
     // The short id `watch`, `query flows` and the console show names the flow too.
@@ -956,9 +974,11 @@ async fn names_and_notes_reach_a_terminal_as_text_never_as_control_sequences() {
     assert_eq!(status(&gate), "await_gate", "{gate:#}");
 
     let visible_flow = r"rw\x1b]0;PWNED\x07\x1b[2K\rOTHER-FLOW";
-    let queries: [&[&str]; 3] = [
+    let queries: [&[&str]; 5] = [
         &["query", "flows"],
         &["query", "gates"],
+        &["query", "gates", "--context"],
+        &["query", "gates", &flow],
         &["query", "flow", &flow],
     ];
     for args in queries {
@@ -1082,4 +1102,117 @@ fn doctor_checks_a_set_up_project_and_says_how_to_fix_what_is_wrong() {
         format!("chmod 700 {}", home.display()),
         "{report:#}"
     );
+}
+
+/// `text` with each of `values` replaced by its name, so that a snapshot holds no id or time.
+fn redacted(text: &str, values: &[(&str, &str)]) -> String {
+    let mut text = text.replace("\r\n", "\n");
+    for (value, name) in values {
+        text = text.replace(value, name);
+    }
+    // The seconds left change while the test runs.
+    let mut out = String::new();
+    for line in text.lines() {
+        match line.split_once("times out in ") {
+            Some((before, after)) => {
+                let rest = after.trim_start_matches(|c: char| c.is_ascii_digit());
+                out.push_str(&format!("{before}times out in N{rest}\n"));
+            }
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn query_gates_shows_the_work_before_a_gate_and_why_it_came_back() {
+    let (home, work) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (mut server, flow) = flow_at_gate(home.path(), work.path()).await;
+    let revised = cli(
+        home.path(),
+        &[
+            "gate",
+            "revise",
+            &flow,
+            "review",
+            "--note",
+            "say what r1 is \u{1b}[2J for",
+        ],
+    );
+    assert_eq!(code(&revised), 0, "{}", stderr(&revised));
+    let again = server
+        .call(
+            "stratum_step_done",
+            json!({"flow_id": flow, "step_id": "work",
+                   "result": {"result": "r2: the summary, \u{202e}reversed", "quality_score": 0.95}}),
+        )
+        .await;
+    assert_eq!(status(&again), "await_gate", "{again:#}");
+
+    let gates = json_of(
+        &cli(home.path(), &["query", "gates", "--json"]),
+        "query-gates.schema.json",
+    );
+    let context = &gates[0]["context"];
+    assert_eq!(context["round"], 1, "{context:#}");
+    assert!(
+        context["outputs"][0]["output"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("r2: the summary"),
+        "{context:#}"
+    );
+    let decision = &context["decisions"][0];
+    assert_eq!(
+        (
+            &decision["step_id"],
+            &decision["round"],
+            &decision["outcome"],
+            &decision["resolved_by"],
+            &decision["rationale"]["text"]
+        ),
+        (
+            &json!("review"),
+            &json!(0),
+            &json!("revise"),
+            &json!("human"),
+            &json!("say what r1 is \u{1b}[2J for")
+        ),
+        "{context:#}"
+    );
+    // One flow's gate, by the start of its id (and at that step); none at another step; an
+    // unknown flow is not found.
+    let one = cli(
+        home.path(),
+        &["query", "gates", &flow[..8], "review", "--json"],
+    );
+    assert_eq!(code(&one), 0, "{}", stderr(&one));
+    assert_eq!(json_of(&one, "query-gates.schema.json"), gates);
+    let other = cli(home.path(), &["query", "gates", &flow, "work", "--json"]);
+    assert_eq!(json_of(&other, "query-gates.schema.json"), json!([]));
+    let unknown = cli(
+        home.path(),
+        &["query", "gates", "00000000-0000-4000-8000-000000000000"],
+    );
+    assert_eq!(code(&unknown), 1, "{}", stdout(&unknown));
+
+    // For a person: the context, every name and value inert.
+    let (code, shown) = cli_on_terminal(home.path(), &["query", "gates", &flow]);
+    assert_eq!(code, 0, "{shown}");
+    assert_inert("query gates FLOW", &shown);
+    let since = stratum_mcp::cli::watch::utc(context["waiting_since_ms"].as_u64().unwrap());
+    let decided = stratum_mcp::cli::watch::utc(decision["at_ms"].as_u64().unwrap());
+    insta::assert_snapshot!(redacted(
+        &shown,
+        // The two may fall in the same second: one name for both.
+        &[(&flow, "FLOW"), (&since, "TIME"), (&decided, "TIME")]
+    ));
+    let (_, listed) = cli_on_terminal(home.path(), &["query", "gates", "--context"]);
+    assert!(listed.contains("ON APPROVE"), "the table first: {listed}");
+    assert!(listed.contains("Earlier decisions:"), "{listed}");
+    server.stop().await;
 }

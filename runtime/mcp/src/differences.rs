@@ -311,6 +311,18 @@ pub static DIFFERENCES: &[Difference] = &[
         why: "an operator must see that a flow failed.",
     },
     Difference {
+        topic: "gate-context",
+        summary: "a waiting gate comes with what the person decides on",
+        reference: "`query gates` lists a gate's flow, function, routes and timeout; the work \
+                    it is about is read elsewhere.",
+        ours: "each gate's JSON also carries `context` (the flow's input, the outputs before \
+               the gate, earlier decisions with their rationales, the diffs its parallel \
+               steps merged, all bounded), which `query gates FLOW`, the console and the \
+               elicitation form show.",
+        why: "a person approves what they see; a gate that shows no work invites a blind \
+              approval.",
+    },
+    Difference {
         topic: "steps-completed",
         summary: "steps_completed in an audit counts steps that succeeded",
         reference: "it counts records (gates, skips, policies and duplicates included).",

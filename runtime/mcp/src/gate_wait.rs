@@ -4,7 +4,8 @@
 //! `resolved_by: human`, `via: elicitation`, with the client's name and version. While the form
 //! is open the call sends a progress heartbeat; at the gate's `timeout` the form is withdrawn
 //! and the timeout rule applies. Declined, cancelled, or a client that cannot ask: the gate
-//! stays pending and the answer says how else to decide.
+//! stays pending and the answer says how else to decide. What the form says about the gate is
+//! its [`GateContext`], the one every surface shows, folded for a dialog.
 //!
 //! Over stdio on 2025-11-25 the question is `elicitation/create`, sent during the call. On
 //! 2026-07-28 (stdio or HTTP) a server sends no requests; the call answers `input_required`
@@ -21,6 +22,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::gate_context::{Folded, GateContext, TextBounds, to_text};
 use crate::outputs::ToolError;
 use crate::progress::{self, Progress};
 
@@ -28,8 +30,9 @@ use crate::progress::{self, Progress};
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(3600);
 /// The longest `wait_seconds` may ask for.
 pub const MAX_WAIT_SECONDS: u64 = 86_400;
-/// How much of each earlier output the form shows.
-const FOLD: usize = 600;
+/// The most characters of the message above the form, whatever the context holds (each
+/// part of it is bounded by [`TextBounds::FORM`] too).
+const MAX_MESSAGE_CHARS: usize = 16_000;
 
 /// `stratum_gate_wait`'s answer when nobody decided in the call: the gate still waits.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
@@ -47,21 +50,18 @@ pub struct GatePending {
     pub how_to_decide: String,
 }
 
-/// What the form shows about the gate.
+/// The gate the form asks about: where it is, how long the call may wait, and what the person
+/// reads above the form.
 pub struct GateView {
     pub flow_id: String,
     pub step_id: String,
-    pub flow_name: String,
-    pub function: String,
+    /// The round the answer is bound to.
     pub round: u64,
-    pub on_approve: Option<String>,
-    pub on_revise: Option<String>,
-    pub on_kill: Option<String>,
     pub how_to_decide: String,
-    /// The outputs of the steps before the gate in this round, oldest first.
-    pub outputs: Vec<(String, Value)>,
     /// Seconds until the gate's timeout, when it has one.
     pub remaining_s: Option<u64>,
+    /// The flow, its input, the work before the gate, earlier decisions, merged diffs.
+    pub context: GateContext,
 }
 
 /// What the person answered.
@@ -232,48 +232,12 @@ fn form() -> Result<ElicitationSchema, ToolError> {
     .map_err(|error| ToolError::new("internal_error", format!("the gate form: {error}")))
 }
 
-/// What the person reads above the form: the flow, the gate, what it decides between, and
-/// the work it is about, each output folded.
-fn message(gate: &GateView) -> String {
-    let mut text = format!(
-        "Flow '{}' waits at gate '{}' ({}), round {}.\n",
-        gate.flow_name, gate.step_id, gate.function, gate.round
-    );
-    let place = |target: &Option<String>, otherwise: &str| {
-        target
-            .as_ref()
-            .map_or_else(|| otherwise.to_owned(), |step| format!("step '{step}'"))
-    };
-    text.push_str(&format!(
-        "approve → {}; revise → {}; kill → {}.\n",
-        place(&gate.on_approve, "the next step"),
-        place(&gate.on_revise, "the first step"),
-        place(&gate.on_kill, "the flow ends"),
-    ));
-    if let Some(remaining) = gate.remaining_s {
-        text.push_str(&format!(
-            "The gate times out in {remaining} s (then its timeout rule applies).\n"
-        ));
-    }
-    if !gate.outputs.is_empty() {
-        text.push_str("\nThe work before the gate:\n");
-        for (step, output) in &gate.outputs {
-            text.push_str(&format!("- {step}: {}\n", fold(output)));
-        }
-    }
-    text
-}
-
-/// A value as text, at most [`FOLD`] characters.
-fn fold(value: &Value) -> String {
-    let text = match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    };
-    let count = text.chars().count();
-    if count <= FOLD {
-        return text;
-    }
-    let head: String = text.chars().take(FOLD).collect();
-    format!("{head}… ({} more characters)", count - FOLD)
+/// What the person reads above the form: the flow and its input, the gate and what it decides
+/// between, when it times out, the work before it, the decisions made before, and the changes
+/// merged, each folded ([`TextBounds::FORM`]) and the whole cut at [`MAX_MESSAGE_CHARS`].
+pub fn message(gate: &GateView) -> String {
+    let mut context = gate.context.clone();
+    // The call's own reading of the timeout (the gate's clock as `CheckTimeouts` saw it).
+    context.remaining_s = gate.remaining_s.or(context.remaining_s);
+    Folded::of_text(&to_text(&context, TextBounds::FORM), MAX_MESSAGE_CHARS).shown()
 }

@@ -6,6 +6,9 @@
 //! the runtime), [`diagnostics`] and [`outputs`] (the answers that are not flow responses), and
 //! [`transport`] (newline-delimited JSON-RPC with answered bounds).
 //!
+//! [`gate_context`] is what a person deciding a gate is shown, in the form of [`gate_wait`], in
+//! `query gates` and in the console.
+//!
 //! Beside the server: [`cli`], the operator commands (query, gate, watch, prune, migrate,
 //! token) whose answers the binary prints and `serve`'s console shows; [`setup`] (install,
 //! uninstall, the hook); [`location`], which store a URL names; [`differences`], what
@@ -17,6 +20,7 @@ pub mod cli;
 pub mod compact;
 pub mod diagnostics;
 pub mod differences;
+pub mod gate_context;
 pub mod gate_wait;
 pub mod identity;
 pub mod judge;

@@ -1104,7 +1104,6 @@ impl Shared {
         Ok(driver)
     }
 
-    /// The store, opened on first use (so that starting the server touches nothing).
     /// The gate `args` names, as the form shows it; or the answer instead: the flow is not
     /// waiting at that gate (its current dispatch, or a refusal), or the gate timed out now.
     fn gate_view(&self, args: &args::GateWaitArgs) -> Result<gate_wait::GateView, Outcome> {
@@ -1143,66 +1142,35 @@ impl Shared {
                 ),
             )));
         }
-        let audit = runtime
-            .call(&Command::Audit {
-                flow_id: flow_id.clone(),
-            })
+        let not_at_gate = || {
+            Outcome::Refused(ToolError::new(
+                "not_at_gate",
+                format!(
+                    "flow '{}' is not waiting at gate '{}' any more; call stratum_resume",
+                    args.flow_id, args.step_id
+                ),
+            ))
+        };
+        let id = crate::ids::FlowId::parse(&flow_id).ok_or_else(not_at_gate)?;
+        // Read after the flow was found at the gate: a decision made meanwhile shows as the
+        // flow having moved on.
+        let context = crate::gate_context::read(runtime.store().as_ref(), &id, crate::now_ms())
             .map_err(store_error)?
-            .to_json();
-        let text = |value: &Value| value.as_str().map(str::to_owned);
-        let outputs = self.gate_context(&runtime, &flow_id).map_err(store_error)?;
+            .filter(|context| context.step_id == args.step_id)
+            .ok_or_else(not_at_gate)?;
         Ok(gate_wait::GateView {
             flow_id,
             step_id: args.step_id.clone(),
-            flow_name: text(at(&audit, "flow_name")).unwrap_or_default(),
-            function: text(at(&current, "function")).unwrap_or_default(),
-            round: at(&audit, "round").as_u64().unwrap_or_default(),
-            on_approve: text(at(&current, "on_approve")),
-            on_revise: text(at(&current, "on_revise")),
-            on_kill: text(at(&current, "on_kill")),
-            how_to_decide: text(at(&current, "how_to_decide")).unwrap_or_default(),
-            outputs,
+            round: u64::from(context.round),
+            how_to_decide: at(&current, "how_to_decide")
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
             remaining_s: at(&timeouts, "remaining_seconds")
                 .as_f64()
                 .map(|seconds| seconds.max(0.0).ceil() as u64),
+            context,
         })
-    }
-
-    /// The outputs of the steps before the flow's current one, in plan order.
-    fn gate_context(
-        &self,
-        runtime: &Runtime,
-        flow_id: &str,
-    ) -> Result<Vec<(String, Value)>, StoreError> {
-        let Some(id) = crate::ids::FlowId::parse(flow_id) else {
-            return Ok(Vec::new());
-        };
-        let mut outputs = Vec::new();
-        runtime.store().read(&mut |snapshot| {
-            outputs.clear();
-            let Some(header) = snapshot.flow(&id)? else {
-                return Ok(());
-            };
-            let Some(plan) = snapshot.plan(&header.plan)? else {
-                return Ok(());
-            };
-            let current = crate::exec::current(&header).unwrap_or(u32::MAX);
-            let steps = plan
-                .flows
-                .get(header.flow as usize)
-                .map(|flow| flow.steps.as_slice())
-                .unwrap_or_default();
-            for (index, state) in snapshot.steps_from(&id, 0)? {
-                if index >= current {
-                    continue;
-                }
-                if let (Some(output), Some(step)) = (state.output, steps.get(index as usize)) {
-                    outputs.push((step.id.clone(), output));
-                }
-            }
-            Ok(())
-        })?;
-        Ok(outputs)
     }
 
     /// The sealer of gate-form states, with the store's secret (read once).
@@ -1280,6 +1248,7 @@ impl Shared {
         )))
     }
 
+    /// The store, opened on first use (so that starting the server touches nothing).
     fn runtime(&self) -> Result<Runtime, StoreError> {
         let mut slot = self.runtime.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(runtime) = slot.as_ref() {

@@ -198,3 +198,165 @@ fn watch_reports_each_move_once() {
     poll(&mut lines);
     insta::assert_snapshot!(lines.join("\n"));
 }
+
+/// A flow whose gate follows a parallel step the server ran: its tasks' diffs are merged
+/// before the gate asks.
+const SHIPPED: &str = r#"
+version: "0.3"
+contracts:
+  Change:
+    summary: {type: string}
+functions:
+  sign_off:
+    mode: gate
+    timeout: 3600
+flows:
+  ship:
+    input: {tasks: {type: array}, note: {type: string}}
+    max_rounds: 3
+    steps:
+      - id: build
+        type: parallel_dispatch
+        source: "$.input.tasks"
+        intent_template: "Do {description}"
+        output_contract: Change
+      - id: review
+        function: sign_off
+        on_approve: ~
+        on_revise: build
+        on_kill: ~
+"#;
+
+/// The server's events of one task: its result and diff, then its merge.
+fn merged(scenario: &mut Scenario, flow: &str, task: &str, diff: &str) {
+    use stratum_runtime::TaskReport;
+    let finished = scenario.task(
+        flow,
+        "build",
+        1,
+        task,
+        TaskReport::Finished {
+            result: json!({"summary": format!("did {task}")}),
+            diff: Some(diff.to_owned()),
+            usage: None,
+        },
+    );
+    assert!(finished.get("error_type").is_none(), "{finished}");
+    scenario.task(flow, "build", 1, task, TaskReport::Merging);
+    scenario.task(flow, "build", 1, task, TaskReport::Merged);
+}
+
+/// Runs `build` on the server side: both tasks merged with `diffs`, then on to the gate.
+fn build_then_gate(scenario: &mut Scenario, flow: &str, diffs: [&str; 2]) {
+    let started = scenario.parallel_start(flow, "build", Some("0123abcd"));
+    assert_eq!(support::status(&started), "started", "{started}");
+    merged(scenario, flow, "a", diffs[0]);
+    merged(scenario, flow, "b", diffs[1]);
+    let gate = scenario.parallel_advance(flow, "build", None);
+    assert_eq!(support::status(&gate), "await_gate", "{gate}");
+}
+
+#[test]
+fn a_gates_context_shows_the_work_the_decisions_before_and_the_merged_diff() {
+    let mut contexts = Vec::new();
+    for (name, store, _dir) in stores() {
+        let mut scenario = Scenario::with(SHIPPED, store.clone(), Config::default());
+        scenario.start(
+            Some("ship"),
+            json!({"tasks": [{"id": "a", "description": "the parser"},
+                             {"id": "b", "description": "the <printer>"}],
+                   "note": "ship \u{1b}[31mit\u{7}"}),
+        );
+        let flow = scenario.flow(1);
+        build_then_gate(
+            &mut scenario,
+            &flow,
+            [
+                "diff --git a/parse.rs b/parse.rs\n--- a/parse.rs\n+++ b/parse.rs\n@@ -1 +1,2 @@\n-old\n+new\n+more\n",
+                "diff --git a/print.rs b/print.rs\nnew file mode 100644\n--- /dev/null\n+++ b/print.rs\n@@ -0,0 +1 @@\n+<script>alert(1)</script>\n",
+            ],
+        );
+        scenario.gate(
+            &flow,
+            "review",
+            "revise",
+            "split the <printer> in two",
+            "human",
+        );
+        build_then_gate(
+            &mut scenario,
+            &flow,
+            [
+                "diff --git a/parse.rs b/parse.rs\n--- a/parse.rs\n+++ b/parse.rs\n@@ -1 +1 @@\n-old\n+newer\n",
+                "",
+            ],
+        );
+        let id = stratum_runtime::FlowId::parse(&flow).unwrap();
+        let context = stratum_mcp::gate_context::read(store.as_ref(), &id, EPOCH_MS + 60_000)
+            .expect("read")
+            .expect("at the gate");
+        assert_eq!(context.round, 1, "{name}");
+        assert_eq!(context.outputs.len(), 1, "{name}: {context:#?}");
+        assert_eq!(context.decisions.len(), 1, "{name}");
+        assert_eq!(
+            context.decisions[0].rationale.text,
+            "split the <printer> in two"
+        );
+        let diff = &context.diffs[0];
+        // The second round's: `b` changed nothing this time.
+        assert_eq!(diff.tasks, ["a"], "{name}: {diff:#?}");
+        assert_eq!((diff.added, diff.removed), (1, 1), "{name}");
+        // And `query gates` carries the same context.
+        let gates = query::gates(store.as_ref()).expect("gates");
+        assert_eq!(gates.len(), 1, "{name}");
+        assert_eq!(gates[0].context.diffs, context.diffs, "{name}");
+        contexts.push((name, context));
+    }
+    let (_, memory) = &contexts[0];
+    for (name, context) in &contexts[1..] {
+        assert_eq!(context, memory, "{name} and memory agree");
+    }
+    insta::assert_snapshot!(table::gate_contexts(&[query::PendingGate::from(
+        memory.clone()
+    )]));
+}
+
+#[test]
+fn a_gates_context_is_bounded_whatever_the_flow_holds() {
+    use stratum_mcp::gate_context::{self, MAX_DIFF_READ_BYTES, MAX_VALUE_CHARS};
+    let mut scenario = Scenario::new(SHIPPED);
+    let huge = "x".repeat(1_000_000);
+    scenario.start(
+        Some("ship"),
+        json!({"tasks": [{"id": "a", "description": "a"}, {"id": "b", "description": "b"}],
+               "note": huge}),
+    );
+    let flow = scenario.flow(1);
+    let too_large = format!(
+        "diff --git a/big b/big\n@@ -0,0 +1 @@\n+{}\n",
+        "y".repeat(usize::try_from(MAX_DIFF_READ_BYTES).unwrap())
+    );
+    build_then_gate(
+        &mut scenario,
+        &flow,
+        [&too_large, "diff --git a/s b/s\n@@ -0,0 +1 @@\n+s\n"],
+    );
+    let id = stratum_runtime::FlowId::parse(&flow).unwrap();
+    let context = gate_context::read(scenario.store.as_ref(), &id, EPOCH_MS)
+        .unwrap()
+        .unwrap();
+    assert_eq!(context.input.text.chars().count(), MAX_VALUE_CHARS);
+    assert!(
+        context.input.more_chars > 990_000,
+        "{}",
+        context.input.more_chars
+    );
+    let diff = &context.diffs[0];
+    assert_eq!(diff.tasks, ["b"], "{diff:#?}");
+    assert_eq!(diff.not_shown.len(), 1, "{diff:#?}");
+    assert_eq!(diff.not_shown[0].task_id, "a");
+    assert_eq!(diff.not_shown[0].reason, "too_large");
+    let text = gate_context::to_text(&context, gate_context::TextBounds::FORM);
+    assert!(text.len() < 10_000, "{} bytes", text.len());
+    assert!(text.contains("too large to show here"), "{text}");
+}

@@ -224,15 +224,23 @@ impl Browser {
             .unwrap_or_else(|error| panic!("cannot read `{name}` of `{css}`: {error}"))
     }
 
-    /// The text of the first element `css` selects, once there is one, trimmed.
+    /// The text of the first element `css` selects, once there is one, trimmed. A live page
+    /// may swap the element between finding it and reading it (the script refreshes a page
+    /// as soon as its event stream opens): it is then found again.
     pub async fn text(&self, css: &str) -> String {
-        let element = self.find(css).await;
-        element
-            .text()
-            .await
-            .unwrap_or_else(|error| panic!("cannot read the text of `{css}`: {error}"))
-            .trim()
-            .to_owned()
+        let until = Instant::now() + PATIENCE;
+        loop {
+            let element = self.find(css).await;
+            match element.text().await {
+                Ok(text) => return text.trim().to_owned(),
+                Err(error)
+                    if error.to_string().contains("stale element") && Instant::now() < until =>
+                {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(error) => panic!("cannot read the text of `{css}`: {error}"),
+            }
+        }
     }
 
     /// Waits until `check` holds of the page (asked again every 100 ms, for [`PATIENCE`]);

@@ -18,6 +18,7 @@ use stratum_compiler::plan::{self, Action, Plan};
 use super::{Plans, SchemaVersion};
 use crate::command::{Command, Config, Context};
 use crate::exec::{self, Work};
+use crate::gate_context::{self, GateContext};
 use crate::ids::FlowId;
 use crate::response::{Audit, Record, Response, RoundRecords};
 use crate::state::{Cursor, FlowHeader, FlowStatus};
@@ -124,6 +125,27 @@ pub struct PendingGate {
     pub on_kill: Option<String>,
     /// Seconds from the gate's dispatch until it is killed, if it has a timeout.
     pub timeout: Option<u64>,
+    /// What the person deciding it is shown: the flow's input, the work before the gate,
+    /// earlier decisions with their rationales, merged diffs (beyond the reference's
+    /// contract, which has no such field).
+    pub context: GateContext,
+}
+
+impl From<GateContext> for PendingGate {
+    fn from(context: GateContext) -> PendingGate {
+        PendingGate {
+            schema_version: SchemaVersion,
+            flow_id: context.flow_id.clone(),
+            flow_name: context.flow_name.clone(),
+            step_id: context.step_id.clone(),
+            function: context.function.clone(),
+            on_approve: context.on_approve.clone(),
+            on_revise: context.on_revise.clone(),
+            on_kill: context.on_kill.clone(),
+            timeout: context.timeout_s,
+            context,
+        }
+    }
 }
 
 /// Every flow in the store, newest first.
@@ -146,44 +168,60 @@ pub fn gates(store: &dyn Store) -> Result<Vec<PendingGate>, StoreError> {
     gates_of(store, &store.list_flows()?)
 }
 
-/// The gates the flows of `headers` wait at, in their order.
+/// The gates the flows of `headers` wait at, in their order, each with its context (read in
+/// a transaction of its own; a gate decided since `headers` were read is left out).
 pub fn gates_of(store: &dyn Store, headers: &[FlowHeader]) -> Result<Vec<PendingGate>, StoreError> {
     let mut gates = Vec::new();
     let mut plans = Plans::default();
+    let now_ms = crate::now_ms();
     for header in headers.iter().filter(|header| !header.status.is_finished()) {
         let Some(plan) = plans.get(store, &header.plan)? else {
             continue;
         };
-        let Some(step) = current_step(header, &plan)? else {
+        // Only the flows the list shows at a gate are read again, whole.
+        let at_gate = current_step(header, &plan)?
+            .is_some_and(|step| matches!(step.action, Action::Gate { .. }));
+        if !at_gate {
             continue;
-        };
-        if let Action::Gate {
-            function,
-            on_approve,
-            on_revise,
-            on_kill,
-            timeout,
-            ..
-        } = &step.action
-        {
-            let name = |target: plan::Target| match target {
-                plan::Target::Step(index) => step_of(&plan, header, index).map(|s| s.id.clone()),
-                plan::Target::End | plan::Target::Kill => None,
-            };
-            gates.push(PendingGate {
-                schema_version: SchemaVersion,
-                flow_id: header.id.to_string(),
-                flow_name: header.flow_name.clone(),
-                step_id: step.id.clone(),
-                function: function.clone(),
-                on_approve: name(*on_approve),
-                on_revise: name(*on_revise),
-                on_kill: name(*on_kill),
-                timeout: *timeout,
-            });
+        }
+        if let Some(context) = gate_context::read(store, &header.id, now_ms)? {
+            gates.push(PendingGate::from(context));
         }
     }
     Ok(gates)
+}
+
+/// Where one flow stands, as `query gates FLOW` asks.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FlowGate {
+    /// The store has no such flow.
+    Unknown,
+    /// It waits at no gate (it runs another step, or has finished).
+    NotAtGate,
+    /// The gate it waits at, with its context.
+    At(Box<PendingGate>),
+}
+
+/// The gate flow `id` waits at, read in one read transaction.
+pub fn gate(store: &dyn Store, id: &FlowId) -> Result<FlowGate, StoreError> {
+    let now_ms = crate::now_ms();
+    let mut found = FlowGate::Unknown;
+    store.read(&mut |snapshot| {
+        found = FlowGate::Unknown;
+        let Some(header) = snapshot.flow(id)? else {
+            return Ok(());
+        };
+        // A flow pruned meanwhile takes its plan with it.
+        let Some(plan) = snapshot.plan(&header.plan)? else {
+            return Ok(());
+        };
+        found = match gate_context::of(snapshot, &header, &plan, now_ms)? {
+            Some(context) => FlowGate::At(Box::new(PendingGate::from(context))),
+            None => FlowGate::NotAtGate,
+        };
+        Ok(())
+    })?;
+    Ok(found)
 }
 
 /// One flow's whole state, or `None` when the store has no flow of that id.

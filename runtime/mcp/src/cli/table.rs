@@ -9,6 +9,8 @@
 
 use stratum_grammar::print::visible;
 
+use crate::gate_context::{TextBounds, to_text};
+
 use super::query::{FlowState, FlowSummary, PendingGate, StepMode, SummaryStatus};
 
 /// `query flows` as a table, newest first.
@@ -62,6 +64,32 @@ pub fn gates(gates: &[PendingGate]) -> String {
     text.push_str(
         "\nresolve one with: stratum-mcp gate approve|revise|kill FLOW GATE --note TEXT\n",
     );
+    text
+}
+
+/// Each gate's context for a person (`query gates --context`, `query gates FLOW`): the flow
+/// and its input, the work before the gate, earlier decisions with their rationales, the
+/// merged changes, and the command that decides it. Made visible as the tables are.
+pub fn gate_contexts(gates: &[PendingGate]) -> String {
+    let mut text = String::new();
+    for gate in gates {
+        let context = &gate.context;
+        text.push_str(&format!(
+            "── {} {} {}\n",
+            visible(&context.flow_id),
+            visible(&context.step_id),
+            "─".repeat(20)
+        ));
+        if let Some(since) = context.waiting_since_ms {
+            text.push_str(&format!("Waiting since {}.\n", super::watch::utc(since)));
+        }
+        text.push_str(&to_text(context, TextBounds::TERMINAL));
+        text.push_str(&format!(
+            "\ndecide with: stratum-mcp gate approve|revise|kill {} {} --note TEXT\n\n",
+            visible(&context.flow_id),
+            visible(&context.step_id)
+        ));
+    }
     text
 }
 

@@ -8,7 +8,8 @@
 //! `killed`, `failed`, `skipped`, `pending`); `section#dispatch`, `#attempts` (one `li.violation`
 //! per violation), `#rounds`, `#iterations`, `#budget`, `#children`, `#checkpoints`,
 //! `#timeline`, `#steps` (a row `#step-INDEX` per step). `main > div[data-live]` is swapped
-//! by the script when the flow changes. An unknown id answers 404.
+//! by the script when the flow changes. An unknown id answers 404. A flow waiting at a gate
+//! also has `section#gate`, the gate's `div.gate-context` (see [`super::gate_context`]).
 //!
 //! Bounded for any flow: names and texts cut, each list its newest
 //! [`MAX_LIST_ENTRIES`](super::MAX_LIST_ENTRIES), and of a huge flow a window of
@@ -143,6 +144,18 @@ fn render(view: &FlowView, identity: &Identity) -> Result<String, crate::store::
     html.push_str(&window_note(&window, flow.steps.len(), &id));
     html.push_str("</section>\n");
     dispatch(&mut html, view, identity);
+    if let Some(context) = &view.gate {
+        section(
+            &mut html,
+            "gate",
+            "The gate's context",
+            &format!(
+                "<p>What the person deciding gate <strong>{}</strong> is shown.</p>{}",
+                shown_name(&context.step_id),
+                super::gate_context::render(context)
+            ),
+        );
+    }
     agent_runs(&mut html, view);
     fan_out_tasks(&mut html, view);
     attempts(&mut html, view);
@@ -718,7 +731,7 @@ fn fan_out_tasks(html: &mut String, view: &FlowView) {
 
 /// A size for people: bytes, KiB or MiB.
 #[allow(clippy::cast_precision_loss)] // a tenth of a unit is all that is shown
-fn byte_size(bytes: u64) -> String {
+pub(super) fn byte_size(bytes: u64) -> String {
     const KIB: u64 = 1024;
     match bytes {
         0 => "empty".to_owned(),

@@ -4,16 +4,18 @@
 //! actor, and the CLI's conflict answers, so a gate decided elsewhere meanwhile is never
 //! decided twice and the person is told what happened instead.
 //!
-//! Contract: `article.gate[data-flow-id][data-step-id]` per gate (id `gate-FLOW-STEP`),
-//! `p#no-gates` when none waits; in each, for a token that may write, `form` posting to
+//! Contract: `article.gate[data-flow-id][data-step-id][data-round]` per gate (id
+//! `gate-FLOW-STEP`), `p#no-gates` when none waits; in each, the gate's
+//! `div.gate-context` (see [`super::gate_context`]: the flow's input, the work before the
+//! gate, earlier decisions, merged changes) and, for a token that may write, `form` posting to
 //! `/gates/FLOW/STEP` with `textarea[name=rationale][required]` and `button[name=decision]`
 //! valued `approve` (with `formnovalidate`: an approval may go without a reason), `revise`,
 //! `kill`; a read-only token sees `p.read-only` instead. After a decision: 303 to
 //! `/gates?done=…`, which shows `p[role=status]`; a revise or kill without a rationale: 422
-//! with `p[role=alert]`, the gate still waiting; a conflict: 409 with `p[role=alert]`. The gate list is `data-live` and keyed, so the script adds and drops
-//! gates without touching a form being filled.
+//! with `p[role=alert]`, the gate still waiting; a conflict: 409 with `p[role=alert]`. The gate list is `data-live` and keyed
+//! (by flow, step, round and arrival), so the script adds and drops gates without touching a
+//! form being filled, and a gate reached again comes with its new context.
 
-use std::collections::HashMap;
 use std::fmt::Write;
 
 use axum::Form;
@@ -33,12 +35,6 @@ use crate::store::StoreError;
 
 /// The longest rationale kept (characters); the form says so.
 pub const MAX_RATIONALE_CHARS: usize = 4_000;
-
-/// A waiting gate and when its flow reached it.
-struct Waiting {
-    gate: PendingGate,
-    since_ms: Option<u64>,
-}
 
 /// What the redirect after a decision says: the outcome, the gate, where the flow is now.
 #[derive(Deserialize, Default)]
@@ -118,27 +114,22 @@ async fn gates_page(
     super::page(identity, Section::Gates, status, "Gates", &body)
 }
 
-/// Every waiting gate, newest flow first, with when each flow reached it.
-fn waiting(store: &dyn crate::store::Store) -> Result<Vec<Waiting>, StoreError> {
-    let headers = store.list_flows()?;
-    let since: HashMap<String, Option<u64>> = headers
-        .iter()
-        .map(|header| (header.id.to_string(), header.dispatched_ms))
-        .collect();
-    Ok(query::gates_of(store, &headers)?
-        .into_iter()
-        .map(|gate| Waiting {
-            since_ms: since.get(&gate.flow_id).copied().flatten(),
-            gate,
-        })
-        .collect())
+/// Every waiting gate, newest flow first, with its context.
+fn waiting(store: &dyn crate::store::Store) -> Result<Vec<PendingGate>, StoreError> {
+    query::gates(store)
 }
 
-fn article(body: &mut String, identity: &Identity, waiting: &Waiting) {
-    let gate = &waiting.gate;
+fn article(body: &mut String, identity: &Identity, gate: &PendingGate) {
     let flow = escape(&gate.flow_id);
     let step = shown_name(&gate.step_id);
     let key = format!("{flow}-{step}");
+    // The script keeps a card whose key is unchanged (a rationale being typed stays): the
+    // gate reached again, in a new round or by a new route, is a new card with its context.
+    let live_key = format!(
+        "{key}-{}-{}",
+        gate.context.round,
+        gate.context.waiting_since_ms.unwrap_or_default()
+    );
     let routes = [
         ("approve", &gate.on_approve),
         ("revise", &gate.on_revise),
@@ -154,16 +145,18 @@ fn article(body: &mut String, identity: &Identity, waiting: &Waiting) {
     .join(", ");
     let _ = write!(
         body,
-        "<article class=\"gate\" id=\"gate-{key}\" data-key=\"{key}\" data-flow-id=\"{flow}\" \
-         data-step-id=\"{step}\" aria-labelledby=\"gate-{key}-h\">\
+        "<article class=\"gate\" id=\"gate-{key}\" data-key=\"{live_key}\" data-flow-id=\"{flow}\" \
+         data-step-id=\"{step}\" data-round=\"{round}\" aria-labelledby=\"gate-{key}-h\">\
          <h2 id=\"gate-{key}-h\">{step} <span class=\"of\">in <a href=\"/flows/{flow}\">{name}</a> \
          <code class=\"id\">{short}</code></span></h2>\
-         <p>Function <code>{function}</code>{since}{timeout}.{routes}</p>",
+         <p>Function <code>{function}</code>, round {round}{since}{timeout}.{routes}</p>{context}",
         name = shown_name(&gate.flow_name),
         short = escape(gate.flow_id.get(..8).unwrap_or(&gate.flow_id)),
         function = shown_name(&gate.function),
-        since = waiting
-            .since_ms
+        round = gate.context.round,
+        since = gate
+            .context
+            .waiting_since_ms
             .map_or_else(String::new, |at| format!(", waiting since {}", moment(at))),
         timeout = gate.timeout.map_or_else(String::new, |seconds| format!(
             ", killed after {} without a decision",
@@ -174,6 +167,7 @@ fn article(body: &mut String, identity: &Identity, waiting: &Waiting) {
         } else {
             format!(" Routes: {routes}.")
         },
+        context = super::gate_context::render(&gate.context),
     );
     if !identity.read_only {
         let fields = format!(

@@ -5,6 +5,7 @@
 //! (`/flows/{id}`, one flow: its graph, dispatch, attempts, rounds, iterations, budget,
 //! children, checkpoints, timeline; read by [`view`], drawn by [`dag`] and [`timeline`]),
 //! [`gates`] (`/gates`, every waiting gate with its decision form, and the form's post),
+//! [`gate_context`] (what a person deciding a gate is shown, on its card and its flow's page),
 //! [`events`] (`/events`, server-sent events that tell open pages a flow changed), and
 //! [`assets`] (the stylesheet and the script, compiled into the binary).
 //!
@@ -27,6 +28,7 @@ pub mod dag;
 pub mod events;
 pub mod flow;
 pub mod flows;
+pub mod gate_context;
 pub mod gates;
 pub mod timeline;
 pub mod view;

@@ -84,6 +84,8 @@ pub struct FlowView {
     pub runs: Vec<crate::store::AgentRun>,
     /// Its unattended drive, when it was ever enrolled.
     pub drive: Option<crate::store::Drive>,
+    /// What the person deciding the gate it waits at is shown; `None` unless it waits at one.
+    pub gate: Option<stratum_mcp::gate_context::GateContext>,
     /// How each step stands, by index: worked out once, in one pass over the trace.
     looks: Vec<StepLook>,
 }
@@ -147,6 +149,7 @@ impl FlowView {
                 };
                 Some(exec::run(&mut Work::new(snapshot), &command, &ctx)?.to_json())
             };
+            let gate = stratum_mcp::gate_context::of(snapshot, &header, &plan, now_ms)?;
             let looks = looks(&header, flow, &steps, &events);
             view = Some(FlowView {
                 header,
@@ -159,6 +162,7 @@ impl FlowView {
                 checkpoints,
                 runs: Vec::new(),
                 drive: None,
+                gate,
                 looks,
             });
             Ok(())
