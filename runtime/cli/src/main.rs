@@ -193,6 +193,10 @@ enum Command {
         /// Who decided, as the audit records it
         #[arg(long, value_enum, default_value_t = ResolvedBy::Human)]
         resolved_by: ResolvedBy,
+        /// The value approved with, as JSON, when the gate's function declares `output`
+        /// (checked against that contract; it becomes the step's output)
+        #[arg(long, value_name = "JSON", value_parser = parse_json)]
+        value: Option<serde_json::Value>,
         /// Print JSON even on a terminal
         #[arg(long)]
         json: bool,
@@ -525,6 +529,7 @@ fn main() -> ExitCode {
             step,
             note,
             resolved_by,
+            value,
             json,
             writes: _,
         }) => match settings(cli.config.as_deref()) {
@@ -536,6 +541,7 @@ fn main() -> ExitCode {
                     decision,
                     note: &note,
                     resolved_by,
+                    value,
                 },
                 &settings,
                 json,
@@ -646,6 +652,11 @@ fn main() -> ExitCode {
             print::bytes(&script)
         }
     }
+}
+
+/// A `--value`: JSON text.
+fn parse_json(text: &str) -> Result<serde_json::Value, String> {
+    serde_json::from_str(text).map_err(|error| format!("not JSON: {error}"))
 }
 
 /// The servers' settings: of `--config`, else of `$STRATUM_HOME/config.toml`; `None` (said

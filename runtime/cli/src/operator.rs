@@ -224,6 +224,8 @@ pub struct GateOrder<'a> {
     pub decision: Decision,
     pub note: &'a str,
     pub resolved_by: ResolvedBy,
+    /// `--value`: the value approved with (JSON), for a gate whose function declares `output`.
+    pub value: Option<serde_json::Value>,
 }
 
 /// `gate`: under the config file's settings, so that a gate function's approval rules hold
@@ -247,6 +249,7 @@ pub fn gate(
             order.decision,
             order.note,
             order.resolved_by,
+            order.value.clone(),
         )?;
         let code = answer.exit_code();
         Ok(if wants_json(json) {

@@ -215,10 +215,11 @@ async fn revise_starts_a_new_round_and_the_next_form_is_for_that_round() {
     // The second form shows the work of the new round, and why it was sent back.
     assert!(second.contains("v1.2: gates in the client"), "{second}");
     assert!(
-        second.contains(
-            "Earlier decisions:\n- round 0, review: revise by human, via elicitation \
-             (stratum-test-client 1.2.3) at "
-        ) && second.contains(": \"say what changed\"\n"),
+        second.contains(&format!(
+            "Earlier decisions:\n- round 0, review: revise by human as {}, via elicitation \
+             (stratum-test-client 1.2.3) at ",
+            mcp::os_user()
+        )) && second.contains(": \"say what changed\"\n"),
         "{second}"
     );
     assert!(second.contains("gates in the client"), "{second}");
@@ -370,10 +371,9 @@ async fn on_2026_07_28_the_form_is_an_input_required_answer_and_the_retry_decide
         let asked = server.received.asked();
         assert_eq!(asked.len(), 1, "{asked:#?}");
         assert!(
-            asked[0]["message"]
-                .as_str()
-                .unwrap()
-                .contains("Flow 'release' waits at gate 'review' (sign_off), round 0."),
+            asked[0]["message"].as_str().unwrap().contains(&format!(
+                "Flow 'release' ({id}) waits at gate 'review' (sign_off), round 0."
+            )),
             "{asked:#?}"
         );
         let audit = server.call("stratum_audit", json!({"flow_id": id})).await;
@@ -879,5 +879,151 @@ async fn under_approval_rules_a_form_on_stdio_is_the_os_user_s_decision() {
         )
         .await;
     assert_eq!(status(&revised), "execute_step", "{revised:#}");
+    server.stop().await;
+}
+
+const TYPED: &str = r#"version: "0.2"
+contracts:
+  Draft:
+    text: {type: string}
+  Release:
+    version: {type: string, description: "The version to publish"}
+    channel: {type: string, values: [stable, beta]}
+    notes: {type: array, items: string}
+  Published:
+    url: {type: string}
+functions:
+  write:
+    mode: infer
+    intent: "Write the release note"
+    input: {}
+    output: Draft
+  sign_off:
+    mode: gate
+  publish:
+    mode: infer
+    intent: "Publish"
+    input:
+      version: {type: string}
+    output: Published
+flows:
+  release:
+    input: {}
+    steps:
+      - id: write
+        function: write
+        inputs: {}
+      - id: review
+        function: sign_off
+        on_approve: publish
+        on_revise: write
+        on_kill: ~
+        depends_on: [write]
+      - id: publish
+        function: publish
+        inputs:
+          version: "$.steps.review.output.value.version"
+        depends_on: [review]
+"#;
+
+/// The typed spec, its gate function declaring `output: Release`.
+fn typed_spec() -> String {
+    TYPED.replace("    mode: gate\n", "    mode: gate\n    output: Release\n")
+}
+
+#[tokio::test]
+async fn a_typed_gate_s_form_asks_for_its_fields_and_the_value_reaches_the_next_step() {
+    let home = tempfile::tempdir().unwrap();
+    let person = Recorder::asking(vec![Reply::Answer(json!({
+        "action": "accept",
+        "content": {"decision": "approve", "rationale": "ready",
+                    "version": "1.2.0", "channel": "stable", "notes": "[\"faster gates\"]"}
+    }))]);
+    let mut server =
+        McpServer::start_with_client(home.path(), home.path(), Protocol::Handshake, &[], person)
+            .await;
+    server
+        .call(
+            "stratum_plan",
+            json!({"spec": typed_spec(), "flow": "release", "inputs": {}}),
+        )
+        .await;
+    let id = server.flow(1);
+    let next = server
+        .call(
+            "stratum_step_done",
+            json!({"flow_id": id, "step_id": "write", "result": {"text": "notes"}}),
+        )
+        .await;
+    assert_eq!(status(&next), "execute_step", "{next:#}");
+    assert_eq!(next["step_id"], "publish");
+    assert_eq!(next["inputs"]["version"], "1.2.0", "{next:#}");
+    let asked = server.received.asked();
+    let fields = &asked[0]["requestedSchema"]["properties"];
+    assert_eq!(
+        fields["channel"]["enum"],
+        json!(["stable", "beta"]),
+        "{fields:#}"
+    );
+    assert_eq!(fields["version"]["description"], "The version to publish");
+    assert_eq!(
+        fields["notes"]["type"], "string",
+        "a list is asked as JSON: {fields:#}"
+    );
+    let audit = server.call("stratum_audit", json!({"flow_id": id})).await;
+    let gates = gate_records(&audit);
+    assert_eq!(
+        gates[0]["value"],
+        json!({"version": "1.2.0", "channel": "stable", "notes": ["faster gates"]})
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_agent_approves_a_typed_gate_only_with_a_value_of_its_contract() {
+    let home = tempfile::tempdir().unwrap();
+    let mut server = McpServer::start(home.path(), home.path(), Protocol::Handshake).await;
+    server
+        .call(
+            "stratum_plan",
+            json!({"spec": typed_spec(), "flow": "release", "inputs": {}}),
+        )
+        .await;
+    let id = server.flow(1);
+    server
+        .call(
+            "stratum_step_done",
+            json!({"flow_id": id, "step_id": "write", "result": {"text": "notes"}}),
+        )
+        .await;
+    let decide = |value: Value| {
+        let mut arguments = json!({"flow_id": id, "step_id": "review", "outcome": "approve",
+                                   "rationale": "ok", "resolved_by": "agent"});
+        if !value.is_null() {
+            arguments["value"] = value;
+        }
+        arguments
+    };
+    let missing = server
+        .call("stratum_gate_resolve", decide(Value::Null))
+        .await;
+    assert_eq!(
+        missing["error_type"], "decision_value_required",
+        "{missing:#}"
+    );
+    let wrong = server
+        .call(
+            "stratum_gate_resolve",
+            decide(json!({"version": 12, "channel": "stable", "notes": []})),
+        )
+        .await;
+    assert_eq!(wrong["error_type"], "decision_value_invalid", "{wrong:#}");
+    let approved = server
+        .call(
+            "stratum_gate_resolve",
+            decide(json!({"version": "1.2.0", "channel": "beta", "notes": []})),
+        )
+        .await;
+    assert_eq!(approved["inputs"]["version"], "1.2.0", "{approved:#}");
     server.stop().await;
 }

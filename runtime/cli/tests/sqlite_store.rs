@@ -661,6 +661,7 @@ impl Agent {
                         actor: None,
                         via: None,
                         round: None,
+                        value: None,
                     }
                 }
                 Pending::Step {

@@ -64,6 +64,10 @@ pub enum Command {
         /// (a form): refused once the flow is in another round, so that a decision never
         /// resolves a later round's gate.
         round: Option<u32>,
+        /// The value the person approves with, when the gate's function declares `output`:
+        /// checked against that contract, it becomes the step's output (the person's typed
+        /// decision). Not read for revise and kill.
+        value: Option<Value>,
     },
     CheckTimeouts {
         flow_id: String,

@@ -624,6 +624,13 @@ pub struct GateRecord {
     /// approve (the last one is `actor`). Absent otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approvers: Vec<String>,
+    /// The value approved with, when the gate's function declares `output` (it is also in
+    /// the step's output, the person's typed decision). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    /// The decision's id, with `value` (the seed's `review_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_id: Option<String>,
     pub duration_ms: u64,
     pub round: u32,
     pub round_start_step_id: Option<String>,

@@ -1042,6 +1042,7 @@ impl Driver {
                     actor: None,
                     via: None,
                     round: None,
+                    value: None,
                 },
                 Some(PlanAction::Flow { .. }) => {
                     let child = current
@@ -1112,6 +1113,7 @@ impl Driver {
                 actor: None,
                 via: None,
                 round: None,
+                value: None,
             },
             Act::Iterate { high, .. } => {
                 let active =
@@ -1335,6 +1337,7 @@ fn garbage(flow_id: String, command: u8) -> Command {
             actor: None,
             via: None,
             round: None,
+            value: None,
         },
         3 => Command::CheckTimeouts { flow_id },
         4 => Command::Commit {

@@ -1016,6 +1016,7 @@ fn a_decision_for_an_earlier_round_never_resolves_the_gate_of_a_later_one() {
         actor: None,
         via: None,
         round: Some(round),
+        value: None,
     };
     // A form shown in round 0 is still open when someone else revises, and the work comes
     // back to the gate in round 1.
@@ -1327,6 +1328,7 @@ fn a_decision_bound_to_an_earlier_round_is_refused_before_any_rule_counts_it() {
             actor: Some("bob".to_owned()),
             via: None,
             round: Some(0),
+            value: None,
         },
     );
     assert_eq!(error_type(&stale), "stale_round", "{stale}");
@@ -1437,4 +1439,184 @@ fn a_sub_flows_gate_knows_who_started_the_flow_above_it() {
     s.acting_as(Some("bob"));
     let approved = s.gate(&child, "review", "approve", "theirs", "human");
     assert_eq!(status(&approved), "complete", "{approved}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A gate whose function declares `output`: the person approves with a typed value, and the
+// step's output is their decision (the seed's `HumanDecision[T]`), read by later steps.
+
+const RELEASE: &str = r#"version: "0.2"
+contracts:
+  Draft:
+    text: {type: string}
+  Release:
+    version: {type: string}
+    channel: {type: string, values: [stable, beta]}
+  Published:
+    url: {type: string}
+functions:
+  write:
+    mode: infer
+    intent: "Write the release note"
+    input: {}
+    output: Draft
+  sign_off:
+    mode: gate
+    output: Release
+  publish:
+    mode: infer
+    intent: "Publish the release"
+    input:
+      version: {type: string}
+      reviewer: {type: string}
+    output: Published
+flows:
+  release:
+    input: {}
+    steps:
+      - id: write
+        function: write
+        inputs: {}
+      - id: review
+        function: sign_off
+        on_approve: publish
+        on_revise: write
+        on_kill: ~
+        depends_on: [write]
+      - id: publish
+        function: publish
+        inputs:
+          version: "$.steps.review.output.value.version"
+          reviewer: "$.steps.review.output.rationale"
+        depends_on: [review]
+"#;
+
+/// The stored output of the step at plan index `index` of `flow`.
+fn step_output(s: &Scenario, flow: &str, index: u32) -> Value {
+    let id = FlowId::parse(flow).expect("a flow id");
+    let mut output = None;
+    s.store
+        .read(&mut |snapshot| {
+            output = snapshot.step(&id, index)?.and_then(|step| step.output);
+            Ok(())
+        })
+        .expect("the store reads");
+    output.expect("the step has an output")
+}
+
+fn decide_with(flow: &str, outcome: &str, value: Option<Value>) -> stratum_runtime::Command {
+    stratum_runtime::Command::GateResolve {
+        flow_id: flow.to_owned(),
+        step_id: "review".to_owned(),
+        outcome: outcome.to_owned(),
+        rationale: "ship 1.2 to stable".to_owned(),
+        resolved_by: "human".to_owned(),
+        actor: Some("alice".to_owned()),
+        via: None,
+        round: None,
+        value,
+    }
+}
+
+#[test]
+fn a_typed_gate_is_approved_with_a_value_of_its_contract_that_later_steps_read() {
+    let mut s = Scenario::new(RELEASE);
+    s.start(None, json!({}));
+    let flow = s.flow(1);
+    let gate = s.done(&flow, "write", json!({"text": "notes"}));
+    assert_eq!(status(&gate), "await_gate", "{gate}");
+    let before = stored(&s, &flow);
+
+    let missing = s.run(
+        "approve without a value",
+        decide_with(&flow, "approve", None),
+    );
+    assert_eq!(error_type(&missing), "decision_value_required", "{missing}");
+    assert!(
+        missing["message"]
+            .as_str()
+            .unwrap()
+            .contains("channel, version"),
+        "{missing}"
+    );
+    let wrong = s.run(
+        "approve with a value that breaks the contract",
+        decide_with(
+            &flow,
+            "approve",
+            Some(json!({"version": "1.2", "channel": "nightly"})),
+        ),
+    );
+    assert_eq!(error_type(&wrong), "decision_value_invalid", "{wrong}");
+    assert!(
+        !wrong["violations"].as_array().unwrap().is_empty(),
+        "{wrong}"
+    );
+    assert_eq!(
+        stored(&s, &flow),
+        before,
+        "a refused decision wrote nothing"
+    );
+
+    let approved = s.run(
+        "approve with the release",
+        decide_with(
+            &flow,
+            "approve",
+            Some(json!({"version": "1.2", "channel": "stable"})),
+        ),
+    );
+    assert_eq!(status(&approved), "execute_step", "{approved}");
+    assert_eq!(approved["step_id"], "publish");
+    assert_eq!(approved["inputs"]["version"], "1.2", "{approved}");
+    assert_eq!(
+        approved["inputs"]["reviewer"], "ship 1.2 to stable",
+        "{approved}"
+    );
+
+    let audit = s.audit(&flow);
+    let record = audit["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|record| record["type"] == "gate")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        record["value"],
+        json!({"version": "1.2", "channel": "stable"})
+    );
+    let review_id = record["review_id"].as_str().unwrap();
+    assert_eq!(review_id.len(), 36, "{record}");
+    let decision = step_output(&s, &flow, 1);
+    assert_eq!(decision["value"]["channel"], "stable", "{decision}");
+    assert_eq!(decision["reviewer"], "alice", "{decision}");
+    assert_eq!(decision["outcome"], "approve", "{decision}");
+    assert_eq!(decision["review_id"], review_id, "{decision}");
+    assert!(
+        decision["decided_at"].as_str().unwrap().ends_with('Z'),
+        "{decision}"
+    );
+}
+
+#[test]
+fn revise_and_kill_need_no_value_and_an_untyped_gate_takes_none() {
+    let mut s = Scenario::new(RELEASE);
+    s.start(None, json!({}));
+    let flow = s.flow(1);
+    s.done(&flow, "write", json!({"text": "notes"}));
+    let revised = s.run("revise without a value", decide_with(&flow, "revise", None));
+    assert_eq!(status(&revised), "execute_step", "{revised}");
+
+    let mut untyped = Scenario::new(REVIEWED_WORK);
+    let other = reviewed_work_at_gate(&mut untyped);
+    let refused = untyped.run(
+        "a value for a gate that decides none",
+        decide_with(&other, "approve", Some(json!({"version": "1"}))),
+    );
+    assert_eq!(
+        error_type(&refused),
+        "decision_value_unexpected",
+        "{refused}"
+    );
 }

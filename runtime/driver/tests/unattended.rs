@@ -144,6 +144,7 @@ fn an_invalid_result_is_retried_with_its_violations_then_a_gate_waits_for_a_pers
                 actor: None,
                 via: None,
                 round: None,
+                value: None,
             })
             .unwrap()
             .to_json();

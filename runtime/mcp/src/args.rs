@@ -259,6 +259,10 @@ pub struct GateResolveArgs {
     pub rationale: String,
     /// Who decided: `human`, `agent` or `system`.
     pub resolved_by: String,
+    /// When the gate's function declares `output`: the value approved with, an object of that
+    /// contract (checked; it becomes the step's output with who decided, why and when).
+    #[serde(default)]
+    pub value: Option<serde_json::Value>,
 }
 
 /// `stratum_gate_wait`.

@@ -62,6 +62,9 @@ pub struct GateView {
     pub remaining_s: Option<u64>,
     /// The flow, its input, the work before the gate, earlier decisions, merged diffs.
     pub context: GateContext,
+    /// The JSON Schema of the value an approval decides, when the gate's function declares
+    /// `output` (the form then asks for its fields).
+    pub value_schema: Option<Value>,
 }
 
 /// What the person answered.
@@ -70,6 +73,8 @@ pub enum Answer {
         outcome: String,
         rationale: String,
         client: Option<String>,
+        /// The typed value, when the gate decides one and the person approved.
+        value: Option<Value>,
     },
     Pending(GatePending),
 }
@@ -102,7 +107,7 @@ pub fn request(gate: &GateView) -> Result<ElicitRequestParams, ToolError> {
     Ok(ElicitRequestParams::FormElicitationParams {
         meta: None,
         message: message(gate),
-        requested_schema: form()?,
+        requested_schema: form(gate.value_schema.as_ref())?,
     })
 }
 
@@ -173,10 +178,15 @@ pub fn answer(result: ElicitResult, gate: &GateView, client: Option<String>) -> 
                 .trim();
             match outcome {
                 Some(outcome @ ("approve" | "revise" | "kill")) if !rationale.is_empty() => {
+                    let value = match (outcome, &gate.value_schema) {
+                        ("approve", Some(schema)) => Some(typed_value(&content, schema)),
+                        _ => None,
+                    };
                     Answer::Decided {
                         outcome: outcome.to_owned(),
                         rationale: rationale.to_owned(),
                         client,
+                        value,
                     }
                 }
                 _ => pending(
@@ -210,26 +220,119 @@ pub fn pending(gate: &GateView, reason: &'static str, message: String) -> Answer
     })
 }
 
-/// The form: the decision and why.
-fn form() -> Result<ElicitationSchema, ToolError> {
+/// The form: the decision and why, and when the gate decides a typed value (its function's
+/// `output`), one field per field of the contract: a text, number or yes/no field as the
+/// field's type says (a choice for `values`), a JSON text for a list or a nested record. They
+/// are optional in the form (revise and kill need none); an approval missing one is refused
+/// by the gate with what is missing.
+fn form(value_schema: Option<&Value>) -> Result<ElicitationSchema, ToolError> {
+    let mut properties = serde_json::Map::new();
+    properties.insert(
+        "decision".to_owned(),
+        json!({
+            "type": "string",
+            "title": "Decision",
+            "description": "approve: go on; revise: do the work again from the revise step; kill: stop the flow",
+            "enum": ["approve", "revise", "kill"]
+        }),
+    );
+    properties.insert(
+        "rationale".to_owned(),
+        json!({
+            "type": "string",
+            "title": "Why",
+            "description": "Kept in the flow's audit with your decision"
+        }),
+    );
+    for (name, field) in value_fields(value_schema) {
+        properties.insert(field_key(&name), form_field(&name, &field));
+    }
     serde_json::from_value(json!({
         "type": "object",
-        "properties": {
-            "decision": {
-                "type": "string",
-                "title": "Decision",
-                "description": "approve: go on; revise: do the work again from the revise step; kill: stop the flow",
-                "enum": ["approve", "revise", "kill"]
-            },
-            "rationale": {
-                "type": "string",
-                "title": "Why",
-                "description": "Kept in the flow's audit with your decision"
-            }
-        },
+        "properties": properties,
         "required": ["decision", "rationale"]
     }))
     .map_err(|error| ToolError::new("internal_error", format!("the gate form: {error}")))
+}
+
+/// The fields of the decided value's contract, in order.
+fn value_fields(schema: Option<&Value>) -> Vec<(String, Value)> {
+    schema
+        .and_then(|schema| schema.get("properties"))
+        .and_then(Value::as_object)
+        .map(|properties| {
+            properties
+                .iter()
+                .map(|(name, field)| (name.clone(), field.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A field's key in the form: its name, kept apart from the form's own two.
+fn field_key(name: &str) -> String {
+    match name {
+        "decision" | "rationale" => format!("value.{name}"),
+        _ => name.to_owned(),
+    }
+}
+
+/// Whether a contract field is shown as JSON text (a list, a record, anything not one value).
+fn as_json_text(field: &Value) -> bool {
+    !matches!(
+        field.get("type").and_then(Value::as_str),
+        Some("string" | "number" | "integer" | "boolean")
+    )
+}
+
+/// The form's field for the contract field `name`.
+fn form_field(name: &str, field: &Value) -> Value {
+    let described = field.get("description").and_then(Value::as_str);
+    if as_json_text(field) {
+        let what = described.map_or_else(String::new, |text| format!("{text}; "));
+        return json!({
+            "type": "string",
+            "title": name,
+            "description": format!("{what}approve: the value as JSON"),
+        });
+    }
+    let mut shown = serde_json::Map::new();
+    for key in [
+        "type",
+        "enum",
+        "minimum",
+        "maximum",
+        "minLength",
+        "maxLength",
+    ] {
+        if let Some(value) = field.get(key) {
+            shown.insert(key.to_owned(), value.clone());
+        }
+    }
+    shown.insert("title".to_owned(), Value::String(name.to_owned()));
+    let description =
+        described.map_or_else(|| "the value you approve with".to_owned(), str::to_owned);
+    shown.insert("description".to_owned(), Value::String(description));
+    Value::Object(shown)
+}
+
+/// The value the form's `content` gives for the contract `schema`: each field present, a JSON
+/// text read as JSON (kept as text when it is not, for the gate to refuse with why).
+fn typed_value(content: &Value, schema: &Value) -> Value {
+    let mut value = serde_json::Map::new();
+    for (name, field) in value_fields(Some(schema)) {
+        let Some(given) = content.get(field_key(&name)) else {
+            continue;
+        };
+        let given = match given.as_str() {
+            Some(text) if as_json_text(&field) => {
+                serde_json::from_str(text).unwrap_or_else(|_| given.clone())
+            }
+            _ => given.clone(),
+        };
+        value.insert(name, given);
+    }
+    Value::Object(value)
 }
 
 /// What the person reads above the form: the flow and its input, the gate and what it decides

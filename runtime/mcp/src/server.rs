@@ -615,6 +615,7 @@ impl StratumServer {
                 outcome,
                 rationale,
                 client,
+                value,
             } => Command::GateResolve {
                 flow_id,
                 step_id,
@@ -629,6 +630,7 @@ impl StratumServer {
                     client,
                 }),
                 round,
+                value,
             },
             gate_wait::Answer::Pending(pending)
                 if pending.reason == "no_answer" && form_ended_with_gate == Some(true) =>
@@ -698,6 +700,32 @@ fn instance_id() -> String {
 /// The field `key` of an answer, null when it has none.
 fn at<'v>(value: &'v Value, key: &str) -> &'v Value {
     value.get(key).unwrap_or(&Value::Null)
+}
+
+/// The JSON Schema of the value the gate flow `id` waits at decides (its function's
+/// `output`), when it declares one.
+fn decided_schema(store: &dyn Store, id: &crate::ids::FlowId) -> Result<Option<Value>, StoreError> {
+    let mut schema = None;
+    store.read(&mut |snapshot| {
+        schema = None;
+        let Some(header) = snapshot.flow(id)? else {
+            return Ok(());
+        };
+        let Some(plan) = snapshot.plan(&header.plan)? else {
+            return Ok(());
+        };
+        let step = crate::exec::current(&header).and_then(|index| {
+            plan.flows
+                .get(header.flow as usize)
+                .and_then(|flow| flow.steps.get(index as usize))
+        });
+        schema = step
+            .and_then(|step| step.output.contract)
+            .and_then(|index| plan.contracts.get(index as usize))
+            .map(|contract| contract.schema.clone());
+        Ok(())
+    })?;
+    Ok(schema)
 }
 
 /// The refusal of an agent's `stratum_gate_resolve` under the `person-only` policy.
@@ -995,6 +1023,7 @@ impl Shared {
                     actor: actor.cloned(),
                     via: None,
                     round: None,
+                    value: args.value,
                 }
             }
             ToolName::SkipStep => {
@@ -1158,6 +1187,7 @@ impl Shared {
             .map_err(store_error)?
             .filter(|context| context.step_id == args.step_id)
             .ok_or_else(not_at_gate)?;
+        let value_schema = decided_schema(runtime.store().as_ref(), &id).map_err(store_error)?;
         Ok(gate_wait::GateView {
             flow_id,
             step_id: args.step_id.clone(),
@@ -1170,6 +1200,7 @@ impl Shared {
                 .as_f64()
                 .map(|seconds| seconds.max(0.0).ceil() as u64),
             context,
+            value_schema,
         })
     }
 

@@ -143,6 +143,7 @@ fn an_agent_verdict_without_a_real_citation_is_ambiguous_and_a_person_decides() 
                 actor: None,
                 via: None,
                 round: None,
+                value: None,
             })
             .unwrap()
             .to_json();

@@ -335,6 +335,7 @@ impl Scenario {
                 actor: self.identity.clone(),
                 via: None,
                 round: None,
+                value: None,
             },
         )
     }

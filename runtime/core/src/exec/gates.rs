@@ -2,7 +2,8 @@
 //! timeouts, measured from the dispatch time kept in the flow's header so that they fire after
 //! a restart, on `stratum_check_timeouts` and on any other call that touches the flow.
 
-use stratum_compiler::plan::{Action, Target};
+use serde_json::{Value, json};
+use stratum_compiler::plan::{Action, Step, Target};
 
 use super::approvals::{self, Count};
 use super::dispatch::{self, Move, Note};
@@ -31,6 +32,8 @@ pub(crate) struct Decision<'a> {
     pub via: Option<&'a Via>,
     /// The round the decision is for, when the caller knows it.
     pub round: Option<u32>,
+    /// The value approved with, for a gate whose function declares `output`.
+    pub value: Option<&'a Value>,
 }
 
 pub(crate) fn resolve(
@@ -56,7 +59,15 @@ pub(crate) fn resolve(
         if let Some(refused) = invalid_decision(run, outcome, resolved_by) {
             return Ok(refused);
         }
-        record_gate(work, run, index, &decision, Vec::new(), run.ctx.now_ms)?;
+        record_gate(
+            work,
+            run,
+            index,
+            &decision,
+            Vec::new(),
+            None,
+            run.ctx.now_ms,
+        )?;
         return super::judge::decide(work, run, index, &decision);
     }
     let Action::Gate {
@@ -120,6 +131,10 @@ pub(crate) fn resolve(
     {
         return Ok(refused);
     }
+    let decided = match typed_value(run, step, step_id, &decision) {
+        Ok(decided) => decided,
+        Err(refused) => return Ok(refused),
+    };
     let approvers = match (rule, decision.actor) {
         (Some(rule), Some(identity)) if outcome == "approve" => {
             match approvals::count(work, run, &header, index, rule, &decision, identity)? {
@@ -131,7 +146,35 @@ pub(crate) fn resolve(
     };
     // Whatever the decision, the gate is decided: a later wait at it counts afresh.
     approvals::clear(work, run, index)?;
-    record_gate(work, run, index, &decision, approvers, run.ctx.now_ms)?;
+    let review_id = review_id(run, index, header.round);
+    let output = decided.map(|value| {
+        json!({
+            "value": value,
+            "outcome": outcome,
+            "reviewer": decision.actor,
+            "rationale": decision.rationale,
+            "decided_at": crate::utc(run.ctx.now_ms),
+            "review_id": review_id,
+        })
+    });
+    let typed = output.as_ref().map(|output| {
+        (
+            output.get("value").cloned().unwrap_or(Value::Null),
+            review_id,
+        )
+    });
+    record_gate(
+        work,
+        run,
+        index,
+        &decision,
+        approvers,
+        typed,
+        run.ctx.now_ms,
+    )?;
+    if let Some(output) = output {
+        work.update_step(&run.id, index, |state| state.output = Some(output))?;
+    }
     match outcome {
         "approve" => {
             if let Some(stopped) = dispatch::move_to(work, run, index, on_approve, Move::Forward)? {
@@ -179,8 +222,10 @@ fn record_gate(
     index: u32,
     decision: &Decision<'_>,
     approvers: Vec<String>,
+    typed: Option<(Value, String)>,
     at_ms: u64,
 ) -> Result<(), StoreError> {
+    let (value, review_id) = typed.unzip();
     let header = work.get(&run.id)?;
     work.push_event(
         &run.id,
@@ -193,6 +238,8 @@ fn record_gate(
             via: decision.via.map(|via| via.channel.clone()),
             client: decision.via.and_then(|via| via.client.clone()),
             approvers,
+            value,
+            review_id,
             duration_ms: header
                 .dispatched_ms
                 .map_or(0, |at| at_ms.saturating_sub(at)),
@@ -201,6 +248,89 @@ fn record_gate(
             at_ms,
         })),
     )
+}
+
+/// The value of an approval of a gate whose function declares `output: T`, checked against
+/// `T`; `None` for a gate without one, and for revise and kill. `Err`: the refusal (nothing is
+/// recorded).
+fn typed_value(
+    run: &Run<'_>,
+    step: &Step,
+    step_id: &str,
+    decision: &Decision<'_>,
+) -> Result<Option<Value>, Response> {
+    let contract = step
+        .output
+        .contract
+        .and_then(|index| run.plan.contracts.get(index as usize));
+    let refusal = |error_type: &str, message: String, violations: Option<Vec<String>>| {
+        let mut error = ErrorResponse::new(error_type, message).flow(run.id.as_str());
+        error.step_id = Some(step_id.to_owned());
+        error.violations = violations;
+        error.into_response()
+    };
+    let Some(contract) = contract else {
+        return match decision.value {
+            Some(_) if decision.outcome == "approve" => Err(refusal(
+                "decision_value_unexpected",
+                format!(
+                    "gate '{step_id}' decides no value (its function declares no `output`): \
+                     approve it without `value`"
+                ),
+                None,
+            )),
+            _ => Ok(None),
+        };
+    };
+    if decision.outcome != "approve" {
+        return Ok(None);
+    }
+    let fields = contract
+        .schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|properties| properties.keys().cloned().collect::<Vec<_>>().join(", "))
+        .unwrap_or_default();
+    let Some(value) = decision.value else {
+        return Err(refusal(
+            "decision_value_required",
+            format!(
+                "approving gate '{step_id}' decides a value of contract '{}' ({fields}): approve \
+                 with `value`, an object of those fields",
+                contract.name
+            ),
+            None,
+        ));
+    };
+    let violations = super::validate::schema_violations(&contract.schema, value);
+    if !violations.is_empty() {
+        return Err(refusal(
+            "decision_value_invalid",
+            format!(
+                "the value does not fit contract '{}' of gate '{step_id}'; nothing was \
+                 recorded: fix it and approve again",
+                contract.name
+            ),
+            Some(violations),
+        ));
+    }
+    Ok(Some(value.clone()))
+}
+
+/// A stable id of one decision of the gate at plan index `index` in `round` of the run's flow
+/// (the seed's `review_id`): the same command run again gives the same id.
+fn review_id(run: &Run<'_>, index: u32, round: u32) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(run.id.as_str().as_bytes());
+    hasher.update(index.to_le_bytes());
+    hasher.update(round.to_le_bytes());
+    let digest = hasher.finalize();
+    let mut seed = [0_u8; 16];
+    for (to, from) in seed.iter_mut().zip(digest.iter()) {
+        *to = *from;
+    }
+    crate::FlowId::derive(u128::from_le_bytes(seed), run.ctx.now_ms).to_string()
 }
 
 /// The refusal of a revise when the flow has had its `max_rounds`: the gate still waits.

@@ -126,6 +126,7 @@ pub fn run(work: &mut Work<'_>, command: &Command, ctx: &Context) -> Result<Resp
             actor,
             via,
             round,
+            value,
             ..
         } => gates::resolve(
             work,
@@ -138,6 +139,7 @@ pub fn run(work: &mut Work<'_>, command: &Command, ctx: &Context) -> Result<Resp
                 actor: actor.as_deref(),
                 via: via.as_ref(),
                 round: *round,
+                value: value.as_ref(),
             },
         ),
         Command::CheckTimeouts { .. } => gates::check_timeouts(work, &run),

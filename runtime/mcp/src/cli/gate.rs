@@ -243,9 +243,10 @@ pub fn resolve(
     decision: Decision,
     note: &str,
     resolved_by: ResolvedBy,
+    value: Option<serde_json::Value>,
 ) -> Result<GateAnswer, StoreError> {
     let user = crate::identity::os_user();
-    resolve_as(
+    decide(
         runtime,
         flow_id,
         step_id,
@@ -253,6 +254,7 @@ pub fn resolve(
         note,
         resolved_by,
         Some(&user),
+        value,
     )
 }
 
@@ -269,6 +271,30 @@ pub fn resolve_as(
     resolved_by: ResolvedBy,
     actor: Option<&str>,
 ) -> Result<GateAnswer, StoreError> {
+    decide(
+        runtime,
+        flow_id,
+        step_id,
+        decision,
+        note,
+        resolved_by,
+        actor,
+        None,
+    )
+}
+
+/// [`resolve_as`] with the value approved with, for a gate whose function declares `output`.
+#[allow(clippy::too_many_arguments)]
+fn decide(
+    runtime: &Runtime,
+    flow_id: &str,
+    step_id: &str,
+    decision: Decision,
+    note: &str,
+    resolved_by: ResolvedBy,
+    actor: Option<&str>,
+    value: Option<serde_json::Value>,
+) -> Result<GateAnswer, StoreError> {
     let response = runtime.call(&Command::GateResolve {
         flow_id: flow_id.to_owned(),
         step_id: step_id.to_owned(),
@@ -278,6 +304,7 @@ pub fn resolve_as(
         actor: actor.map(str::to_owned),
         via: None,
         round: None,
+        value,
     })?;
     let recorded = match &response {
         Response::ApprovalRecorded(recorded) => Some(recorded.as_ref()),

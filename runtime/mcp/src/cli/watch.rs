@@ -510,26 +510,9 @@ fn events_from(
     Ok(bodies)
 }
 
-/// `YYYY-MM-DDTHH:MM:SSZ` of milliseconds since the Unix epoch.
+/// `ms` (Unix milliseconds) as UTC, `2026-11-26T01:41:01Z`.
 pub fn utc(ms: u64) -> String {
-    let seconds = ms / 1000;
-    let (days, rest) = (seconds / 86_400, seconds % 86_400);
-    // Howard Hinnant's civil-from-days, for days since 1970-01-01.
-    let z = i64::try_from(days).unwrap_or(0) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
+    stratum_runtime::utc(ms)
 }
 
 #[cfg(test)]

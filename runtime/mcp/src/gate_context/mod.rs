@@ -453,6 +453,8 @@ flows:
                 via: None,
                 client: None,
                 approvers: Vec::new(),
+                value: None,
+                review_id: None,
                 duration_ms: 0,
                 round,
                 round_start_step_id: None,

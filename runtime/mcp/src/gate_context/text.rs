@@ -135,7 +135,8 @@ fn decisions_text(text: &mut String, context: &GateContext, bounds: TextBounds) 
             let _ = write!(by, " {}", visible(policy));
         }
         if let Some(actor) = &decision.actor {
-            let _ = write!(by, ", token {}", visible(actor));
+            // An access token's name, or `os:<user>` (the operator's, a stdio form's).
+            let _ = write!(by, " as {}", visible(actor));
         }
         if let Some(via) = &decision.via {
             let _ = write!(by, ", via {}", visible(via));
@@ -327,7 +328,7 @@ mod tests {
         assert!(text.contains("… (118 more characters)"), "{text}");
         assert!(
             text.contains(
-                "- round 0, review: revise by human, token alice at 1970-01-01T00:00:00Z: \
+                "- round 0, review: revise by human as alice at 1970-01-01T00:00:00Z: \
                  \"needs \\x1b[2Ja test\""
             ),
             "{text}"
