@@ -965,7 +965,7 @@ async fn a_typed_gate_s_form_asks_for_its_fields_and_the_value_reaches_the_next_
         json!(["stable", "beta"]),
         "{fields:#}"
     );
-    assert_eq!(fields["version"]["description"], "The version to publish");
+    assert_eq!(fields["version"]["type"], "string", "{fields:#}");
     assert_eq!(
         fields["notes"]["type"], "string",
         "a list is asked as JSON: {fields:#}"

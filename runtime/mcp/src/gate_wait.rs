@@ -277,12 +277,18 @@ fn field_key(name: &str) -> String {
     }
 }
 
-/// Whether a contract field is shown as JSON text (a list, a record, anything not one value).
+/// Whether a contract field is shown as JSON text (a list, a record, anything not one value
+/// or a choice of texts).
 fn as_json_text(field: &Value) -> bool {
-    !matches!(
-        field.get("type").and_then(Value::as_str),
-        Some("string" | "number" | "integer" | "boolean")
-    )
+    let choice_of_texts = field
+        .get("enum")
+        .and_then(Value::as_array)
+        .is_some_and(|values| values.iter().all(Value::is_string));
+    !choice_of_texts
+        && !matches!(
+            field.get("type").and_then(Value::as_str),
+            Some("string" | "number" | "integer" | "boolean")
+        )
 }
 
 /// The form's field for the contract field `name`.
@@ -297,6 +303,8 @@ fn form_field(name: &str, field: &Value) -> Value {
         });
     }
     let mut shown = serde_json::Map::new();
+    // A choice of texts (`values`) has no `type` of its own: the form's field is a text.
+    shown.insert("type".to_owned(), Value::String("string".to_owned()));
     for key in [
         "type",
         "enum",

@@ -450,9 +450,10 @@ pub(crate) fn expire(work: &mut Work<'_>, run: &Run<'_>) -> Result<Option<Respon
         actor: None,
         via: None,
         round: None,
+        value: None,
     };
     approvals::clear(work, run, index)?;
-    record_gate(work, run, index, &timeout, Vec::new(), deadline)?;
+    record_gate(work, run, index, &timeout, Vec::new(), None, deadline)?;
     kill(work, run, index, on_kill, Some("timeout"), deadline).map(Some)
 }
 
