@@ -1027,3 +1027,34 @@ async fn an_agent_approves_a_typed_gate_only_with_a_value_of_its_contract() {
     assert_eq!(approved["inputs"]["version"], "1.2.0", "{approved:#}");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn while_a_form_is_open_the_call_sends_a_heartbeat_every_five_seconds() {
+    let (_home, mut server, id) = at_gate("release", vec![Reply::Never], &[]).await;
+    let started = std::time::Instant::now();
+    let pending = server
+        .call(
+            "stratum_gate_wait",
+            json!({"flow_id": id, "step_id": "review", "wait_seconds": 12}),
+        )
+        .await;
+    assert_eq!(pending["reason"], "no_answer", "{pending:#}");
+    let waited = started.elapsed().as_secs_f64();
+    let beats = server.received.progress();
+    // Two heartbeats in 12 s (at 5 and 10 s), each saying what the call waits for, each
+    // notification larger than the one before (the protocol's rule).
+    assert_eq!(beats.len(), 2, "{beats:#?} in {waited} s");
+    assert!(
+        beats
+            .windows(2)
+            .all(|pair| pair[1].progress > pair[0].progress)
+    );
+    for beat in &beats {
+        let message = beat.message.as_deref().unwrap_or_default();
+        assert!(
+            message.contains("for a person to decide gate 'review'"),
+            "{message}"
+        );
+    }
+    server.stop().await;
+}

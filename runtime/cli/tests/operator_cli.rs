@@ -1206,10 +1206,17 @@ async fn query_gates_shows_the_work_before_a_gate_and_why_it_came_back() {
     assert_inert("query gates FLOW", &shown);
     let since = stratum_mcp::cli::watch::utc(context["waiting_since_ms"].as_u64().unwrap());
     let decided = stratum_mcp::cli::watch::utc(decision["at_ms"].as_u64().unwrap());
+    let user = os_user();
     insta::assert_snapshot!(redacted(
         &shown,
-        // The two may fall in the same second: one name for both.
-        &[(&flow, "FLOW"), (&since, "TIME"), (&decided, "TIME")]
+        // The two may fall in the same second: one name for both. The operator is whoever
+        // runs the tests.
+        &[
+            (&flow, "FLOW"),
+            (&since, "TIME"),
+            (&decided, "TIME"),
+            (&user, "OS_USER")
+        ]
     ));
     let (_, listed) = cli_on_terminal(home.path(), &["query", "gates", "--context"]);
     assert!(listed.contains("ON APPROVE"), "the table first: {listed}");
