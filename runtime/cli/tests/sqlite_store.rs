@@ -104,7 +104,8 @@ fn a_version_3_database_keeps_its_checkpoints_in_commit_order() {
     let conn = rusqlite::Connection::open(&path).expect("the database opens");
     conn.execute_batch(
         "ALTER TABLE checkpoints DROP COLUMN position; DROP TABLE drives; \
-         DROP TABLE agent_runs; DROP TABLE task_diffs; PRAGMA user_version = 3;",
+         DROP TABLE agent_runs; DROP TABLE task_diffs; DROP TABLE secrets;
+         PRAGMA user_version = 3;",
     )
     .expect("the schema is taken back to version 3");
     drop(conn);
@@ -214,15 +215,18 @@ fn a_database_from_a_newer_program_is_refused_and_left_alone() {
             error,
             StoreError::NewerSchema {
                 found: 99,
-                supported: 6
+                supported: stratum_store_sqlite::SCHEMA_VERSION
             }
         ),
         "{error:?}"
     );
     assert_eq!(
         error.to_string(),
-        "the state database has schema version 99, newer than this program's 6; upgrade \
-         stratum-mcp, or use another state database"
+        format!(
+            "the state database has schema version 99, newer than this program's {}; upgrade \
+             stratum-mcp, or use another state database",
+            stratum_store_sqlite::SCHEMA_VERSION
+        )
     );
     let conn = rusqlite::Connection::open(&path).expect("sqlite opens");
     let version: i64 = conn
@@ -268,7 +272,7 @@ fn reopening_an_up_to_date_database_migrates_nothing() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("user_version");
-    assert_eq!(version, 6);
+    assert_eq!(version, stratum_store_sqlite::SCHEMA_VERSION);
     let journal: String = conn
         .query_row("PRAGMA journal_mode", [], |row| row.get(0))
         .expect("journal_mode");

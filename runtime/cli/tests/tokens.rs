@@ -109,7 +109,7 @@ fn a_version_1_sqlite_database_gains_the_tokens_table_and_keeps_its_flows() {
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
         "DROP TABLE sessions; DROP TABLE tokens; ALTER TABLE checkpoints DROP COLUMN position; \
-         DROP TABLE drives; DROP TABLE agent_runs; DROP TABLE task_diffs; \
+         DROP TABLE drives; DROP TABLE agent_runs; DROP TABLE task_diffs; DROP TABLE secrets; \
          PRAGMA user_version = 1;",
     )
     .unwrap();

@@ -132,7 +132,8 @@ impl Load {
     /// none when the CLI did.
     pub fn actor(&self, agent: usize) -> Value {
         match self.via {
-            Via::Stdio { .. } => Value::Null,
+            // The operator CLI decides as the operating-system user running it.
+            Via::Stdio { .. } => json!(stratum_mcp::identity::os_user()),
             Via::Http => json!(token_name(agent)),
         }
     }
