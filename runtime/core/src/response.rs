@@ -558,7 +558,7 @@ pub struct RoundRecords {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Record {
     Step(StepRecord),
-    Gate(GateRecord),
+    Gate(Box<GateRecord>),
     Skip(SkipRecord),
     Policy(PolicyRecord),
     /// One identity's approval of a gate that needs more than one; not in the reference.

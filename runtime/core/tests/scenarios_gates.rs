@@ -1519,6 +1519,7 @@ fn decide_with(flow: &str, outcome: &str, value: Option<Value>) -> stratum_runti
 }
 
 #[test]
+#[allow(clippy::unwrap_used)]
 fn a_typed_gate_is_approved_with_a_value_of_its_contract_that_later_steps_read() {
     let mut s = Scenario::new(RELEASE);
     s.start(None, json!({}));

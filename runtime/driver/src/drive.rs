@@ -63,7 +63,7 @@ impl Progress for () {}
 /// How running one step's agent ended, for the drive.
 enum StepEnd {
     /// Report this to the flow (a result, or a failed attempt).
-    Report(Command),
+    Report(Box<Command>),
     /// The run was cancelled: nothing is reported.
     Cancelled,
     /// No connector can run the step: the flow goes back to an agent.
@@ -233,7 +233,7 @@ impl Driver {
             match next_of(&response) {
                 Next::Run(step) => {
                     let command = match self.run_step(drive, &step, owner, &lease, progress)? {
-                        StepEnd::Report(command) => command,
+                        StepEnd::Report(command) => *command,
                         // The lease was lost, or the driver was asked to stop.
                         StepEnd::Cancelled if lease.lost() => return Ok(Ended::LostLease),
                         StepEnd::Cancelled => {
@@ -483,18 +483,18 @@ impl Driver {
         let usage = Some(row.usage.clone());
         Ok(match (&row.status, &row.result) {
             (RunStatus::Cancelled | RunStatus::Interrupted, _) => StepEnd::Cancelled,
-            (RunStatus::Answered, Some(result)) => StepEnd::Report(Command::StepDone {
+            (RunStatus::Answered, Some(result)) => StepEnd::Report(Box::new(Command::StepDone {
                 flow_id: step.flow_id.clone(),
                 step_id: step.step_id.clone(),
                 result: result.clone(),
                 usage,
-            }),
-            _ => StepEnd::Report(Command::StepFailed {
+            })),
+            _ => StepEnd::Report(Box::new(Command::StepFailed {
                 flow_id: step.flow_id.clone(),
                 step_id: step.step_id.clone(),
                 violations: vec![violation(&row)],
                 usage,
-            }),
+            })),
         })
     }
 

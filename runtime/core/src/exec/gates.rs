@@ -229,7 +229,7 @@ fn record_gate(
     let header = work.get(&run.id)?;
     work.push_event(
         &run.id,
-        EventBody::Record(Record::Gate(GateRecord {
+        EventBody::Record(Record::Gate(Box::new(GateRecord {
             step_id: run.step(index)?.id.clone(),
             outcome: decision.outcome.to_owned(),
             rationale: decision.rationale.to_owned(),
@@ -246,7 +246,7 @@ fn record_gate(
             round: header.round,
             round_start_step_id: run.step_id(header.round_start),
             at_ms,
-        })),
+        }))),
     )
 }
 

@@ -444,7 +444,7 @@ flows:
             seq,
             round,
             reverted,
-            body: EventBody::Record(Record::Gate(GateRecord {
+            body: EventBody::Record(Record::Gate(Box::new(GateRecord {
                 step_id: "review".to_owned(),
                 outcome: "revise".to_owned(),
                 rationale: format!("reason {seq}"),
@@ -459,7 +459,7 @@ flows:
                 round,
                 round_start_step_id: None,
                 at_ms: seq,
-            })),
+            }))),
         }
     }
 
