@@ -257,8 +257,12 @@ impl StratumServer {
             return Ok(waited.into_response());
         }
         let asking_caller = caller.clone();
-        // Only a call naming its flow can be answered by its retry (2026-07-28).
-        let names_flow = arguments.contains_key("flow_id");
+        // Only a call naming the flow whose gate it reached can be answered by its retry
+        // (2026-07-28): the retry finds the form's state by that flow.
+        let named_flow = arguments
+            .get("flow_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let outcome = tokio::task::spawn_blocking(move || {
             let outcome = shared.call(spec, arguments, &caller, &progress);
             (outcome, progress)
@@ -266,7 +270,8 @@ impl StratumServer {
         .await;
         let outcome = match outcome {
             Ok((outcome, progress)) => {
-                let reached = self.asks_at_reached_gate(spec, &outcome, names_flow, &progress);
+                let reached =
+                    self.asks_at_reached_gate(spec, &outcome, named_flow.as_deref(), &progress);
                 let asked = match reached {
                     Some((flow_id, step_id)) => {
                         self.ask_at_reached_gate(flow_id, step_id, asking_caller, &progress)
@@ -380,17 +385,19 @@ impl StratumServer {
     /// person is to be asked about it now: the answer is `await_gate`, the server asks when a
     /// gate is reached (`gates.ask_when_reached`), the tool moves flows (or is
     /// `stratum_resume`), and the client can show a form (on 2026-07-28, by an `input_required`
-    /// answer whose retry must name the flow: `names_flow`).
+    /// answer whose retry names the flow at the gate: `named_flow`, the call's `flow_id`).
     fn asks_at_reached_gate(
         &self,
         spec: &ToolSpec,
         outcome: &Outcome,
-        names_flow: bool,
+        named_flow: Option<&str>,
         progress: &Progress,
     ) -> Option<(String, String)> {
         let Outcome::Answer(answer) = outcome else {
             return None;
         };
+        // A child's last step can bring its parent to a gate: that retry would name the child.
+        let names_flow = named_flow.is_some_and(|flow| at(answer, "flow_id") == flow);
         let moves_flows = !spec.read_only || spec.tool == ToolName::Resume;
         let can_ask = (progress.asks_by_round_trip() && names_flow)
             || progress
