@@ -359,7 +359,7 @@ fn store_registry(store: &dyn Store, now_ms: u64) -> Result<Registry, StoreError
     Ok(registry)
 }
 
-/// A line of the exposition, for tests and `doctor`: the value of `name` with `labels`
+/// A line of the exposition, for tests: the value of `name` with `labels`
 /// (`key="value"` pairs as written), if the text has it.
 pub fn sample(text: &str, name: &str, labels: &str) -> Option<f64> {
     let mut wanted = String::from(name);
