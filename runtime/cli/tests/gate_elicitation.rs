@@ -127,16 +127,21 @@ fn gate_records(audit: &Value) -> Vec<Value> {
         .collect()
 }
 
-#[tokio::test]
-async fn the_person_approves_in_the_form_and_the_audit_says_so() {
-    let (_home, mut server, id) =
-        at_gate("release", vec![accept("approve", "reads well")], &[]).await;
-    let answer = server
+/// `stratum_gate_wait` on the `review` gate of flow `id`: its answer.
+async fn wait_at_review(server: &mut McpServer, id: &str) -> Value {
+    server
         .call(
             "stratum_gate_wait",
             json!({"flow_id": id, "step_id": "review"}),
         )
-        .await;
+        .await
+}
+
+#[tokio::test]
+async fn the_person_approves_in_the_form_and_the_audit_says_so() {
+    let (_home, mut server, id) =
+        at_gate("release", vec![accept("approve", "reads well")], &[]).await;
+    let answer = wait_at_review(&mut server, &id).await;
     assert_eq!(status(&answer), "complete", "{answer:#}");
 
     // The form showed the flow and its input, the gate, where each decision leads and the
@@ -180,12 +185,7 @@ async fn revise_starts_a_new_round_and_the_next_form_is_for_that_round() {
         &[],
     )
     .await;
-    let revised = server
-        .call(
-            "stratum_gate_wait",
-            json!({"flow_id": id, "step_id": "review"}),
-        )
-        .await;
+    let revised = wait_at_review(&mut server, &id).await;
     assert_eq!(status(&revised), "execute_step", "{revised:#}");
     assert_eq!(revised["step_id"], "write", "{revised:#}");
     // The gate of the earlier round cannot be asked again: the flow is not at it.
@@ -202,12 +202,7 @@ async fn revise_starts_a_new_round_and_the_next_form_is_for_that_round() {
             json!({"flow_id": id, "step_id": "write", "result": {"text": "v1.2: gates in the client"}}),
         )
         .await;
-    let killed = server
-        .call(
-            "stratum_gate_wait",
-            json!({"flow_id": id, "step_id": "review"}),
-        )
-        .await;
+    let killed = wait_at_review(&mut server, &id).await;
     assert_eq!(status(&killed), "killed", "{killed:#}");
     let asked = server.received.asked();
     let second = asked[1]["message"].as_str().unwrap();
@@ -238,12 +233,7 @@ async fn a_declined_or_closed_form_leaves_the_gate_waiting_and_says_how_else_to_
     )
     .await;
     for reason in ["declined", "cancelled"] {
-        let pending = server
-            .call(
-                "stratum_gate_wait",
-                json!({"flow_id": id, "step_id": "review"}),
-            )
-            .await;
+        let pending = wait_at_review(&mut server, &id).await;
         assert_eq!(status(&pending), "gate_pending", "{pending:#}");
         assert_eq!(pending["reason"], reason, "{pending:#}");
         let how = pending["how_to_decide"].as_str().unwrap();
@@ -261,12 +251,7 @@ async fn a_declined_or_closed_form_leaves_the_gate_waiting_and_says_how_else_to_
 async fn at_the_gate_s_timeout_the_form_is_withdrawn_and_the_timeout_rule_applies() {
     let (_home, mut server, id) = at_gate("hurried", vec![Reply::Never], &[]).await;
     let started = std::time::Instant::now();
-    let answer = server
-        .call(
-            "stratum_gate_wait",
-            json!({"flow_id": id, "step_id": "review"}),
-        )
-        .await;
+    let answer = wait_at_review(&mut server, &id).await;
     assert_eq!(status(&answer), "killed", "{answer:#}");
     assert!(
         started.elapsed() < std::time::Duration::from_secs(30),
@@ -302,17 +287,15 @@ async fn an_unanswered_form_within_the_wait_leaves_the_gate_waiting() {
 
 #[tokio::test]
 async fn a_client_that_cannot_show_a_form_gets_the_gate_back_with_how_to_decide() {
-    let (_home, mut server, id) =
-        at_gate_with("release", Protocol::Handshake, Recorder::default(), &[]).await;
-    let pending = server
-        .call(
-            "stratum_gate_wait",
-            json!({"flow_id": id, "step_id": "review"}),
-        )
-        .await;
-    assert_eq!(status(&pending), "gate_pending", "{pending:#}");
-    assert_eq!(pending["reason"], "not_asked", "{pending:#}");
-    server.stop().await;
+    // On either protocol: no elicitation capability, no form.
+    for protocol in [Protocol::Handshake, Protocol::Stateless] {
+        let (_home, mut server, id) =
+            at_gate_with("release", protocol, Recorder::default(), &[]).await;
+        let pending = wait_at_review(&mut server, &id).await;
+        assert_eq!(status(&pending), "gate_pending", "{pending:#}");
+        assert_eq!(pending["reason"], "not_asked", "{pending:#}");
+        server.stop().await;
+    }
 }
 
 #[tokio::test]
@@ -340,12 +323,7 @@ async fn under_person_only_the_agent_cannot_resolve_its_own_gate() {
     assert_eq!(refused["error_type"], "person_required", "{refused:#}");
     let message = refused["message"].as_str().unwrap();
     assert!(message.contains("stratum_gate_wait"), "{message}");
-    let approved = server
-        .call(
-            "stratum_gate_wait",
-            json!({"flow_id": id, "step_id": "review"}),
-        )
-        .await;
+    let approved = wait_at_review(&mut server, &id).await;
     assert_eq!(status(&approved), "complete", "{approved:#}");
     server.stop().await;
 }
@@ -361,12 +339,7 @@ async fn on_2026_07_28_the_form_is_an_input_required_answer_and_the_retry_decide
         let client = Recorder::asking(vec![reply]);
         let (_home, mut server, id) =
             at_gate_with("release", Protocol::Stateless, client, &[]).await;
-        let answer = server
-            .call(
-                "stratum_gate_wait",
-                json!({"flow_id": id, "step_id": "review"}),
-            )
-            .await;
+        let answer = wait_at_review(&mut server, &id).await;
         assert_eq!(status(&answer), expected, "{answer:#}");
         let asked = server.received.asked();
         assert_eq!(asked.len(), 1, "{asked:#?}");
@@ -394,12 +367,7 @@ async fn on_2026_07_28_revise_asks_again_for_the_next_round_and_decline_leaves_i
         Reply::Answer(json!({"action": "cancel"})),
     ]);
     let (_home, mut server, id) = at_gate_with("release", Protocol::Stateless, client, &[]).await;
-    let revised = server
-        .call(
-            "stratum_gate_wait",
-            json!({"flow_id": id, "step_id": "review"}),
-        )
-        .await;
+    let revised = wait_at_review(&mut server, &id).await;
     assert_eq!(status(&revised), "execute_step", "{revised:#}");
     assert_eq!(revised["step_id"], "write");
     server
@@ -409,12 +377,7 @@ async fn on_2026_07_28_revise_asks_again_for_the_next_round_and_decline_leaves_i
         )
         .await;
     for reason in ["declined", "cancelled"] {
-        let pending = server
-            .call(
-                "stratum_gate_wait",
-                json!({"flow_id": id, "step_id": "review"}),
-            )
-            .await;
+        let pending = wait_at_review(&mut server, &id).await;
         assert_eq!(status(&pending), "gate_pending", "{pending:#}");
         assert_eq!(pending["reason"], reason, "{pending:#}");
         assert!(
@@ -606,21 +569,6 @@ async fn on_2026_07_28_an_answer_after_the_gate_s_timeout_does_not_count() {
     server.stop().await;
 }
 
-#[tokio::test]
-async fn on_2026_07_28_a_client_without_forms_is_not_asked() {
-    let (_home, mut server, id) =
-        at_gate_with("release", Protocol::Stateless, Recorder::default(), &[]).await;
-    let pending = server
-        .call(
-            "stratum_gate_wait",
-            json!({"flow_id": id, "step_id": "review"}),
-        )
-        .await;
-    assert_eq!(status(&pending), "gate_pending", "{pending:#}");
-    assert_eq!(pending["reason"], "not_asked", "{pending:#}");
-    server.stop().await;
-}
-
 /// A server with the default config (the call that reaches a gate asks) whose client is
 /// `client`, and a `release` flow planned; its id.
 async fn planned(protocol: Protocol, client: Recorder) -> (tempfile::TempDir, McpServer, String) {
@@ -808,12 +756,7 @@ async fn under_approval_rules_a_form_on_stdio_is_the_os_user_s_decision() {
         .await;
     assert_eq!(agent["error_type"], "identity_required", "{agent:#}");
     // The person who started the client answers: one approval of the two needed.
-    let first = server
-        .call(
-            "stratum_gate_wait",
-            json!({"flow_id": id, "step_id": "review"}),
-        )
-        .await;
+    let first = wait_at_review(&mut server, &id).await;
     assert_eq!(status(&first), "approval_recorded", "{first:#}");
     assert_eq!(
         (
@@ -823,12 +766,7 @@ async fn under_approval_rules_a_form_on_stdio_is_the_os_user_s_decision() {
         ),
         (&json!(me), &json!(1), &json!(1))
     );
-    let again = server
-        .call(
-            "stratum_gate_wait",
-            json!({"flow_id": id, "step_id": "review"}),
-        )
-        .await;
+    let again = wait_at_review(&mut server, &id).await;
     assert_eq!(
         (&again["counted"], &again["approvals"]),
         (&json!(false), &json!(1))
@@ -865,19 +803,9 @@ async fn under_approval_rules_a_form_on_stdio_is_the_os_user_s_decision() {
         &[("STRATUM_CONFIG", &path)],
     )
     .await;
-    let refused = server
-        .call(
-            "stratum_gate_wait",
-            json!({"flow_id": id, "step_id": "review"}),
-        )
-        .await;
+    let refused = wait_at_review(&mut server, &id).await;
     assert_eq!(refused["error_type"], "self_approval", "{refused:#}");
-    let revised = server
-        .call(
-            "stratum_gate_wait",
-            json!({"flow_id": id, "step_id": "review"}),
-        )
-        .await;
+    let revised = wait_at_review(&mut server, &id).await;
     assert_eq!(status(&revised), "execute_step", "{revised:#}");
     server.stop().await;
 }

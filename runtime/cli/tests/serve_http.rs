@@ -899,6 +899,7 @@ async fn a_read_only_token_cannot_post_a_form_that_changes_state() {
                 "from the console",
                 ResolvedBy::Human,
                 Some(&identity.name),
+                None,
             )
         })
         .await

@@ -201,12 +201,14 @@ impl StratumServer {
             actor = caller.actor.as_deref(),
         );
         let started = std::time::Instant::now();
-        let tool = request.name.to_string();
+        // A name the client made up is not a label: every unknown tool counts as one, so a
+        // client cannot grow the metrics without bound.
+        let tool = tools::find(&request.name).map_or("unknown", |spec| spec.name);
         let answer = self
             .run_call(request, caller, progress)
             .instrument(span.clone())
             .await;
-        span.in_scope(|| log_answer(&tool, &answer, started.elapsed()));
+        span.in_scope(|| log_answer(tool, &answer, started.elapsed()));
         answer
     }
 

@@ -18,35 +18,8 @@ from typing import Any
 
 import mcp.types as types
 
+from release_spec import SPEC
 from stratum_sdk import expect, over_stdio
-
-SPEC = """version: "0.2"
-contracts:
-  Draft:
-    text: {type: string}
-functions:
-  write:
-    mode: infer
-    intent: "Write the release note"
-    input: {}
-    output: Draft
-  sign_off:
-    mode: gate
-    timeout: 3600
-flows:
-  release:
-    input: {}
-    steps:
-      - id: write
-        function: write
-        inputs: {}
-      - id: review
-        function: sign_off
-        on_approve: ~
-        on_revise: write
-        on_kill: ~
-        depends_on: [write]
-"""
 
 ASKED: list[str] = []
 

@@ -46,36 +46,10 @@ from mcp import Client, StdioServerParameters
 from mcp.client.session import DEFAULT_CLIENT_INFO
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
+from release_spec import SPEC
+
 PROTOCOL = "2026-07-28"
 TOKEN_NAME = "py-sdk-agent"
-
-SPEC = """version: "0.2"
-contracts:
-  Draft:
-    text: {type: string}
-functions:
-  write:
-    mode: infer
-    intent: "Write the release note"
-    input: {}
-    output: Draft
-  sign_off:
-    mode: gate
-    timeout: 3600
-flows:
-  release:
-    input: {}
-    steps:
-      - id: write
-        function: write
-        inputs: {}
-      - id: review
-        function: sign_off
-        on_approve: ~
-        on_revise: write
-        on_kill: ~
-        depends_on: [write]
-"""
 
 WORK = "v1.2: faster gates"
 

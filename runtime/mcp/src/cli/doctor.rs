@@ -20,6 +20,9 @@ use super::SchemaVersion;
 use crate::location::Location;
 use crate::setup::{HOOK_COMMAND, find_on_path};
 
+/// The largest settings file (`.mcp.json`, the Codex config) doctor reads.
+const MAX_SETTINGS_BYTES: u64 = 4 << 20;
+
 /// How long the store and a `serve` URL get to answer.
 const DEADLINE: Duration = Duration::from_secs(5);
 
@@ -418,8 +421,16 @@ fn codex(inputs: &Inputs) -> Check {
     else {
         return Check::skipped("codex", "HOME is not set");
     };
-    let Ok(text) = std::fs::read_to_string(&config) else {
-        return Check::skipped("codex", format!("no {}", config.display()));
+    let text = match read_small(&config) {
+        None => return Check::skipped("codex", format!("no {}", config.display())),
+        Some(Err(error)) => {
+            return Check::problem(
+                "codex",
+                format!("{} cannot be read: {error}", config.display()),
+                "fix the file; Codex cannot read it either",
+            );
+        }
+        Some(Ok(text)) => text,
     };
     let document: toml_edit::DocumentMut = match text.parse() {
         Ok(document) => document,
@@ -482,11 +493,26 @@ fn runs(name: &str, what: &str, command: &str, path: &Option<std::ffi::OsString>
 
 /// `Some(parsed)` when the file exists.
 fn read_json(path: &Path) -> Option<Result<Value, String>> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = match read_small(path)? {
+        Ok(text) => text,
+        Err(error) => return Some(Err(error)),
+    };
     Some(
         jsonc_parser::parse_to_serde_value::<Value>(&text, &jsonc_parser::ParseOptions::default())
             .map_err(|error| error.to_string()),
     )
+}
+
+/// The text of a settings file, when it exists; one larger than [`MAX_SETTINGS_BYTES`] (a
+/// project can hold anything) is not read.
+fn read_small(path: &Path) -> Option<Result<String, String>> {
+    let size = std::fs::metadata(path).ok()?.len();
+    if size > MAX_SETTINGS_BYTES {
+        return Some(Err(format!(
+            "it is {size} bytes, more than a settings file holds ({MAX_SETTINGS_BYTES})"
+        )));
+    }
+    Some(std::fs::read_to_string(path).map_err(|error| error.to_string()))
 }
 
 /// One agent CLI: installed and its version, or not installed (nothing wrong with that).

@@ -246,7 +246,7 @@ pub fn resolve(
     value: Option<serde_json::Value>,
 ) -> Result<GateAnswer, StoreError> {
     let user = crate::identity::os_user();
-    decide(
+    resolve_as(
         runtime,
         flow_id,
         step_id,
@@ -259,33 +259,11 @@ pub fn resolve(
 }
 
 /// [`resolve`] as `actor` (the access token's name, for a gate resolved from the `serve`
-/// console), which the gate's approval rules judge and its audit record names: the same
-/// transaction and conflict answers as the terminal's. Blocking: call it from a blocking
-/// thread.
-pub fn resolve_as(
-    runtime: &Runtime,
-    flow_id: &str,
-    step_id: &str,
-    decision: Decision,
-    note: &str,
-    resolved_by: ResolvedBy,
-    actor: Option<&str>,
-) -> Result<GateAnswer, StoreError> {
-    decide(
-        runtime,
-        flow_id,
-        step_id,
-        decision,
-        note,
-        resolved_by,
-        actor,
-        None,
-    )
-}
-
-/// [`resolve_as`] with the value approved with, for a gate whose function declares `output`.
+/// console), which the gate's approval rules judge and its audit record names, with the
+/// `value` approved with for a gate whose function declares `output`: the same transaction
+/// and conflict answers as the terminal's. Blocking: call it from a blocking thread.
 #[allow(clippy::too_many_arguments)]
-fn decide(
+pub fn resolve_as(
     runtime: &Runtime,
     flow_id: &str,
     step_id: &str,

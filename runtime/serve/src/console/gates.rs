@@ -247,6 +247,8 @@ pub async fn decide(
             &rationale,
             ResolvedBy::Human,
             Some(&actor),
+            // The console's card does not ask for a typed gate's value yet.
+            None,
         )
     })
     .await
